@@ -1,0 +1,87 @@
+# sluice: GNU Makefile.
+#
+#   make            build the programs into build/ (warnings are errors)
+#   make check      build and run every test; the last line is "N passed, N failed"
+#   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
+#   make plots      draw the simulator's window-over-time plots into doc/
+#   make install    install programs and manual pages (PREFIX, DESTDIR)
+#   make format     clang-format every source file
+#
+# Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
+# src/cli/main.c is build/sluice, src/sim/main.c is build/sluice-sim.
+# tests/unit/test_*.c are cmocka programs linked against the library.
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+SYSCONFDIR ?= /etc
+BUILD      ?= build
+
+CC       ?= cc
+PKGS     := cmocka
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
+            -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Isrc \
+            -DSLUICE_CONFIG_FILE='"$(SYSCONFDIR)/sluice/sluice.conf"'
+LDLIBS   += -lm
+TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+MAINS    := src/cli/main.c src/sim/main.c
+LIB_SRC  := $(filter-out $(MAINS),$(wildcard src/*/*.c))
+LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim
+
+.PHONY: all check asan plots install format clean
+all: $(PROGS) $(TESTS)
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libsluice.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/sluice: $(BUILD)/obj/cli/main.o $(BUILD)/libsluice.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/sluice-sim: $(BUILD)/obj/sim/main.o $(BUILD)/libsluice.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libsluice.a $(TEST_LIBS) $(LDLIBS)
+
+check: all
+	@sh tests/run.sh $(BUILD)
+
+# The sanitizer build lives in its own tree so that it never mixes objects
+# with the optimized one.
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	    CC="$(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    check
+
+plots: $(BUILD)/sluice-sim
+	sh sim/plots.sh $(BUILD)/sluice-sim doc
+
+install: $(PROGS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+
+format:
+	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h)
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
+	$(TESTS:=.d)

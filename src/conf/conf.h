@@ -1,0 +1,189 @@
+#ifndef SLUICE_CONF_H
+#define SLUICE_CONF_H
+
+/*
+ * NAME
+ *	conf 3 - sluice parameters: the table, the config file, lookups
+ * SYNOPSIS
+ *	#include "conf/conf.h"
+ *
+ *	struct conf *conf_create(void)
+ *	void	conf_free(struct conf *conf)
+ *	int	conf_add_params(struct conf *conf, const struct conf_def *defs,
+ *			size_t count, char *why, size_t whylen)
+ *	int	conf_load(struct conf *conf, const char *path, int must_exist,
+ *			char *why, size_t whylen)
+ *	int	conf_set(struct conf *conf, const char *name, const char *value,
+ *			char *why, size_t whylen)
+ *	int	conf_validate(struct conf *conf, char *why, size_t whylen)
+ *	const char *conf_path(const char *opt_path, int *must_exist)
+ *
+ *	long	conf_int(const struct conf *conf, const char *transport,
+ *			const char *name)
+ *	int64_t conf_time_ms(const struct conf *conf, const char *transport,
+ *			const char *name)
+ *	int	conf_bool(...), const char *conf_str(...),
+ *	struct conf_feedback conf_feedback(...)	(same arguments)
+ *
+ *	int	conf_feedback_parse(const char *text, struct conf_feedback *fb,
+ *			char *why, size_t whylen)
+ *	int	conf_time_parse(const char *text, char unit, int64_t *ms,
+ *			char *why, size_t whylen)
+ *
+ *	int	conf_lookup(const struct conf *conf, const char *name,
+ *			struct conf_info *info)
+ *	size_t	conf_def_count(const struct conf *conf)
+ *	const struct conf_def *conf_def_at(const struct conf *conf, size_t i)
+ *	size_t	conf_override_count(const struct conf *conf)
+ *	const char *conf_override_at(const struct conf *conf, size_t i)
+ * DESCRIPTION
+ *	The parameter table (conf_params[]) lists every parameter sluice
+ *	knows: its name, type, default value (text, may refer to other
+ *	parameters as $name or ${name}), and, for parameters that a
+ *	transport may override, the suffix of the <transport>_<suffix>
+ *	override name (e.g. "_destination_concurrency_limit" for
+ *	default_destination_concurrency_limit, so that
+ *	smtp_destination_concurrency_limit overrides it for transport smtp).
+ *
+ *	conf_create() returns a configuration holding the built-in table
+ *	with every parameter at its default. conf_add_params() adds more
+ *	parameters (sluice-sim adds its sim_* keys this way).
+ *
+ *	conf_load() reads a file of "name = value" lines: "#" starts a
+ *	comment line, a line that starts with white space continues the
+ *	previous one, blank lines are ignored. A missing file is not an
+ *	error unless must_exist is set. conf_set() sets one value. Both
+ *	check that the name is known (a global parameter, or an override
+ *	<transport>_<suffix> of one) and that a value without $ references
+ *	has the right type; conf_validate() checks every value after $name
+ *	expansion (conf_load() calls it). On error they return -1 and leave
+ *	in why a complete message: "FILE, line N: unknown parameter
+ *	\"foo\"" or "FILE, line N: default_process_limit: bad value \"x\":
+ *	expected an integer". They never exit or abort on bad input.
+ *
+ *	conf_path() chooses the config file: opt_path (-c FILE) if not
+ *	NULL, else $SLUICE_CONFIG if set, else the built-in default path;
+ *	must_exist is set for the first two.
+ *
+ *	The typed getters return the effective value of a parameter. With
+ *	transport non-NULL and the parameter overridable, the value of
+ *	<transport><suffix> is used when it is set, else the global one.
+ *	Asking for an unknown name or the wrong type is a programming error
+ *	and aborts with a message naming both.
+ *
+ *	Types: integers; times (a number with an optional unit: ms, s, m,
+ *	h, d, w; the parameter's default unit when none; fractions such as
+ *	0.5s allowed) returned in milliseconds; booleans (yes/no); feedback
+ *	expressions (x, x/y, x/concurrency, x/sqrt_concurrency with the
+ *	resulting value in [0,1]); choices (one word of a fixed set);
+ *	strings; lists (words separated by commas and/or white space,
+ *	returned as the expanded text).
+ *
+ *	conf_feedback_parse() and conf_time_parse() leave in why only what
+ *	was expected ("expected a time like 300s, 5m, 1h"); the caller
+ *	names the parameter and the value.
+ *
+ *	conf_lookup() describes one name, a global parameter or an
+ *	override, for tools such as "sluice config": its definition, its
+ *	effective value as written and expanded (for an override that is
+ *	not set, the global's), whether the name itself is set and to a
+ *	value other than the default text, and the file and line where it
+ *	was set. It returns -1 for an unknown name. conf_def_count() and
+ *	conf_def_at() list the global parameters (the built-in table, then
+ *	any added ones), conf_override_count() and conf_override_at() the
+ *	names of the overrides that are set, in the order they were first
+ *	set.
+ *
+ *	$$ in a value stands for a single $. $name expansion is described
+ *	in expand.c.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum conf_type {
+    CONF_INT,
+    CONF_TIME,
+    CONF_BOOL,
+    CONF_FEEDBACK,
+    CONF_CHOICE,
+    CONF_STRING,
+    CONF_LIST,
+};
+
+/* A feedback expression: value, or value/concurrency, or
+ * value/sqrt(concurrency). */
+enum conf_feedback_form {
+    CONF_FEEDBACK_CONSTANT,
+    CONF_FEEDBACK_CONCURRENCY,
+    CONF_FEEDBACK_SQRT_CONCURRENCY,
+};
+
+struct conf_feedback {
+    enum conf_feedback_form form;
+    double value; /* in [0, 1] */
+};
+
+struct conf_def {
+    const char *name;   /* global name */
+    enum conf_type type;
+    const char *defval; /* default, as text */
+    const char *suffix; /* per-transport override suffix, or NULL */
+    long min, max;      /* CONF_INT bounds (inclusive) */
+    char unit;          /* CONF_TIME default unit: 's', 'm', 'h', 'd', 'w' */
+    const char *choices; /* CONF_CHOICE: words separated by '|' */
+    const char *summary; /* one line, for humans */
+};
+
+extern const struct conf_def conf_params[];
+extern const size_t conf_param_count;
+
+struct conf;
+
+struct conf *conf_create(void);
+void conf_free(struct conf *conf);
+int conf_add_params(struct conf *conf, const struct conf_def *defs,
+                    size_t count, char *why, size_t whylen);
+int conf_load(struct conf *conf, const char *path, int must_exist, char *why,
+              size_t whylen);
+int conf_set(struct conf *conf, const char *name, const char *value,
+             char *why, size_t whylen);
+int conf_validate(struct conf *conf, char *why, size_t whylen);
+const char *conf_path(const char *opt_path, int *must_exist);
+
+long conf_int(const struct conf *conf, const char *transport,
+              const char *name);
+int64_t conf_time_ms(const struct conf *conf, const char *transport,
+                     const char *name);
+int conf_bool(const struct conf *conf, const char *transport,
+              const char *name);
+const char *conf_str(const struct conf *conf, const char *transport,
+                     const char *name);
+struct conf_feedback conf_feedback(const struct conf *conf,
+                                   const char *transport, const char *name);
+
+int conf_feedback_parse(const char *text, struct conf_feedback *fb, char *why,
+                        size_t whylen);
+int conf_time_parse(const char *text, char unit, int64_t *ms, char *why,
+                    size_t whylen);
+
+/* What conf_lookup() tells about one name. */
+struct conf_info {
+    const struct conf_def *def; /* the parameter (global one for an override) */
+    int is_override;            /* the name is <transport><suffix> */
+    int is_set;                 /* the name itself is set */
+    int non_default; /* set, and (for a global) not to the default text */
+    const char *value;    /* effective value as written */
+    const char *expanded; /* ...after $name expansion; NULL if it fails */
+    const char *file;     /* where the name was set, or NULL */
+    int line;             /* line in that file */
+};
+
+int conf_lookup(const struct conf *conf, const char *name,
+                struct conf_info *info);
+size_t conf_def_count(const struct conf *conf);
+const struct conf_def *conf_def_at(const struct conf *conf, size_t i);
+size_t conf_override_count(const struct conf *conf);
+const char *conf_override_at(const struct conf *conf, size_t i);
+
+#endif

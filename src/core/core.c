@@ -1,0 +1,145 @@
+/*
+ * NAME
+ *	core 3 - scheduler instance, timers, logging
+ * SYNOPSIS
+ *	#include "core/core.h"
+ *
+ *	struct core *core_create(const struct core_callbacks *cb, void *ctx)
+ *	void	core_free(struct core *core)
+ *	core_time_t core_next_timer(const struct core *core)
+ *	void	core_run_timers(struct core *core, core_time_t now)
+ * DESCRIPTION
+ *	core_create() makes an empty scheduler whose outside effects go
+ *	through cb (any member may be NULL) with ctx as first argument.
+ *	core_free() frees it with its transports and queues.
+ *
+ *	core_next_timer() tells when core_run_timers() next has work
+ *	(revival of a dead destination, end of a rate delay), or
+ *	CORE_TIME_NEVER. core_run_timers() fires every timer due at or
+ *	before now, oldest first; a timer armed while firing for a time
+ *	not after now fires in the same call.
+ */
+
+#include "core/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_impl.h"
+
+struct core *core_create(const struct core_callbacks *cb, void *ctx)
+{
+    struct core *core = core_alloc(sizeof(*core));
+
+    memset(core, 0, sizeof(*core));
+    if (cb)
+        core->cb = *cb;
+    core->ctx = ctx;
+    TAILQ_INIT(&core->timers);
+    return core;
+}
+
+void core_free(struct core *core)
+{
+    struct core_transport *t;
+
+    while ((t = core->transports) != NULL) {
+        core->transports = t->next;
+        core_transport_free(t);
+    }
+    free(core);
+}
+
+core_time_t core_next_timer(const struct core *core)
+{
+    const struct core_timer *first = TAILQ_FIRST(&core->timers);
+
+    return first ? first->when : CORE_TIME_NEVER;
+}
+
+void core_run_timers(struct core *core, core_time_t now)
+{
+    struct core_timer *timer;
+
+    while ((timer = TAILQ_FIRST(&core->timers)) != NULL && timer->when <= now) {
+        core_timer_disarm(core, timer);
+        timer->fire(core, timer, now);
+    }
+}
+
+void core_timer_arm(struct core *core, struct core_timer *timer,
+                    core_time_t when)
+{
+    struct core_timer *after;
+
+    if (timer->armed)
+        core_timer_disarm(core, timer);
+    timer->when = when;
+    timer->armed = 1;
+    TAILQ_FOREACH_REVERSE(after, &core->timers, core_timer_list, link)
+    {
+        if (after->when <= when)
+            break;
+    }
+    if (after)
+        TAILQ_INSERT_AFTER(&core->timers, after, timer, link);
+    else
+        TAILQ_INSERT_HEAD(&core->timers, timer, link);
+}
+
+void core_timer_disarm(struct core *core, struct core_timer *timer)
+{
+    if (timer->armed) {
+        TAILQ_REMOVE(&core->timers, timer, link);
+        timer->armed = 0;
+    }
+}
+
+void *core_alloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+
+    if (p == NULL)
+        abort();
+    return p;
+}
+
+char *core_strdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+
+    return memcpy(core_alloc(len), s, len);
+}
+
+static void core_vlog(struct core *core, enum core_log_level level,
+                      const char *fmt, va_list ap)
+{
+    char text[512];
+
+    if (core->cb.log == NULL)
+        return;
+    vsnprintf(text, sizeof(text), fmt, ap);
+    core->cb.log(core->ctx, level, text);
+}
+
+void core_log(struct core *core, enum core_log_level level, const char *fmt,
+              ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    core_vlog(core, level, fmt, ap);
+    va_end(ap);
+}
+
+void core_panic(struct core *core, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    core_vlog(core, CORE_LOG_WARNING, fmt, ap);
+    va_end(ap);
+    abort();
+}

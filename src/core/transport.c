@@ -1,0 +1,145 @@
+/*
+ * NAME
+ *	transport 3 - delivery transports and their destination queues
+ * SYNOPSIS
+ *	#include "core/core.h"
+ *
+ *	void	core_transport_params_init(struct core_transport_params *p)
+ *	struct core_transport *core_transport_create(struct core *core,
+ *			const char *name, const struct core_transport_params *p)
+ *	struct core_transport *core_transport_find(struct core *core,
+ *			const char *name)
+ * DESCRIPTION
+ *	core_transport_params_init() fills p with the reference defaults
+ *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
+ *	limit 1, seed rounding, no rate delays, 300s dead backoff, process
+ *	limit 100). Callers with a configuration overwrite what it sets.
+ *
+ *	core_transport_create() adds a transport with a copy of p, using
+ *	the feedback concurrency policy; the name must be new.
+ *	core_transport_find() returns the transport of that name or NULL.
+ *
+ *	A transport may start a delivery while it is below its process
+ *	limit (0 = no limit) and not paused by its rate delay. A transport
+ *	rate delay means one delivery at a time and a pause of that length
+ *	after each one, whatever the destination, as the reference does.
+ */
+
+#include "core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_impl.h"
+
+void core_transport_params_init(struct core_transport_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->initial_concurrency = 5;
+    p->concurrency_limit = 20;
+    p->positive.form = CORE_FEEDBACK_CONSTANT;
+    p->positive.value = 1;
+    p->negative.form = CORE_FEEDBACK_CONSTANT;
+    p->negative.value = 1;
+    p->failed_cohort_limit = 1;
+    p->rounding = CORE_ROUNDING_SEED;
+    p->dead_backoff = 300 * 1000;
+    p->process_limit = 100;
+}
+
+static void transport_rate_wait_end(struct core *core, struct core_timer *timer,
+                                    core_time_t now)
+{
+    struct core_transport *t =
+        (struct core_transport *)((char *)timer -
+                                  offsetof(struct core_transport, timer));
+
+    (void)core;
+    (void)now;
+    t->rate_wait = 0;
+}
+
+struct core_transport *
+core_transport_create(struct core *core, const char *name,
+                      const struct core_transport_params *p)
+{
+    struct core_transport *t;
+
+    if (core_transport_find(core, name))
+        core_panic(core, "transport %s: created twice", name);
+    if (p->initial_concurrency < 1)
+        core_panic(core, "transport %s: initial concurrency %d < 1", name,
+                   p->initial_concurrency);
+    t = core_alloc(sizeof(*t));
+    memset(t, 0, sizeof(*t));
+    t->name = core_strdup(name);
+    t->core = core;
+    t->params = *p;
+    t->policy = &core_policy_feedback;
+    t->timer.fire = transport_rate_wait_end;
+    TAILQ_INIT(&t->queues);
+    t->hash_size = 64;
+    t->hash = calloc(t->hash_size, sizeof(*t->hash));
+    if (t->hash == NULL)
+        abort();
+    t->next = core->transports;
+    core->transports = t;
+    return t;
+}
+
+struct core_transport *core_transport_find(struct core *core, const char *name)
+{
+    struct core_transport *t;
+
+    for (t = core->transports; t; t = t->next)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+void core_transport_free(struct core_transport *t)
+{
+    struct core_queue *q;
+
+    while ((q = TAILQ_FIRST(&t->queues)) != NULL) {
+        q->busy = 0;
+        core_queue_free(q);
+    }
+    core_timer_disarm(t->core, &t->timer);
+    free(t->hash);
+    free(t->name);
+    free(t);
+}
+
+int core_transport_can_start(const struct core_transport *t)
+{
+    int limit = t->params.process_limit;
+
+    if (t->rate_wait)
+        return 0;
+    if (t->params.transport_rate_delay > 0)
+        limit = 1;
+    return limit == 0 || t->busy < limit;
+}
+
+void core_transport_start(struct core_transport *t)
+{
+    if (!core_transport_can_start(t))
+        core_panic(t->core, "transport %s: start with busy %d, limit %d%s",
+                   t->name, t->busy, t->params.process_limit,
+                   t->rate_wait ? ", rate-delayed" : "");
+    t->busy++;
+}
+
+void core_transport_done(struct core_transport *t, core_time_t now)
+{
+    if (t->busy <= 0)
+        core_panic(t->core, "transport %s: done with busy %d", t->name,
+                   t->busy);
+    t->busy--;
+    if (t->params.transport_rate_delay > 0) {
+        t->rate_wait = 1;
+        core_timer_arm(t->core, &t->timer,
+                       now + t->params.transport_rate_delay);
+    }
+}

@@ -1,0 +1,125 @@
+#ifndef SLUICE_SIM_H
+#define SLUICE_SIM_H
+
+/*
+ * NAME
+ *	sim 3 - discrete-event simulator around the real core/
+ * SYNOPSIS
+ *	#include "sim/sim.h"
+ *
+ *	int	sim_scenario_load(struct sim_scenario *sc, const char *path,
+ *			char *why, size_t whylen)
+ *	int	sim_scenario_from_conf(struct sim_scenario *sc,
+ *			const struct conf *conf, const char *name, char *why,
+ *			size_t whylen)
+ *	struct conf *sim_conf_create(char *why, size_t whylen)
+ *	void	sim_run(const struct sim_scenario *sc, struct sim_result *res,
+ *			FILE *trace)
+ *	void	sim_report_header(FILE *fp, int tsv)
+ *	void	sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
+ *	void	sim_report_footer(FILE *fp, int tsv)
+ *	double	sim_theoretical_defer_pct(const struct sim_scenario *sc)
+ *	void	sim_transport_params(const struct conf *conf,
+ *			const char *transport, struct core_transport_params *p)
+ * DESCRIPTION
+ *	The simulator runs one delivery run of a scenario in virtual time
+ *	(milliseconds): a client (the real core/ scheduler with a
+ *	transport's parameters) delivers sim_recipients recipients to each
+ *	of sim_destinations destinations, in entries of
+ *	destination_recipient_limit recipients; each destination is an
+ *	address in front of sim_servers modelled SMTP servers. The model is
+ *	described in doc/sim.md.
+ *
+ *	As in the seed's measurements, only first delivery attempts count:
+ *	an entry that fails is deferred and not retried within the run.
+ *
+ *	sim_conf_create() returns a configuration that knows sluice's
+ *	parameters and the simulator's sim_* keys. sim_scenario_load() reads
+ *	a scenario file into sc (name = the file's base name without
+ *	extension); sim_scenario_from_conf() does the same from a conf.
+ *	sim_transport_params() maps sluice's parameters for a transport to
+ *	core/'s parameter block.
+ *
+ *	sim_run() runs the scenario and fills res. With trace non-NULL it
+ *	appends to it CSV lines "scenario,time,destination,window,busy"
+ *	(time in seconds, window as core_queue_window_report() gives it)
+ *	whenever a destination's window or busy count changes; the caller
+ *	writes the header line. With destination_concurrency_feedback_debug
+ *	the feedback log goes to the trace too, as lines starting with "#".
+ *
+ *	The report functions print results as a table like the seed's, or
+ *	with tsv set as tab-separated values with a header row.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "conf/conf.h"
+#include "core/core.h"
+
+enum sim_overflow {
+    SIM_OVERFLOW_DROP_SYN, /* full accept queue drops SYNs (FreeBSD) */
+    SIM_OVERFLOW_DROP_ACK, /* full accept queue drops the final ACK (Linux) */
+};
+
+struct sim_scenario {
+    char name[128];
+    char transport[64];
+    struct core_transport_params params;
+    int recipient_limit; /* recipients per entry */
+    long recipients;     /* per destination */
+    int destinations;
+    /* The modelled servers behind each destination address. */
+    int servers;           /* behind one address (load balancer) */
+    int bad_servers;       /* of which fail every handshake */
+    int process_limit;     /* server processes, per server */
+    int backlog;           /* accept queue length, per server */
+    int concurrency_limit; /* 421 above this many connections, 0 = none */
+    enum sim_overflow overflow;
+    core_time_t syn_retry_delay; /* first retransmission, then doubling */
+    int syn_retries;
+    core_time_t recipient_delay;
+    core_time_t recipient_delay_jitter;
+    core_time_t reject_delay;
+    /* The client's SMTP behaviour. */
+    core_time_t connect_timeout;
+    core_time_t greeting_timeout;
+    int connection_caching;
+    core_time_t cache_time_limit;
+    core_time_t reuse_time_limit;
+    int reuse_count_limit; /* 0 = none */
+    uint64_t seed;
+};
+
+struct sim_result {
+    const struct sim_scenario *sc;
+    long recipients; /* total, all destinations */
+    long delivered;
+    long deferred;          /* recipients whose first attempt failed */
+    long timeouts_connect;  /* recipients deferred by connect timeout */
+    long timeouts_greeting; /* recipients deferred by greeting timeout */
+    long rejected;          /* recipients deferred by 421 or bad server */
+    long suspended;         /* recipients deferred by a dead destination */
+    long attempts;          /* deliveries started */
+    long connections;       /* TCP connections opened */
+    double concurrency_avg; /* client deliveries in flight, time-weighted */
+    double concurrency_stddev;
+    double duration; /* seconds of virtual time */
+    long events;     /* simulator events processed */
+};
+
+struct conf *sim_conf_create(char *why, size_t whylen);
+int sim_scenario_load(struct sim_scenario *sc, const char *path, char *why,
+                      size_t whylen);
+int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,
+                           const char *name, char *why, size_t whylen);
+void sim_transport_params(const struct conf *conf, const char *transport,
+                          struct core_transport_params *p);
+void sim_run(const struct sim_scenario *sc, struct sim_result *res,
+             FILE *trace);
+void sim_report_header(FILE *fp, int tsv);
+void sim_report_row(FILE *fp, int tsv, const struct sim_result *res);
+void sim_report_footer(FILE *fp, int tsv);
+double sim_theoretical_defer_pct(const struct sim_scenario *sc);
+
+#endif

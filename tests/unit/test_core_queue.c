@@ -1,0 +1,292 @@
+/*
+ * test_core_queue - destination queues: dead destinations, revival, rate
+ * delays, process limits, timers
+ *
+ * Quotes are from ../shared/seeds/postfix-scheduler-readme.txt and
+ * ../shared/postfix-reference-notes.md.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "core_fixture.h"
+
+#define SEC 1000
+
+/*
+ * "a destination is declared 'dead' after a configurable number of
+ * pseudo-cohorts suffers from connection or handshake failures": with
+ * limit 2 and negative feedback 0 (window stays 4), 8 failures = 2
+ * pseudo-cohorts. A dead destination is "suspended for
+ * minimal_backoff_time (a timer the caller learns from core), then tried
+ * again".
+ */
+static void test_dead_after_cohort_limit_and_revival_timer(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.initial_concurrency = 4;
+    fx->params.negative.value = 0;
+    fx->params.failed_cohort_limit = 2;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "dead.example");
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    for (int i = 1; i <= 7; i++) {
+        fixture_start(q, 1, i * SEC);
+        core_queue_done(q, i * SEC, CORE_HOP_FAIL, "connect refused");
+        assert_int_equal(q->state, CORE_QUEUE_READY);
+        assert_float_equal(q->fail_cohorts, i * 0.25, 1e-9);
+    }
+    fixture_start(q, 1, 8 * SEC);
+    core_queue_done(q, 8 * SEC, CORE_HOP_FAIL, "connect refused");
+    assert_int_equal(q->state, CORE_QUEUE_DEAD);
+    assert_int_equal(fx->dead_calls, 1);
+    assert_string_equal(q->dead_reason, "connect refused");
+    assert_false(core_queue_can_start(q));
+    assert_string_equal(fixture_last(fx),
+                        "smtp:dead.example: destination dead after 2.00 "
+                        "failed pseudo-cohorts (window 4): connect refused; "
+                        "retry in 300s");
+    /* The caller learns when to come back. */
+    assert_int_equal(core_next_timer(fx->core), 308 * SEC);
+    core_run_timers(fx->core, 308 * SEC - 1);
+    assert_int_equal(q->state, CORE_QUEUE_DEAD);
+    core_run_timers(fx->core, 308 * SEC);
+    assert_int_equal(q->state, CORE_QUEUE_READY);
+    assert_int_equal(q->window, 4); /* initial: nothing busy */
+    assert_float_equal(q->fail_cohorts, 0, 1e-9);
+    assert_int_equal(fx->alive_calls, 1);
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    assert_string_equal(fixture_last(fx), "smtp:dead.example: destination "
+                                          "alive again (backoff timer), "
+                                          "window 4");
+    fixture_free(fx);
+}
+
+/*
+ * "Success: fail_cohorts = 0; a dead queue comes back with window = busy
+ * (or the initial concurrency if nothing is busy)". Failures reported
+ * for a dead queue change nothing.
+ */
+static void test_dead_revived_by_success_in_flight(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.negative.value = 0; /* window stays 5 */
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "x.example");
+    fixture_start(q, 5, 0);
+    for (int i = 0; i < 4; i++)
+        core_queue_done(q, 0, CORE_HOP_FAIL, "timeout");
+    fixture_start(q, 4, 0);
+    core_queue_done(q, 0, CORE_HOP_FAIL, "timeout");
+    assert_int_equal(q->state, CORE_QUEUE_DEAD);
+    assert_int_equal(q->busy, 4);
+    /* Another failure in flight on the dead queue: nothing changes. */
+    core_queue_done(q, 0, CORE_HOP_FAIL, "timeout");
+    assert_int_equal(q->state, CORE_QUEUE_DEAD);
+    assert_int_equal(fx->dead_calls, 1);
+    core_queue_done(q, 1, CORE_HOP_OK, NULL);
+    assert_int_equal(q->state, CORE_QUEUE_READY);
+    assert_int_equal(q->window, 3); /* busy when it came back */
+    assert_int_equal(q->busy, 2);
+    assert_int_equal(fx->alive_calls, 1);
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    fixture_free(fx);
+}
+
+/* "an explicit flush revives it at once". */
+static void test_flush_revives(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.initial_concurrency = 1;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "f.example");
+    fixture_start(q, 1, 0);
+    core_queue_done(q, 0, CORE_HOP_FAIL, "refused");
+    assert_int_equal(q->state, CORE_QUEUE_DEAD);
+    core_queue_flush(q, 10);
+    assert_int_equal(q->state, CORE_QUEUE_READY);
+    assert_int_equal(q->window, 1);
+    assert_null(q->dead_reason);
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    /* Flushing a live queue changes nothing. */
+    core_queue_flush(q, 11);
+    assert_int_equal(fx->alive_calls, 1);
+    fixture_free(fx);
+}
+
+/* failed_cohort_limit 0: never declared dead. */
+static void test_cohort_limit_zero_never_dies(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.failed_cohort_limit = 0;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "n.example");
+    for (int i = 0; i < 100; i++) {
+        fixture_start(q, 1, i);
+        core_queue_done(q, i, CORE_HOP_FAIL, "refused");
+    }
+    assert_int_equal(q->state, CORE_QUEUE_READY);
+    assert_int_equal(q->window, 1);
+    fixture_free(fx);
+}
+
+/*
+ * "default_destination_rate_delay: pause between deliveries to one
+ * destination (forces window 1)".
+ */
+static void test_destination_rate_delay(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q, *other;
+
+    (void)state;
+    fx->params.destination_rate_delay = 2 * SEC;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "slow.example");
+    other = core_queue_create(fx->t, "other.example");
+    assert_int_equal(q->window, 1);
+    core_queue_start(q, 0);
+    assert_false(core_queue_can_start(q));
+    assert_true(core_queue_can_start(other));
+    core_queue_done(q, 5 * SEC, CORE_HOP_OK, NULL);
+    assert_int_equal(q->window, 1); /* feedback cannot pass the limit */
+    assert_int_equal(q->state, CORE_QUEUE_RATE_WAIT);
+    assert_int_equal(core_queue_window_report(q), -1);
+    assert_false(core_queue_can_start(q));
+    assert_int_equal(core_next_timer(fx->core), 7 * SEC);
+    core_run_timers(fx->core, 7 * SEC);
+    assert_int_equal(q->state, CORE_QUEUE_READY);
+    assert_true(core_queue_can_start(q));
+    fixture_free(fx);
+}
+
+/*
+ * "default_transport_rate_delay: pause between deliveries on one
+ * transport": one delivery at a time, whatever the destination.
+ */
+static void test_transport_rate_delay(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *a, *b;
+
+    (void)state;
+    fx->params.transport_rate_delay = 1 * SEC;
+    fixture_transport(fx);
+    a = core_queue_create(fx->t, "a.example");
+    b = core_queue_create(fx->t, "b.example");
+    core_queue_start(a, 0);
+    assert_false(core_queue_can_start(b));
+    assert_false(core_queue_can_start(a));
+    core_queue_done(a, 3 * SEC, CORE_HOP_OK, NULL);
+    assert_false(core_queue_can_start(b));
+    assert_int_equal(core_next_timer(fx->core), 4 * SEC);
+    core_run_timers(fx->core, 4 * SEC);
+    assert_true(core_queue_can_start(b));
+    fixture_free(fx);
+}
+
+/* default_process_limit caps deliveries across the transport's queues. */
+static void test_process_limit(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *a, *b;
+
+    (void)state;
+    fx->params.process_limit = 3;
+    fixture_transport(fx);
+    a = core_queue_create(fx->t, "a.example");
+    b = core_queue_create(fx->t, "b.example");
+    fixture_start(a, 2, 0);
+    core_queue_start(b, 0);
+    assert_int_equal(fx->t->busy, 3);
+    assert_false(core_queue_can_start(a));
+    assert_false(core_queue_can_start(b));
+    core_queue_done(a, 1, CORE_HOP_OK, NULL);
+    assert_true(core_queue_can_start(b));
+    fixture_free(fx);
+}
+
+/* Queues are found by their opaque key; many of them. */
+static void test_queue_lookup_many(void **state)
+{
+    struct fixture *fx = fixture_new();
+    char key[32];
+
+    (void)state;
+    fixture_transport(fx);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "d%d.example", i);
+        core_queue_create(fx->t, key);
+    }
+    for (int i = 0; i < 1000; i += 7) {
+        snprintf(key, sizeof(key), "d%d.example", i);
+        assert_string_equal(core_queue_find(fx->t, key)->key, key);
+    }
+    assert_null(core_queue_find(fx->t, "nowhere.example"));
+    snprintf(key, sizeof(key), "d%d.example", 500);
+    core_queue_free(core_queue_find(fx->t, key));
+    assert_null(core_queue_find(fx->t, key));
+    assert_int_equal(fx->t->queue_count, 999);
+    assert_ptr_equal(core_transport_find(fx->core, "smtp"), fx->t);
+    assert_null(core_transport_find(fx->core, "lmtp"));
+    fixture_free(fx);
+}
+
+/* Timers fire in time order; several at once. */
+static void test_timers_in_order(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q[3];
+    const char *keys[] = {"a", "b", "c"};
+    const core_time_t when[] = {30, 10, 20};
+
+    (void)state;
+    fx->params.initial_concurrency = 1;
+    fx->params.dead_backoff = 0;
+    fixture_transport(fx);
+    for (int i = 0; i < 3; i++) {
+        q[i] = core_queue_create(fx->t, keys[i]);
+        core_queue_start(q[i], 0);
+        core_queue_done(q[i], when[i], CORE_HOP_FAIL, "x");
+    }
+    assert_int_equal(core_next_timer(fx->core), 10);
+    core_run_timers(fx->core, 20);
+    assert_int_equal(q[0]->state, CORE_QUEUE_DEAD);
+    assert_int_equal(q[1]->state, CORE_QUEUE_READY);
+    assert_int_equal(q[2]->state, CORE_QUEUE_READY);
+    assert_int_equal(core_next_timer(fx->core), 30);
+    fixture_free(fx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dead_after_cohort_limit_and_revival_timer),
+        cmocka_unit_test(test_dead_revived_by_success_in_flight),
+        cmocka_unit_test(test_flush_revives),
+        cmocka_unit_test(test_cohort_limit_zero_never_dies),
+        cmocka_unit_test(test_destination_rate_delay),
+        cmocka_unit_test(test_transport_rate_delay),
+        cmocka_unit_test(test_process_limit),
+        cmocka_unit_test(test_queue_lookup_many),
+        cmocka_unit_test(test_timers_in_order),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
