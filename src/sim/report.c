@@ -120,13 +120,14 @@ void sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
     if (tsv) {
         fprintf(fp,
                 "%s\t%d\t%d\t%s\t%s\t%.2f\t%.2f\t%.2f\t%ld\t%ld\t%ld\t%ld\t"
-                "%ld\t%ld\t%ld\t%.2f\t%.1f\t%ld\n",
+                "%ld\t%ld\t%ld\t%.2f\t%.1f\t%ld\t%.2f\t%.2f\n",
                 sc->name, sc->params.concurrency_limit, server_limit(sc), style,
                 sc->connection_caching ? "yes" : "no", pct,
                 res->concurrency_avg, res->concurrency_stddev,
                 res->timeouts_connect, res->timeouts_greeting, res->rejected,
                 res->suspended, res->recipients, res->attempts,
-                res->connections, th, res->duration, res->events);
+                res->connections, th, res->duration, res->events,
+                res->concurrency_time_avg, res->concurrency_time_stddev);
         return;
     }
     count_or_dash(tc, sizeof(tc), res->timeouts_connect);

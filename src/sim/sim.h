@@ -102,8 +102,10 @@ struct sim_result {
     long suspended;         /* recipients deferred by a dead destination */
     long attempts;          /* deliveries started */
     long connections;       /* TCP connections opened */
-    double concurrency_avg; /* client deliveries in flight, time-weighted */
+    double concurrency_avg; /* in flight as each delivery starts */
     double concurrency_stddev;
+    double concurrency_time_avg; /* deliveries in flight, time-weighted */
+    double concurrency_time_stddev;
     double duration; /* seconds of virtual time */
     long events;     /* simulator events processed */
 };
