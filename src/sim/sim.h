@@ -43,9 +43,10 @@
  *	sim_run() runs the scenario and fills res. With trace non-NULL it
  *	appends to it CSV lines "scenario,time,destination,window,busy"
  *	(time in seconds, window as core_queue_window_report() gives it)
- *	whenever a destination's window or busy count changes; the caller
- *	writes the header line. With destination_concurrency_feedback_debug
- *	the feedback log goes to the trace too, as lines starting with "#".
+ *	for each instant at whose end a destination's window or busy count
+ *	differs from the last line written; the caller writes the header. With
+ *destination_concurrency_feedback_debug the feedback log goes to the trace too,
+ *as lines starting with "#".
  *
  *	The report functions print results as a table like the seed's, or
  *	with tsv set as tab-separated values with a header row.

@@ -132,6 +132,7 @@ struct dest {
     double start_sum, start_sum2; /* busy sampled at each start */
     long starts;
     int trace_window, trace_busy;
+    int trace_dirty;
 };
 
 struct event {
@@ -156,6 +157,8 @@ struct world {
     uint64_t rng;
     struct conn *all_conns;
     core_time_t now;
+    struct dest **dirty; /* destinations changed at this instant */
+    int ndirty;
 };
 
 static void *sim_alloc(size_t size)
@@ -250,17 +253,42 @@ static void dest_stat(struct world *w, struct dest *d)
     d->stat_time = w->now;
 }
 
+/*
+ * Trace: a destination that changed is noted, and its state is written
+ * once the clock is about to move on, so that a delivery ending and the
+ * next starting at the same instant make one line, not two.
+ */
 static void dest_trace(struct world *w, struct dest *d)
 {
-    int window = core_queue_window_report(d->q);
-
-    if (w->trace == NULL ||
-        (window == d->trace_window && d->q->busy == d->trace_busy))
+    if (w->trace == NULL || d->trace_dirty)
         return;
-    d->trace_window = window;
-    d->trace_busy = d->q->busy;
-    fprintf(w->trace, "%s,%.3f,%s,%d,%d\n", w->sc->name, w->now / 1000.0,
-            d->key, window, d->q->busy);
+    d->trace_dirty = 1;
+    w->dirty[w->ndirty++] = d;
+}
+
+static void trace_flush(struct world *w)
+{
+    for (int i = 0; i < w->ndirty; i++) {
+        struct dest *d = w->dirty[i];
+        int window = core_queue_window_report(d->q);
+
+        d->trace_dirty = 0;
+        if (window == d->trace_window && d->q->busy == d->trace_busy)
+            continue;
+        d->trace_window = window;
+        d->trace_busy = d->q->busy;
+        fprintf(w->trace, "%s,%.3f,%s,%d,%d\n", w->sc->name, w->now / 1000.0,
+                d->key, window, d->q->busy);
+    }
+    w->ndirty = 0;
+}
+
+/* Move the clock, closing the instant that ends. */
+static void world_advance(struct world *w, core_time_t when)
+{
+    if (when != w->now)
+        trace_flush(w);
+    w->now = when;
 }
 
 static void conn_timeout(struct world *w, struct conn *c, core_time_t after,
@@ -569,6 +597,7 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
     w->core = core_create(&cb, w);
     w->t = core_transport_create(w->core, sc->transport, &sc->params);
     w->dests = sim_alloc(sizeof(*w->dests) * sc->destinations);
+    w->dirty = sim_alloc(sizeof(*w->dirty) * sc->destinations);
     res->sc = sc;
     res->recipients = sc->recipients * sc->destinations;
     for (int i = 0; i < sc->destinations; i++) {
@@ -628,6 +657,7 @@ static void world_free(struct world *w)
     for (int i = 0; i < w->sc->destinations; i++)
         free(w->dests[i].servers);
     free(w->dests);
+    free(w->dirty);
     free(w->heap);
     core_free(w->core);
 }
@@ -648,16 +678,18 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
     for (int i = 0; i < sc->destinations; i++)
         dest_trace(&w, &w.dests[i]);
     dispatch(&w);
-    while (w.heap_len > 0 || world_busy(&w)) {
+    /* Run until every entry is handed out and finished; what is left in
+     * the heap then (stale timeouts, idle connections) changes nothing. */
+    while (world_busy(&w)) {
         core_time_t timer = core_next_timer(w.core);
 
         if (w.heap_len > 0 && w.heap[0].when <= timer) {
             struct event ev = event_pop(&w);
 
-            w.now = ev.when;
+            world_advance(&w, ev.when);
             event_run(&w, &ev);
         } else if (timer != CORE_TIME_NEVER) {
-            w.now = timer;
+            world_advance(&w, timer);
             core_run_timers(w.core, timer);
             for (int i = 0; i < sc->destinations; i++)
                 dest_trace(&w, &w.dests[i]);
@@ -667,6 +699,7 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
         res->events++;
         dispatch(&w);
     }
+    trace_flush(&w);
     world_results(&w);
     world_free(&w);
 }
