@@ -1,6 +1,7 @@
 # sluice: GNU Makefile.
 #
 #   make            build the programs into build/ (warnings are errors)
+#   make demo       run the simulator on the seed's three tables
 #   make check      build and run every test; the last line is "N passed, N failed"
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
 #   make plots      draw the simulator's window-over-time plots into doc/
@@ -35,7 +36,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim
 
-.PHONY: all check asan plots install format clean
+.PHONY: all check asan demo plots install format clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -66,6 +67,13 @@ asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 \
 	    CC="$(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check
+
+demo: $(BUILD)/sluice-sim
+	@for t in limiter-421 limiter-421-postfix3 connect-timeout \
+	    greeting-timeout load-balancer; do \
+	    echo "== sim/scenarios/$$t"; \
+	    $(BUILD)/sluice-sim sim/scenarios/$$t/*.conf || exit 1; \
+	done
 
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc
