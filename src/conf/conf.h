@@ -68,8 +68,10 @@
  *	The typed getters return the effective value of a parameter. With
  *	transport non-NULL and the parameter overridable, the value of
  *	<transport><suffix> is used when it is set, else the global one.
- *	Asking for an unknown name or the wrong type is a programming error
- *	and aborts with a message naming both.
+ *	name may also be an override name (transport is then ignored).
+ *	Asking for an unknown name or the wrong type, or for a value that
+ *	conf_validate() would reject, is a programming error and aborts
+ *	with a message naming both.
  *
  *	Types: integers; times (a number with an optional unit: ms, s, m,
  *	h, d, w; the parameter's default unit when none; fractions such as
@@ -95,7 +97,13 @@
  *	set.
  *
  *	$$ in a value stands for a single $. $name expansion is described
- *	in expand.c.
+ *	in expand.c and sluice.conf(5).
+ *
+ *	Strings returned by conf_str() and conf_lookup() belong to conf:
+ *	they stay valid until conf is changed (conf_set(), conf_load(),
+ *	conf_add_params()) or freed. Getters and conf_lookup() only read,
+ *	so a configuration that is no longer changed may be shared by
+ *	threads.
  */
 
 #include <stddef.h>
@@ -125,12 +133,12 @@ struct conf_feedback {
 };
 
 struct conf_def {
-    const char *name;   /* global name */
+    const char *name; /* global name */
     enum conf_type type;
-    const char *defval; /* default, as text */
-    const char *suffix; /* per-transport override suffix, or NULL */
-    long min, max;      /* CONF_INT bounds (inclusive) */
-    char unit;          /* CONF_TIME default unit: 's', 'm', 'h', 'd', 'w' */
+    const char *defval;  /* default, as text */
+    const char *suffix;  /* per-transport override suffix, or NULL */
+    long min, max;       /* CONF_INT bounds (inclusive) */
+    char unit;           /* CONF_TIME default unit: 's', 'm', 'h', 'd', 'w' */
     const char *choices; /* CONF_CHOICE: words separated by '|' */
     const char *summary; /* one line, for humans */
 };
@@ -146,17 +154,15 @@ int conf_add_params(struct conf *conf, const struct conf_def *defs,
                     size_t count, char *why, size_t whylen);
 int conf_load(struct conf *conf, const char *path, int must_exist, char *why,
               size_t whylen);
-int conf_set(struct conf *conf, const char *name, const char *value,
-             char *why, size_t whylen);
+int conf_set(struct conf *conf, const char *name, const char *value, char *why,
+             size_t whylen);
 int conf_validate(struct conf *conf, char *why, size_t whylen);
 const char *conf_path(const char *opt_path, int *must_exist);
 
-long conf_int(const struct conf *conf, const char *transport,
-              const char *name);
+long conf_int(const struct conf *conf, const char *transport, const char *name);
 int64_t conf_time_ms(const struct conf *conf, const char *transport,
                      const char *name);
-int conf_bool(const struct conf *conf, const char *transport,
-              const char *name);
+int conf_bool(const struct conf *conf, const char *transport, const char *name);
 const char *conf_str(const struct conf *conf, const char *transport,
                      const char *name);
 struct conf_feedback conf_feedback(const struct conf *conf,
@@ -169,14 +175,14 @@ int conf_time_parse(const char *text, char unit, int64_t *ms, char *why,
 
 /* What conf_lookup() tells about one name. */
 struct conf_info {
-    const struct conf_def *def; /* the parameter (global one for an override) */
+    const struct conf_def *def; /* the parameter (global for an override) */
     int is_override;            /* the name is <transport><suffix> */
     int is_set;                 /* the name itself is set */
-    int non_default; /* set, and (for a global) not to the default text */
-    const char *value;    /* effective value as written */
-    const char *expanded; /* ...after $name expansion; NULL if it fails */
-    const char *file;     /* where the name was set, or NULL */
-    int line;             /* line in that file */
+    int non_default;            /* set, and not to the default text */
+    const char *value;          /* effective value as written */
+    const char *expanded;       /* ...expanded; NULL if that fails */
+    const char *file;           /* where the name was set, or NULL */
+    int line;                   /* line in that file */
 };
 
 int conf_lookup(const struct conf *conf, const char *name,

@@ -44,9 +44,9 @@
  *	appends to it CSV lines "scenario,time,destination,window,busy"
  *	(time in seconds, window as core_queue_window_report() gives it)
  *	for each instant at whose end a destination's window or busy count
- *	differs from the last line written; the caller writes the header. With
- *destination_concurrency_feedback_debug the feedback log goes to the trace too,
- *as lines starting with "#".
+ *	differs from the last line written; the caller writes the header.
+ *	core/'s log lines go to the trace too, as lines starting with "#"
+ *	and the time (feedback debug included when it is on).
  *
  *	The report functions print results as a table like the seed's, or
  *	with tsv set as tab-separated values with a header row.

@@ -1,0 +1,57 @@
+#ifndef SLUICE_CLI_H
+#define SLUICE_CLI_H
+
+/*
+ * NAME
+ *	cli 3h - the subcommands of the sluice command
+ * SYNOPSIS
+ *	#include "cli/cli.h"
+ *
+ *	extern const struct cli_command cli_config_command;
+ *
+ *	struct conf *cli_conf_open(const char *opt_path)
+ * DESCRIPTION
+ *	The sluice command (src/cli/main.c) is a dispatcher: it takes the
+ *	global options, then runs one subcommand from its table. A
+ *	subcommand is a struct cli_command: its name, the arguments it
+ *	takes (for usage lines and "sluice help"), a one-line summary, and
+ *	the function that runs it. That function receives the global
+ *	options and its own argument vector (argv[0] is the subcommand's
+ *	name, so getopt() works as usual), writes to stdout and stderr,
+ *	and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL, or
+ *	CLI_EXIT_USAGE after a usage line on stderr. A new subcommand is a
+ *	new file with one struct cli_command, and one line in main.c.
+ *
+ *	cli_conf_open() loads the configuration a subcommand runs with:
+ *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
+ *	default file (see conf_path()). On error it prints "sluice: " and
+ *	the reason to stderr and returns NULL.
+ */
+
+#include "conf/conf.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_FAIL  1
+#define CLI_EXIT_USAGE 64 /* EX_USAGE of sysexits.h */
+
+/* Options given before the subcommand. */
+struct cli {
+    const char *config_path; /* -c FILE, or NULL */
+};
+
+struct cli_command {
+    const char *name;
+    const char *args;    /* what follows the name in a usage line */
+    const char *summary; /* one line */
+    int (*run)(const struct cli *cli, int argc, char **argv);
+};
+
+extern const struct cli_command cli_config_command;
+
+struct conf *cli_conf_open(const char *opt_path);
+
+#endif

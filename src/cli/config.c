@@ -1,0 +1,181 @@
+/*
+ * NAME
+ *	config 3 - "sluice config": print parameter settings
+ * SYNOPSIS
+ *	#include "cli/cli.h"
+ *
+ *	extern const struct cli_command cli_config_command;
+ *
+ *	struct conf *cli_conf_open(const char *opt_path)
+ * DESCRIPTION
+ *	sluice config [-c FILE] [-n] [-x] [NAME...]
+ *
+ *	Prints "name = value" lines, as postconf does. Without NAME, every
+ *	global parameter and every override that is set, sorted by name;
+ *	with NAME, those names in the order given (a global parameter, or
+ *	an override <transport><suffix>: its value if set, else the value
+ *	of the global parameter it overrides). -n keeps only the names
+ *	that are set to a value other than their default (every override
+ *	that is set counts). Values are printed as written; -x expands
+ *	$name references. -c FILE reads FILE instead of the file given to
+ *	the sluice command or the default one.
+ *
+ *	Exit status: 0; 1 when the configuration file is bad or a NAME is
+ *	unknown (the other names are still printed); 64 on a usage error.
+ *
+ *	cli_conf_open() is here because this is the first subcommand that
+ *	needs the configuration; see cli.h.
+ */
+
+#include "cli/cli.h"
+
+#include "conf/conf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int config_run(const struct cli *cli, int argc, char **argv);
+
+const struct cli_command cli_config_command = {
+    "config",
+    "[-c FILE] [-n] [-x] [NAME...]",
+    "print parameter settings",
+    config_run,
+};
+
+struct conf *cli_conf_open(const char *opt_path)
+{
+    struct conf *conf = conf_create();
+    const char *path;
+    char why[1024];
+    int must_exist;
+
+    path = conf_path(opt_path, &must_exist);
+    if (conf_load(conf, path, must_exist, why, sizeof(why)) < 0) {
+        fprintf(stderr, "sluice: %s\n", why);
+        conf_free(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+static int config_usage(void)
+{
+    fprintf(stderr, "usage: sluice %s %s\n", cli_config_command.name,
+            cli_config_command.args);
+    return CLI_EXIT_USAGE;
+}
+
+static void config_print(const char *name, const struct conf_info *info,
+                         int expand)
+{
+    const char *value = expand ? info->expanded : info->value;
+
+    if (value == NULL) /* cannot happen: the file was validated */
+        value = info->value;
+    printf("%s =%s%s\n", name, *value ? " " : "", value);
+}
+
+static int name_compare(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int config_print_all(const struct conf *conf, int non_default,
+                            int expand)
+{
+    size_t ndefs = conf_def_count(conf);
+    size_t count = ndefs + conf_override_count(conf);
+    const char **names;
+    struct conf_info info;
+    size_t i;
+
+    if ((names = malloc(count * sizeof(*names))) == NULL) {
+        fprintf(stderr, "sluice: config: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    for (i = 0; i < count; i++)
+        names[i] = i < ndefs ? conf_def_at(conf, i)->name
+                             : conf_override_at(conf, i - ndefs);
+    qsort(names, count, sizeof(*names), name_compare);
+    for (i = 0; i < count; i++) {
+        if (conf_lookup(conf, names[i], &info) < 0)
+            continue; /* cannot happen: the names come from conf */
+        if (!non_default || info.non_default)
+            config_print(names[i], &info, expand);
+    }
+    free(names);
+    return CLI_EXIT_OK;
+}
+
+static int config_print_names(const struct conf *conf, int argc, char **argv,
+                              int non_default, int expand)
+{
+    struct conf_info info;
+    int status = CLI_EXIT_OK;
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        if (conf_lookup(conf, argv[i], &info) < 0) {
+            fflush(stdout); /* keep the order of the lines on a tty */
+            fprintf(stderr, "sluice: config: unknown parameter \"%s\"\n",
+                    argv[i]);
+            status = CLI_EXIT_FAIL;
+        } else if (!non_default || info.non_default) {
+            config_print(argv[i], &info, expand);
+        }
+    }
+    return status;
+}
+
+static int config_run(const struct cli *cli, int argc, char **argv)
+{
+    const char *path = cli->config_path;
+    struct conf *conf;
+    int non_default = 0;
+    int expand = 0;
+    int status;
+    int ch;
+
+    /*
+     * main() has used getopt() on its own argv; restarting at 1 is
+     * enough because it stopped at a word boundary (the subcommand).
+     */
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt(argc, argv, "+:c:nx")) != -1) {
+        switch (ch) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'n':
+            non_default = 1;
+            break;
+        case 'x':
+            expand = 1;
+            break;
+        case ':':
+            fprintf(stderr, "sluice: config: option -%c needs an argument\n",
+                    optopt);
+            return config_usage();
+        default:
+            fprintf(stderr, "sluice: config: unknown option -%c\n", optopt);
+            return config_usage();
+        }
+    }
+    if ((conf = cli_conf_open(path)) == NULL)
+        return CLI_EXIT_FAIL;
+    if (optind == argc)
+        status = config_print_all(conf, non_default, expand);
+    else
+        status = config_print_names(conf, argc - optind, argv + optind,
+                                    non_default, expand);
+    conf_free(conf);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        perror("sluice: config: write error");
+        status = CLI_EXIT_FAIL;
+    }
+    return status;
+}

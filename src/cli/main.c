@@ -1,0 +1,139 @@
+/*
+ * NAME
+ *	sluice 1 - the sluice command: dispatch to a subcommand
+ * SYNOPSIS
+ *	sluice [-c FILE] COMMAND [ARGS...]
+ * DESCRIPTION
+ *	Takes the options that apply to every subcommand (-c FILE: the
+ *	configuration file), then runs the subcommand named by the first
+ *	argument that is not an option, from the table commands[] below,
+ *	and exits with its status. "help" and "version" live here because
+ *	they are about the command itself; every other subcommand is a
+ *	struct cli_command in its own file (see cli.h).
+ *
+ *	Exit status: the subcommand's; 64 on a usage error.
+ */
+
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int help_run(const struct cli *cli, int argc, char **argv);
+static int version_run(const struct cli *cli, int argc, char **argv);
+
+static const struct cli_command help_command = {
+    "help",
+    "[COMMAND]",
+    "show how to use sluice or one of its commands",
+    help_run,
+};
+
+static const struct cli_command version_command = {
+    "version",
+    "",
+    "print the version of sluice",
+    version_run,
+};
+
+/* The subcommands, in the order "sluice help" lists them. */
+static const struct cli_command *const commands[] = {
+    &cli_config_command,
+    &help_command,
+    &version_command,
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cli_command *command_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+static void usage_line(FILE *fp, const struct cli_command *cmd)
+{
+    fprintf(fp, "usage: sluice %s%s%s\n", cmd->name, *cmd->args ? " " : "",
+            cmd->args);
+}
+
+static void usage_all(FILE *fp)
+{
+    size_t i;
+
+    fprintf(fp, "usage: sluice [-c FILE] COMMAND [ARGS...]\n\ncommands:\n");
+    for (i = 0; i < NCOMMANDS; i++)
+        fprintf(fp, "  %-10s%s\n", commands[i]->name, commands[i]->summary);
+    fprintf(fp, "\n\"sluice help COMMAND\" shows the arguments of COMMAND.\n");
+}
+
+static int help_run(const struct cli *cli, int argc, char **argv)
+{
+    const struct cli_command *cmd;
+
+    (void)cli;
+    if (argc == 1) {
+        usage_all(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc > 2 || (cmd = command_find(argv[1])) == NULL) {
+        if (argc == 2)
+            fprintf(stderr, "sluice: help: unknown command \"%s\"\n", argv[1]);
+        usage_line(stderr, &help_command);
+        return CLI_EXIT_USAGE;
+    }
+    usage_line(stdout, cmd);
+    printf("%s\n", cmd->summary);
+    return CLI_EXIT_OK;
+}
+
+static int version_run(const struct cli *cli, int argc, char **argv)
+{
+    (void)cli;
+    (void)argv;
+    if (argc != 1) {
+        usage_line(stderr, &version_command);
+        return CLI_EXIT_USAGE;
+    }
+    printf("sluice %s\n", SLUICE_VERSION);
+    return CLI_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli = {NULL};
+    const struct cli_command *cmd;
+    int ch;
+
+    opterr = 0;
+    while ((ch = getopt(argc, argv, "+:c:")) != -1) {
+        switch (ch) {
+        case 'c':
+            cli.config_path = optarg;
+            break;
+        case ':':
+            fprintf(stderr, "sluice: option -%c needs an argument\n", optopt);
+            usage_all(stderr);
+            return CLI_EXIT_USAGE;
+        default:
+            fprintf(stderr, "sluice: unknown option -%c\n", optopt);
+            usage_all(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind == argc) {
+        usage_all(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if ((cmd = command_find(argv[optind])) == NULL) {
+        fprintf(stderr, "sluice: unknown command \"%s\"\n", argv[optind]);
+        usage_all(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    return cmd->run(&cli, argc - optind, argv + optind);
+}

@@ -1,0 +1,535 @@
+/*
+ * NAME
+ *	conf 3 - a configuration: names, values, getters
+ * SYNOPSIS
+ *	#include "conf/conf.h"
+ *
+ *	struct conf *conf_create(void)
+ *	void	conf_free(struct conf *conf)
+ *	int	conf_add_params(struct conf *conf, const struct conf_def *defs,
+ *			size_t count, char *why, size_t whylen)
+ *	int	conf_set(struct conf *conf, const char *name, const char *value,
+ *			char *why, size_t whylen)
+ *
+ *	long	conf_int(conf, transport, name), conf_time_ms(...),
+ *		conf_bool(...), conf_str(...), conf_feedback(...)
+ *
+ *	int	conf_lookup(const struct conf *conf, const char *name,
+ *			struct conf_info *info)
+ *	size_t	conf_def_count(const struct conf *conf)
+ *	const struct conf_def *conf_def_at(const struct conf *conf, size_t i)
+ *	size_t	conf_override_count(const struct conf *conf)
+ *	const char *conf_override_at(const struct conf *conf, size_t i)
+ * DESCRIPTION
+ *	This file owns the names: which names are parameters, which are
+ *	overrides of one, and where each value lives. See conf.h for the
+ *	contract; the parts that are this file's choices:
+ *
+ *	A name is first looked up as a global parameter. Failing that, it
+ *	is an override when it ends in the suffix of an overridable
+ *	parameter and what comes before the suffix (the transport) is a
+ *	non-empty run of [a-z0-9_-]. When several suffixes match, the
+ *	longest wins: smtp_destination_recipient_limit overrides
+ *	default_destination_recipient_limit (suffix
+ *	_destination_recipient_limit) for transport smtp, not
+ *	default_recipient_limit (suffix _recipient_limit) for transport
+ *	smtp_destination.
+ *
+ *	conf_add_params() copies the definitions, but not the strings they
+ *	point to: those must outlive the configuration (a static table).
+ *	It checks every definition first and adds none when one is wrong.
+ *
+ *	Every change resolves the whole configuration again (see expand.c),
+ *	so that getters only read: a configuration that is not changed may
+ *	be read by many threads at once.
+ */
+
+#include "conf/conf.h"
+#include "conf/conf_private.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Messages in why quote names and values at most this long. */
+#define QUOTE_MAX 64
+
+void conf_panic(const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fprintf(stderr, "sluice: conf: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    abort();
+}
+
+void *conf_xmalloc(size_t size)
+{
+    return conf_xrealloc(NULL, size);
+}
+
+void *conf_xrealloc(void *ptr, size_t size)
+{
+    void *p = realloc(ptr, size ? size : 1);
+
+    if (p == NULL)
+        conf_panic("out of memory allocating %zu bytes", size);
+    return p;
+}
+
+char *conf_xstrndup(const char *s, size_t n)
+{
+    char *copy = conf_xmalloc(n + 1);
+
+    memcpy(copy, s, n);
+    copy[n] = 0;
+    return copy;
+}
+
+char *conf_xstrdup(const char *s)
+{
+    return conf_xstrndup(s, strlen(s));
+}
+
+void conf_quote(char *buf, size_t len, const char *text)
+{
+    size_t used = 0;
+    size_t n;
+    unsigned char ch;
+    char piece[8];
+
+    if (len == 0)
+        return;
+    buf[0] = 0;
+    for (n = 0; text[n] != 0 && n < QUOTE_MAX; n++) {
+        ch = (unsigned char)text[n];
+        if (ch == '"' || ch == '\\')
+            snprintf(piece, sizeof(piece), "\\%c", ch);
+        else if (ch < 0x20 || ch >= 0x7f)
+            snprintf(piece, sizeof(piece), "\\x%02x", ch);
+        else
+            snprintf(piece, sizeof(piece), "%c", ch);
+        if (used + strlen(piece) + 5 >= len)
+            break;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 used ? "" : "\"", piece);
+    }
+    if (used == 0)
+        used += (size_t)snprintf(buf, len, "\"");
+    snprintf(buf + used, len - used, "%s\"", text[n] ? "..." : "");
+}
+
+const char *conf_value_raw(const struct conf_param *p,
+                           const struct conf_value *val)
+{
+    return val->raw ? val->raw : p->def.defval;
+}
+
+static int is_transport_char(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '-';
+}
+
+enum conf_name_kind conf_name_find(const struct conf *conf, const char *name,
+                                   size_t len, size_t *param, size_t *tlen)
+{
+    const struct conf_def *def;
+    size_t best_len = 0;
+    size_t slen;
+    size_t i;
+    size_t k;
+
+    for (i = 0; i < conf->nparams; i++) {
+        def = &conf->params[i].def;
+        if (strncmp(def->name, name, len) == 0 && def->name[len] == 0) {
+            *param = i;
+            *tlen = 0;
+            return CONF_NAME_GLOBAL;
+        }
+    }
+    for (i = 0; i < conf->nparams; i++) {
+        def = &conf->params[i].def;
+        if (def->suffix == NULL || (slen = strlen(def->suffix)) >= len ||
+            slen <= best_len ||
+            memcmp(name + len - slen, def->suffix, slen) != 0)
+            continue;
+        for (k = 0; k < len - slen; k++)
+            if (!is_transport_char((unsigned char)name[k]))
+                break;
+        if (k < len - slen)
+            continue;
+        best_len = slen;
+        *param = i;
+        *tlen = len - slen;
+    }
+    return best_len ? CONF_NAME_OVERRIDE : CONF_NAME_UNKNOWN;
+}
+
+struct conf_override *conf_override_find(const struct conf *conf, size_t param,
+                                         const char *transport, size_t tlen)
+{
+    struct conf_override *ov;
+    size_t i;
+
+    for (i = 0; i < conf->noverrides; i++) {
+        ov = conf->overrides + i;
+        if (ov->param == param && ov->tlen == tlen &&
+            strncmp(ov->name, transport, tlen) == 0)
+            return ov;
+    }
+    return NULL;
+}
+
+static void value_free(struct conf_value *val)
+{
+    free(val->raw);
+    free(val->file);
+    free(val->text);
+    free(val->error);
+}
+
+static struct conf_param *param_append(struct conf *conf,
+                                       const struct conf_def *def)
+{
+    struct conf_param *p;
+
+    if (conf->nparams == conf->params_alloc) {
+        conf->params_alloc = conf->params_alloc ? 2 * conf->params_alloc : 64;
+        conf->params = conf_xrealloc(conf->params, conf->params_alloc *
+                                                       sizeof(*conf->params));
+    }
+    p = conf->params + conf->nparams++;
+    memset(p, 0, sizeof(*p));
+    p->def = *def;
+    return p;
+}
+
+struct conf *conf_create(void)
+{
+    struct conf *conf = conf_xmalloc(sizeof(*conf));
+    char why[512];
+    size_t i;
+
+    memset(conf, 0, sizeof(*conf));
+    for (i = 0; i < conf_param_count; i++)
+        param_append(conf, conf_params + i);
+    if (conf_validate(conf, why, sizeof(why)) < 0)
+        conf_panic("built-in parameter table: %s", why);
+    return conf;
+}
+
+void conf_free(struct conf *conf)
+{
+    size_t i;
+
+    if (conf == NULL)
+        return;
+    for (i = 0; i < conf->nparams; i++)
+        value_free(&conf->params[i].value);
+    for (i = 0; i < conf->noverrides; i++) {
+        free(conf->overrides[i].name);
+        value_free(&conf->overrides[i].value);
+    }
+    free(conf->params);
+    free(conf->overrides);
+    free(conf);
+}
+
+/* Is def (about to be added) well formed and new? */
+static int def_check(const struct conf *conf, const struct conf_def *defs,
+                     size_t n, char *why, size_t whylen)
+{
+    const struct conf_def *def = defs + n;
+    union conf_typed v;
+    char expected[256];
+    const char *cp;
+    size_t param;
+    size_t tlen;
+    size_t i;
+
+#define DEF_FAIL(...)                                                          \
+    do {                                                                       \
+        snprintf(why, whylen, __VA_ARGS__);                                    \
+        return -1;                                                             \
+    } while (0)
+
+    if (def->name == NULL || *def->name == 0)
+        DEF_FAIL("conf_add_params: definition %zu has no name", n);
+    for (cp = def->name; *cp; cp++)
+        if (!is_transport_char((unsigned char)*cp) || *cp == '-')
+            DEF_FAIL("conf_add_params: %s: name is not [a-z0-9_]", def->name);
+    if (conf_name_find(conf, def->name, strlen(def->name), &param, &tlen) ==
+        CONF_NAME_GLOBAL)
+        DEF_FAIL("conf_add_params: %s: already defined", def->name);
+    for (i = 0; i < n; i++)
+        if (strcmp(defs[i].name, def->name) == 0)
+            DEF_FAIL("conf_add_params: %s: defined twice", def->name);
+    if (def->suffix != NULL) {
+        if (def->suffix[0] != '_' || def->suffix[1] == 0)
+            DEF_FAIL("conf_add_params: %s: suffix \"%s\" is not _something",
+                     def->name, def->suffix);
+        for (i = 0; i < conf->nparams + n; i++) {
+            const struct conf_def *other = i < conf->nparams
+                                               ? &conf->params[i].def
+                                               : defs + i - conf->nparams;
+            if (other->suffix && strcmp(other->suffix, def->suffix) == 0)
+                DEF_FAIL("conf_add_params: %s: suffix %s is already used by %s",
+                         def->name, def->suffix, other->name);
+        }
+    }
+    if (def->type == CONF_INT && def->min > def->max)
+        DEF_FAIL("conf_add_params: %s: min %ld > max %ld", def->name, def->min,
+                 def->max);
+    if (def->type == CONF_TIME &&
+        (def->unit == 0 || !strchr("smhdw", def->unit)))
+        DEF_FAIL("conf_add_params: %s: bad time unit", def->name);
+    if (def->type == CONF_CHOICE && (def->choices == NULL || !*def->choices))
+        DEF_FAIL("conf_add_params: %s: no choices", def->name);
+    if ((unsigned)def->type > CONF_LIST)
+        DEF_FAIL("conf_add_params: %s: bad type %d", def->name, (int)def->type);
+    if (def->defval == NULL)
+        DEF_FAIL("conf_add_params: %s: no default value", def->name);
+    if (strchr(def->defval, '$') == NULL &&
+        conf_value_parse(def, def->defval, &v, expected, sizeof(expected)) < 0)
+        DEF_FAIL("conf_add_params: %s: bad default \"%s\": %s", def->name,
+                 def->defval, expected);
+    return 0;
+#undef DEF_FAIL
+}
+
+int conf_add_params(struct conf *conf, const struct conf_def *defs,
+                    size_t count, char *why, size_t whylen)
+{
+    size_t i;
+
+    for (i = 0; i < count; i++)
+        if (def_check(conf, defs, i, why, whylen) < 0)
+            return -1;
+    for (i = 0; i < count; i++)
+        param_append(conf, defs + i);
+    conf_resolve(conf);
+    return 0;
+}
+
+/* Store a checked value, replacing an earlier one. */
+static void value_store(struct conf *conf, struct conf_value *val,
+                        const char *value, const char *file, int line)
+{
+    free(val->raw);
+    free(val->file);
+    val->raw = conf_xstrdup(value);
+    val->file = file ? conf_xstrdup(file) : NULL;
+    val->line = line;
+    val->seq = ++conf->seq;
+}
+
+static struct conf_value *override_get(struct conf *conf, const char *name,
+                                       size_t param, size_t tlen)
+{
+    struct conf_override *ov;
+
+    if ((ov = conf_override_find(conf, param, name, tlen)) != NULL)
+        return &ov->value;
+    if (conf->noverrides == conf->overrides_alloc) {
+        conf->overrides_alloc =
+            conf->overrides_alloc ? 2 * conf->overrides_alloc : 16;
+        conf->overrides = conf_xrealloc(
+            conf->overrides, conf->overrides_alloc * sizeof(*conf->overrides));
+    }
+    ov = conf->overrides + conf->noverrides++;
+    memset(ov, 0, sizeof(*ov));
+    ov->name = conf_xstrdup(name);
+    ov->tlen = tlen;
+    ov->param = param;
+    return &ov->value;
+}
+
+int conf_set_at(struct conf *conf, const char *name, const char *value,
+                const char *file, int line, char *why, size_t whylen)
+{
+    const struct conf_def *def;
+    enum conf_name_kind kind;
+    union conf_typed v;
+    char where[512];
+    char quoted[2 * QUOTE_MAX];
+    char expected[256];
+    size_t param;
+    size_t tlen;
+
+    if (file)
+        snprintf(where, sizeof(where), "%s, line %d: ", file, line);
+    else
+        where[0] = 0;
+    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    if (kind == CONF_NAME_UNKNOWN) {
+        conf_quote(quoted, sizeof(quoted), name);
+        snprintf(why, whylen, "%sunknown parameter %s", where, quoted);
+        return -1;
+    }
+    def = &conf->params[param].def;
+    if (value == NULL)
+        value = "";
+    if (strchr(value, '$') == NULL &&
+        conf_value_parse(def, value, &v, expected, sizeof(expected)) < 0) {
+        conf_quote(quoted, sizeof(quoted), value);
+        snprintf(why, whylen, "%s%s: bad value %s: %s", where, name, quoted,
+                 expected);
+        return -1;
+    }
+    value_store(conf,
+                kind == CONF_NAME_GLOBAL
+                    ? &conf->params[param].value
+                    : override_get(conf, name, param, tlen),
+                value, file, line);
+    return 0;
+}
+
+int conf_set(struct conf *conf, const char *name, const char *value, char *why,
+             size_t whylen)
+{
+    if (conf_set_at(conf, name, value, NULL, 0, why, whylen) < 0)
+        return -1;
+    conf_resolve(conf);
+    return 0;
+}
+
+static const char *type_name(enum conf_type type)
+{
+    static const char *names[] = {"integer", "time",   "boolean", "feedback",
+                                  "choice",  "string", "list"};
+
+    return (unsigned)type <= CONF_LIST ? names[type] : "unknown";
+}
+
+/*
+ * The value that a getter returns: the override of name for transport
+ * when there is one, else the global value. name may itself be an
+ * override name. A wrong name or type is the caller's bug.
+ */
+static const struct conf_value *value_get(const struct conf *conf,
+                                          const char *transport,
+                                          const char *name, const char *fn,
+                                          unsigned types)
+{
+    const struct conf_override *ov = NULL;
+    const struct conf_param *p;
+    const struct conf_value *val;
+    enum conf_name_kind kind;
+    size_t param;
+    size_t tlen;
+
+    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    if (kind == CONF_NAME_UNKNOWN)
+        conf_panic("%s: unknown parameter \"%s\"", fn, name);
+    p = conf->params + param;
+    if ((types & (1u << p->def.type)) == 0)
+        conf_panic("%s: parameter %s is of type %s", fn, name,
+                   type_name(p->def.type));
+    if (kind == CONF_NAME_OVERRIDE)
+        ov = conf_override_find(conf, param, name, tlen);
+    else if (transport != NULL && p->def.suffix != NULL)
+        ov = conf_override_find(conf, param, transport, strlen(transport));
+    val = ov ? &ov->value : &p->value;
+    if (!CONF_VALUE_GOOD(val))
+        conf_panic("%s: %s%s%s: value is not valid: %s", fn,
+                   transport ? transport : "", transport ? ": " : "", name,
+                   val->error ? val->error : "see conf_validate()");
+    return val;
+}
+
+long conf_int(const struct conf *conf, const char *transport, const char *name)
+{
+    return value_get(conf, transport, name, "conf_int", 1u << CONF_INT)->v.i;
+}
+
+int64_t conf_time_ms(const struct conf *conf, const char *transport,
+                     const char *name)
+{
+    return value_get(conf, transport, name, "conf_time_ms", 1u << CONF_TIME)
+        ->v.ms;
+}
+
+int conf_bool(const struct conf *conf, const char *transport, const char *name)
+{
+    return value_get(conf, transport, name, "conf_bool", 1u << CONF_BOOL)->v.b;
+}
+
+const char *conf_str(const struct conf *conf, const char *transport,
+                     const char *name)
+{
+    return value_get(conf, transport, name, "conf_str",
+                     (1u << CONF_STRING) | (1u << CONF_LIST) |
+                         (1u << CONF_CHOICE))
+        ->text;
+}
+
+struct conf_feedback conf_feedback(const struct conf *conf,
+                                   const char *transport, const char *name)
+{
+    return value_get(conf, transport, name, "conf_feedback",
+                     1u << CONF_FEEDBACK)
+        ->v.fb;
+}
+
+int conf_lookup(const struct conf *conf, const char *name,
+                struct conf_info *info)
+{
+    const struct conf_override *ov = NULL;
+    const struct conf_param *p;
+    const struct conf_value *val;
+    enum conf_name_kind kind;
+    size_t param;
+    size_t tlen;
+
+    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    if (kind == CONF_NAME_UNKNOWN)
+        return -1;
+    p = conf->params + param;
+    if (kind == CONF_NAME_OVERRIDE)
+        ov = conf_override_find(conf, param, name, tlen);
+    val = ov ? &ov->value : &p->value;
+    memset(info, 0, sizeof(*info));
+    info->def = &p->def;
+    info->is_override = (kind == CONF_NAME_OVERRIDE);
+    info->value = conf_value_raw(p, val);
+    info->expanded = val->state == CONF_STATE_OK ? val->text : NULL;
+    if (kind == CONF_NAME_GLOBAL || ov != NULL) {
+        info->is_set = (val->raw != NULL);
+        info->non_default =
+            info->is_set && (ov || strcmp(val->raw, p->def.defval) != 0);
+        info->file = val->file;
+        info->line = val->line;
+    }
+    return 0;
+}
+
+size_t conf_def_count(const struct conf *conf)
+{
+    return conf->nparams;
+}
+
+const struct conf_def *conf_def_at(const struct conf *conf, size_t i)
+{
+    if (i >= conf->nparams)
+        conf_panic("conf_def_at: index %zu >= %zu", i, conf->nparams);
+    return &conf->params[i].def;
+}
+
+size_t conf_override_count(const struct conf *conf)
+{
+    return conf->noverrides;
+}
+
+const char *conf_override_at(const struct conf *conf, size_t i)
+{
+    if (i >= conf->noverrides)
+        conf_panic("conf_override_at: index %zu >= %zu", i, conf->noverrides);
+    return conf->overrides[i].name;
+}

@@ -1,0 +1,159 @@
+/*
+ * NAME
+ *	params 3 - the table of sluice parameters
+ * SYNOPSIS
+ *	#include "conf/conf.h"
+ *
+ *	extern const struct conf_def conf_params[];
+ *	extern const size_t conf_param_count;
+ * DESCRIPTION
+ *	conf_params[] is every parameter sluice knows, with its type, its
+ *	default (as text, exactly as a user would write it), its bounds
+ *	or default time unit, and, for parameters that one transport may
+ *	override, the suffix of the <transport><suffix> override name.
+ *
+ *	Names and defaults are those of the Postfix queue manager, so that
+ *	a tuned Postfix scheduler configuration carries over; see
+ *	doc/sluice.conf.5 for the meaning of each parameter. The rule for
+ *	suffixes is Postfix's: default_X is overridden by <transport>_X,
+ *	and a few parameters without the default_ prefix
+ *	(initial_destination_concurrency, concurrency_feedback_rounding)
+ *	are overridden by <transport>_<name>.
+ *
+ *	Keep the table sorted by subject, not by name: "sluice config"
+ *	sorts its output itself.
+ */
+
+#include "conf/conf.h"
+
+#include <limits.h>
+
+/*
+ * Bounds. They keep values in the range where the scheduler's
+ * arithmetic (window sizes, slot counts, recipient pools multiplied by
+ * small factors) cannot overflow, and far beyond any sane setting.
+ */
+#define MAX_CONCURRENCY 100000L
+#define MAX_RECIPIENTS  10000000L
+#define MAX_SLOTS       10000L
+
+/* An integer parameter with bounds. */
+#define INT(name, def, sfx, lo, hi, sum)                                       \
+    {                                                                          \
+        name, CONF_INT, def, sfx, lo, hi, 0, NULL, sum                         \
+    }
+/* A time parameter with its default unit. */
+#define TIME(name, def, sfx, unit, sum)                                        \
+    {                                                                          \
+        name, CONF_TIME, def, sfx, 0, 0, unit, NULL, sum                       \
+    }
+#define BOOL(name, def, sfx, sum)                                              \
+    {                                                                          \
+        name, CONF_BOOL, def, sfx, 0, 0, 0, NULL, sum                          \
+    }
+#define FEEDBACK(name, def, sfx, sum)                                          \
+    {                                                                          \
+        name, CONF_FEEDBACK, def, sfx, 0, 0, 0, NULL, sum                      \
+    }
+#define CHOICE(name, def, sfx, choices, sum)                                   \
+    {                                                                          \
+        name, CONF_CHOICE, def, sfx, 0, 0, 0, choices, sum                     \
+    }
+
+const struct conf_def conf_params[] = {
+    /* Concurrency scheduling: windows, feedback, dead destinations. */
+    INT("initial_destination_concurrency", "5",
+        "_initial_destination_concurrency", 1, MAX_CONCURRENCY,
+        "starting concurrency window of a new destination queue"),
+    INT("default_destination_concurrency_limit", "20",
+        "_destination_concurrency_limit", 0, MAX_CONCURRENCY,
+        "maximal concurrency window of a destination (0 = no limit)"),
+    INT("default_destination_recipient_limit", "50",
+        "_destination_recipient_limit", 1, MAX_RECIPIENTS,
+        "recipients per delivery request; 1 makes queues per recipient"),
+    FEEDBACK("default_destination_concurrency_positive_feedback", "1",
+             "_destination_concurrency_positive_feedback",
+             "window growth per delivery without a connection failure"),
+    FEEDBACK("default_destination_concurrency_negative_feedback", "1",
+             "_destination_concurrency_negative_feedback",
+             "window shrinkage per connection or handshake failure"),
+    INT("default_destination_concurrency_failed_cohort_limit", "1",
+        "_destination_concurrency_failed_cohort_limit", 0, MAX_CONCURRENCY,
+        "failed pseudo-cohorts before a destination is dead (0 = never)"),
+    CHOICE("concurrency_feedback_rounding", "seed",
+           "_concurrency_feedback_rounding", "seed|postfix3",
+           "window step rounding: the seed's pseudocode or Postfix 3.x"),
+    BOOL("destination_concurrency_feedback_debug", "no", NULL,
+         "log every change of a destination's concurrency window"),
+    TIME("default_destination_rate_delay", "0s", "_destination_rate_delay", 's',
+         "pause between deliveries to one destination (0 = none)"),
+    TIME("default_transport_rate_delay", "0s", "_transport_rate_delay", 's',
+         "pause between deliveries on one transport (0 = none)"),
+
+    /* Preemptive job scheduling. */
+    INT("default_delivery_slot_cost", "5", "_delivery_slot_cost", 0, MAX_SLOTS,
+        "selections per delivery slot earned; below 2 disables preemption"),
+    INT("default_delivery_slot_loan", "3", "_delivery_slot_loan", 0, MAX_SLOTS,
+        "delivery slots lent in advance to a preempting job"),
+    INT("default_delivery_slot_discount", "50", "_delivery_slot_discount", 0,
+        100, "percent of the required slots that must be accumulated"),
+    INT("default_minimum_delivery_slots", "3", "_minimum_delivery_slots", 0,
+        MAX_SLOTS, "no preemption of jobs that can never earn this many slots"),
+
+    /* Recipients in core. */
+    INT("default_recipient_limit", "20000", "_recipient_limit", 1,
+        MAX_RECIPIENTS, "in-core recipient pool of a transport"),
+    INT("default_extra_recipient_limit", "1000", "_extra_recipient_limit", 0,
+        MAX_RECIPIENTS, "extra recipient pool for unread jobs that preempt"),
+    INT("default_recipient_refill_limit", "100", "_recipient_refill_limit", 1,
+        MAX_RECIPIENTS, "read more recipients when this many slots are free"),
+    TIME("default_recipient_refill_delay", "5s", "_recipient_refill_delay", 's',
+         "read more recipients when any slot is free this long"),
+    INT("qmgr_message_active_limit", "20000", NULL, 1, MAX_RECIPIENTS,
+        "messages in core"),
+    INT("qmgr_message_recipient_limit", "20000", NULL, 1, MAX_RECIPIENTS,
+        "recipients in core (at least qmgr_message_active_limit)"),
+    INT("qmgr_message_recipient_minimum", "10", NULL, 1, MAX_RECIPIENTS,
+        "recipients read from a new message no matter what"),
+
+    /* Transports and delivery processes. */
+    INT("default_process_limit", "100", "_process_limit", 1, MAX_CONCURRENCY,
+        "concurrent deliveries per transport"),
+    TIME("transport_retry_time", "60s", NULL, 's',
+         "how long a failed transport stays unusable"),
+
+    /* Queue life cycle. */
+    TIME("minimal_backoff_time", "300s", NULL, 's',
+         "shortest retry delay; also how long a dead destination stays dead"),
+    TIME("maximal_backoff_time", "4000s", NULL, 's', "longest retry delay"),
+    TIME("queue_run_delay", "300s", NULL, 's',
+         "interval between scans of the deferred queue"),
+    TIME("maximal_queue_lifetime", "5d", NULL, 'd',
+         "age at which undeliverable mail is returned"),
+    TIME("bounce_queue_lifetime", "5d", NULL, 'd',
+         "age at which an undeliverable bounce (null sender) is dropped"),
+    TIME("delay_warning_time", "0h", NULL, 'h',
+         "age at which a delay notice is sent (0 = never)"),
+    TIME("in_flow_delay", "1s", NULL, 's',
+         "ingress pause when the queue manager falls behind (0 = none)"),
+
+    /* SMTP client. */
+    BOOL("smtp_connection_cache_on_demand", "yes", NULL,
+         "reuse connections to destinations with a backlog"),
+    TIME("smtp_connection_cache_time_limit", "2s", NULL, 's',
+         "how long an idle connection is kept for reuse"),
+    TIME("smtp_connection_reuse_time_limit", "300s", NULL, 's',
+         "how long one connection may be reused"),
+    INT("smtp_connection_reuse_count_limit", "0", NULL, 0, 1000000L,
+        "how many deliveries one connection may carry (0 = no limit)"),
+    INT("smtp_mx_address_limit", "5", NULL, 0, 1000,
+        "addresses tried per delivery (0 = no limit)"),
+    INT("smtp_mx_session_limit", "2", NULL, 0, 1000,
+        "sessions attempted per delivery (0 = no limit)"),
+
+    /* Messages. */
+    INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,
+        "largest message accepted, in bytes (0 = no limit)"),
+};
+
+const size_t conf_param_count = sizeof(conf_params) / sizeof(conf_params[0]);

@@ -1,0 +1,299 @@
+#!/bin/sh
+# tests/integration/cli_config.sh BUILD: test "sluice config" end to end.
+#
+# BUILD is the build directory (the program is BUILD/sluice) or the
+# program itself. Runs the real program on files in a temporary
+# directory and prints TAP: "ok N - what" or "not ok N - what" per
+# check, then the plan "1..N". Exits non-zero when a check failed.
+
+LC_ALL=C
+export LC_ALL
+build=${1:-build}
+if [ -f "$build" ] && [ -x "$build" ]; then
+    sluice=$build
+else
+    sluice=$build/sluice
+fi
+case $sluice in /*) ;; *) sluice=$(pwd)/$sluice ;; esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cli_config.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset SLUICE_CONFIG
+
+n=0
+failed=0
+
+# check WHAT: the last command's exit status, stdout and stderr were as
+# expected ($want_rc, $tmp/want.out, $tmp/want.err).
+check() {
+    n=$((n + 1))
+    if [ "$rc" -eq "$want_rc" ] && cmp -s "$tmp/out" "$tmp/want.out" &&
+        cmp -s "$tmp/err" "$tmp/want.err"; then
+        echo "ok $n - $1"
+    else
+        echo "not ok $n - $1"
+        echo "# exit status $rc, expected $want_rc"
+        diff "$tmp/want.out" "$tmp/out" | sed 's/^/# stdout: /'
+        diff "$tmp/want.err" "$tmp/err" | sed 's/^/# stderr: /'
+        failed=$((failed + 1))
+    fi
+}
+
+# run ARGS...: run sluice from inside $tmp, capturing everything.
+run() {
+    (cd "$tmp" && "$sluice" "$@") >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+expect() { # expect RC: stdout from stdin; stderr empty
+    want_rc=$1
+    cat >"$tmp/want.out"
+    : >"$tmp/want.err"
+}
+
+expect_err() { # expect_err RC: stderr from stdin; stdout empty
+    want_rc=$1
+    cat >"$tmp/want.err"
+    : >"$tmp/want.out"
+}
+
+cat >"$tmp/main.cf" <<'EOF'
+# A test configuration.
+default_process_limit = 50
+smtp_destination_concurrency_limit = $default_process_limit
+relay_destination_recipient_limit=2
+default_destination_concurrency_positive_feedback =
+    1/concurrency
+initial_destination_concurrency = 5
+EOF
+
+# 1. -c with a missing file is an error.
+run -c "$tmp/none.cf" config
+n=$((n + 1))
+if [ "$rc" -eq 1 ] && grep -qx "sluice: $tmp/none.cf: No such file or directory" "$tmp/err"; then
+    echo "ok $n - -c with a missing file is an error (exit 1)"
+else
+    echo "not ok $n - -c with a missing file is an error (exit 1): $rc $(cat "$tmp/err")"
+    failed=$((failed + 1))
+fi
+
+# An empty file: every global parameter at its default, sorted.
+: >"$tmp/empty.cf"
+run -c "$tmp/empty.cf" config
+n=$((n + 1))
+if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] &&
+    [ "$(wc -l <"$tmp/out")" -eq "$(grep -c ' = ' "$tmp/out")" ] &&
+    [ "$(wc -l <"$tmp/out")" -ge 36 ] &&
+    sort -c "$tmp/out" 2>/dev/null &&
+    grep -qx 'default_process_limit = 100' "$tmp/out" &&
+    grep -qx 'maximal_queue_lifetime = 5d' "$tmp/out" &&
+    grep -qx 'concurrency_feedback_rounding = seed' "$tmp/out" &&
+    grep -qx 'initial_destination_concurrency = 5' "$tmp/out"; then
+    echo "ok $n - config lists every parameter with its default, sorted"
+else
+    echo "not ok $n - config lists every parameter with its default, sorted"
+    failed=$((failed + 1))
+fi
+
+# Without -c or SLUICE_CONFIG, the default file may be missing.
+cp "$tmp/out" "$tmp/defaults.out"
+run config
+n=$((n + 1))
+if [ -e /etc/sluice/sluice.conf ]; then
+    echo "ok $n - no file means built-in defaults # SKIP /etc/sluice/sluice.conf exists"
+elif [ "$rc" -eq 0 ] && cmp -s "$tmp/out" "$tmp/defaults.out"; then
+    echo "ok $n - no file means built-in defaults"
+else
+    echo "not ok $n - no file means built-in defaults (exit $rc)"
+    failed=$((failed + 1))
+fi
+
+# 2. -n: only non-default settings, overrides included, as written.
+run -c "$tmp/main.cf" config -n
+expect 0 <<'EOF'
+default_destination_concurrency_positive_feedback = 1/concurrency
+default_process_limit = 50
+relay_destination_recipient_limit = 2
+smtp_destination_concurrency_limit = $default_process_limit
+EOF
+check "config -n prints non-default settings and overrides, unexpanded"
+
+run -c "$tmp/main.cf" config -n -x
+expect 0 <<'EOF'
+default_destination_concurrency_positive_feedback = 1/concurrency
+default_process_limit = 50
+relay_destination_recipient_limit = 2
+smtp_destination_concurrency_limit = 50
+EOF
+check "config -n -x expands \$name"
+
+# 3. The full list includes the overrides that are set.
+run -c "$tmp/main.cf" config
+n=$((n + 1))
+if [ "$rc" -eq 0 ] && sort -c "$tmp/out" 2>/dev/null &&
+    grep -qx 'smtp_destination_concurrency_limit = $default_process_limit' "$tmp/out" &&
+    grep -qx 'relay_destination_recipient_limit = 2' "$tmp/out" &&
+    grep -qx 'minimal_backoff_time = 300s' "$tmp/out"; then
+    echo "ok $n - config without -n includes set overrides"
+else
+    echo "not ok $n - config without -n includes set overrides"
+    failed=$((failed + 1))
+fi
+
+# 4. NAME: globals and overrides, set or not, in the order given.
+run config -c "$tmp/main.cf" smtp_destination_concurrency_limit \
+    lmtp_destination_concurrency_limit default_process_limit \
+    relay_destination_recipient_limit smtp_destination_recipient_limit
+expect 0 <<'EOF'
+smtp_destination_concurrency_limit = $default_process_limit
+lmtp_destination_concurrency_limit = 20
+default_process_limit = 50
+relay_destination_recipient_limit = 2
+smtp_destination_recipient_limit = 50
+EOF
+check "config NAME prints globals and effective overrides"
+
+run -c "$tmp/main.cf" config -x smtp_destination_concurrency_limit
+expect 0 <<'EOF'
+smtp_destination_concurrency_limit = 50
+EOF
+check "config -x NAME expands the override"
+
+# 5. An unknown NAME: a message, the others still printed, exit 1.
+run -c "$tmp/main.cf" config default_process_limit nope smtp_maximal_backoff_time queue_run_delay
+want_rc=1
+printf '%s\n' 'default_process_limit = 50' 'queue_run_delay = 300s' >"$tmp/want.out"
+printf '%s\n' 'sluice: config: unknown parameter "nope"' \
+    'sluice: config: unknown parameter "smtp_maximal_backoff_time"' >"$tmp/want.err"
+check "config with an unknown NAME exits 1 after printing the others"
+
+# 6. SLUICE_CONFIG names the file; -c wins over it.
+(cd "$tmp" && SLUICE_CONFIG="$tmp/main.cf" "$sluice" config default_process_limit) \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect 0 <<'EOF'
+default_process_limit = 50
+EOF
+check "SLUICE_CONFIG names the configuration file"
+
+(cd "$tmp" && SLUICE_CONFIG="$tmp/main.cf" "$sluice" -c "$tmp/empty.cf" config default_process_limit) \
+    >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect 0 <<'EOF'
+default_process_limit = 100
+EOF
+check "-c wins over SLUICE_CONFIG"
+
+(cd "$tmp" && SLUICE_CONFIG="$tmp/none.cf" "$sluice" config) >"$tmp/out" 2>"$tmp/err"
+rc=$?
+expect_err 1 <<EOF
+sluice: $tmp/none.cf: No such file or directory
+EOF
+check "a missing SLUICE_CONFIG file is an error"
+
+# config -c wins over the global -c.
+run -c "$tmp/none.cf" config -c "$tmp/main.cf" default_process_limit
+expect 0 <<'EOF'
+default_process_limit = 50
+EOF
+check "config -c wins over sluice -c"
+
+# 7. Bad files: the message names the file and the line; exit 1.
+printf '%s\n' '# bad' 'default_process_limit = 5' '' 'default_process_limit = lots' >"$tmp/bad.cf"
+run -c "$tmp/bad.cf" config
+expect_err 1 <<EOF
+sluice: $tmp/bad.cf, line 4: default_process_limit: bad value "lots": expected an integer between 1 and 100000
+EOF
+check "a bad value is reported with file and line"
+
+printf '%s\n' 'default_process_limit = 5' 'frobnicate = yes' >"$tmp/bad.cf"
+run -c "$tmp/bad.cf" config -n
+expect_err 1 <<EOF
+sluice: $tmp/bad.cf, line 2: unknown parameter "frobnicate"
+EOF
+check "an unknown parameter in the file is reported with its line"
+
+printf '%s\n' 'minimal_backoff_time = $maximal_backoff_time' \
+    'maximal_backoff_time = $minimal_backoff_time' >"$tmp/bad.cf"
+run -c "$tmp/bad.cf" config
+expect_err 1 <<EOF
+sluice: $tmp/bad.cf, line 2: maximal_backoff_time: bad value "\$minimal_backoff_time": \$name expansion loop: minimal_backoff_time -> maximal_backoff_time -> minimal_backoff_time
+EOF
+check "a \$name loop is an error, not a hang"
+
+head -c 20000 /dev/urandom 2>/dev/null | tr -d '\000' >"$tmp/junk.cf"
+run -c "$tmp/junk.cf" config
+n=$((n + 1))
+if [ "$rc" -eq 1 ] && grep -q "^sluice: $tmp/junk.cf" "$tmp/err"; then
+    echo "ok $n - binary junk is an error, not a crash"
+else
+    echo "not ok $n - binary junk is an error, not a crash (exit $rc)"
+    failed=$((failed + 1))
+fi
+
+# 8. Usage errors exit 64 with a usage line.
+run config -q
+expect_err 64 <<'EOF'
+sluice: config: unknown option -q
+usage: sluice config [-c FILE] [-n] [-x] [NAME...]
+EOF
+check "config with an unknown option is a usage error"
+
+run frobnicate
+n=$((n + 1))
+if [ "$rc" -eq 64 ] && [ ! -s "$tmp/out" ] &&
+    grep -qx 'sluice: unknown command "frobnicate"' "$tmp/err" &&
+    grep -q '^usage: sluice ' "$tmp/err"; then
+    echo "ok $n - an unknown command is a usage error"
+else
+    echo "not ok $n - an unknown command is a usage error (exit $rc)"
+    failed=$((failed + 1))
+fi
+
+run
+n=$((n + 1))
+if [ "$rc" -eq 64 ] && grep -q '^usage: sluice ' "$tmp/err"; then
+    echo "ok $n - no command is a usage error"
+else
+    echo "not ok $n - no command is a usage error (exit $rc)"
+    failed=$((failed + 1))
+fi
+
+run -c
+n=$((n + 1))
+if [ "$rc" -eq 64 ] && grep -qx 'sluice: option -c needs an argument' "$tmp/err"; then
+    echo "ok $n - -c without a file is a usage error"
+else
+    echo "not ok $n - -c without a file is a usage error (exit $rc)"
+    failed=$((failed + 1))
+fi
+
+# 9. help and version.
+run help config
+expect 0 <<'EOF'
+usage: sluice config [-c FILE] [-n] [-x] [NAME...]
+print parameter settings
+EOF
+check "help COMMAND prints its usage"
+
+run help
+n=$((n + 1))
+if [ "$rc" -eq 0 ] && grep -q '^  config ' "$tmp/out" &&
+    grep -q '^  version ' "$tmp/out"; then
+    echo "ok $n - help lists the commands"
+else
+    echo "not ok $n - help lists the commands"
+    failed=$((failed + 1))
+fi
+
+run version
+n=$((n + 1))
+if [ "$rc" -eq 0 ] && grep -qx 'sluice [0-9][0-9.]*' "$tmp/out"; then
+    echo "ok $n - version prints the version"
+else
+    echo "not ok $n - version prints the version"
+    failed=$((failed + 1))
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

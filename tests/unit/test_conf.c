@@ -1,0 +1,1209 @@
+/*
+ * NAME
+ *	test_conf 1 - unit tests of the parameter table, values and lookups
+ * SYNOPSIS
+ *	build/tests/test_conf
+ * DESCRIPTION
+ *	Tests src/conf/params.c, conf.c, value.c and expand.c without
+ *	files: every default of the reference table, per-transport
+ *	overrides and their fallback, the longest-suffix rule, each type's
+ *	syntax and its error message, $name expansion with its loops and
+ *	limits, parameters added at run time, and the getters' refusal of
+ *	programming errors. The config file syntax is test_conf_parse.c's.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "conf/conf.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WHY_SIZE 1024
+
+static int setup(void **state)
+{
+    *state = conf_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    conf_free(*state);
+    return 0;
+}
+
+/* conf_set() that must succeed. */
+static void set_ok(struct conf *conf, const char *name, const char *value)
+{
+    char why[WHY_SIZE] = "";
+
+    if (conf_set(conf, name, value, why, sizeof(why)) != 0)
+        fail_msg("conf_set(%s, %s): %s", name, value, why);
+}
+
+/* conf_set() that must fail with exactly this message. */
+static void set_fails(struct conf *conf, const char *name, const char *value,
+                      const char *expected)
+{
+    char why[WHY_SIZE] = "";
+
+    assert_int_equal(conf_set(conf, name, value, why, sizeof(why)), -1);
+    assert_string_equal(why, expected);
+}
+
+/* conf_validate() that must fail with exactly this message. */
+static void validate_fails(struct conf *conf, const char *expected)
+{
+    char why[WHY_SIZE] = "";
+
+    assert_int_equal(conf_validate(conf, why, sizeof(why)), -1);
+    assert_string_equal(why, expected);
+}
+
+static void validate_ok(struct conf *conf)
+{
+    char why[WHY_SIZE] = "";
+
+    if (conf_validate(conf, why, sizeof(why)) != 0)
+        fail_msg("conf_validate: %s", why);
+}
+
+static const struct conf_def *def_find(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < conf_param_count; i++)
+        if (strcmp(conf_params[i].name, name) == 0)
+            return conf_params + i;
+    return NULL;
+}
+
+/*
+ * The table of postfix-reference-notes.md, with the defaults in the
+ * unit each getter returns.
+ */
+static const struct {
+    const char *name;
+    long value;
+} int_defaults[] = {
+    {"initial_destination_concurrency", 5},
+    {"default_destination_concurrency_limit", 20},
+    {"default_destination_recipient_limit", 50},
+    {"default_destination_concurrency_failed_cohort_limit", 1},
+    {"default_delivery_slot_cost", 5},
+    {"default_delivery_slot_loan", 3},
+    {"default_delivery_slot_discount", 50},
+    {"default_minimum_delivery_slots", 3},
+    {"default_recipient_limit", 20000},
+    {"default_extra_recipient_limit", 1000},
+    {"default_recipient_refill_limit", 100},
+    {"qmgr_message_active_limit", 20000},
+    {"qmgr_message_recipient_limit", 20000},
+    {"qmgr_message_recipient_minimum", 10},
+    {"default_process_limit", 100},
+    {"smtp_connection_reuse_count_limit", 0},
+    {"smtp_mx_address_limit", 5},
+    {"smtp_mx_session_limit", 2},
+    {"message_size_limit", 10240000},
+};
+
+static const struct {
+    const char *name;
+    int64_t ms;
+    char unit;
+} time_defaults[] = {
+    {"default_destination_rate_delay", 0, 's'},
+    {"default_transport_rate_delay", 0, 's'},
+    {"default_recipient_refill_delay", 5000, 's'},
+    {"transport_retry_time", 60000, 's'},
+    {"minimal_backoff_time", 300000, 's'},
+    {"maximal_backoff_time", 4000000, 's'},
+    {"queue_run_delay", 300000, 's'},
+    {"maximal_queue_lifetime", 432000000, 'd'},
+    {"bounce_queue_lifetime", 432000000, 'd'},
+    {"delay_warning_time", 0, 'h'},
+    {"in_flow_delay", 1000, 's'},
+    {"smtp_connection_cache_time_limit", 2000, 's'},
+    {"smtp_connection_reuse_time_limit", 300000, 's'},
+};
+
+/* Every overridable parameter and its suffix; all others are global. */
+static const struct {
+    const char *name;
+    const char *suffix;
+} overridable[] = {
+    {"initial_destination_concurrency", "_initial_destination_concurrency"},
+    {"default_destination_concurrency_limit", "_destination_concurrency_limit"},
+    {"default_destination_recipient_limit", "_destination_recipient_limit"},
+    {"default_destination_concurrency_positive_feedback",
+     "_destination_concurrency_positive_feedback"},
+    {"default_destination_concurrency_negative_feedback",
+     "_destination_concurrency_negative_feedback"},
+    {"default_destination_concurrency_failed_cohort_limit",
+     "_destination_concurrency_failed_cohort_limit"},
+    {"default_destination_rate_delay", "_destination_rate_delay"},
+    {"default_transport_rate_delay", "_transport_rate_delay"},
+    {"default_delivery_slot_cost", "_delivery_slot_cost"},
+    {"default_delivery_slot_loan", "_delivery_slot_loan"},
+    {"default_delivery_slot_discount", "_delivery_slot_discount"},
+    {"default_minimum_delivery_slots", "_minimum_delivery_slots"},
+    {"default_recipient_limit", "_recipient_limit"},
+    {"default_extra_recipient_limit", "_extra_recipient_limit"},
+    {"default_recipient_refill_limit", "_recipient_refill_limit"},
+    {"default_recipient_refill_delay", "_recipient_refill_delay"},
+    {"default_process_limit", "_process_limit"},
+    {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_table_has_every_parameter(void **state)
+{
+    static const char *others[] = {
+        "default_destination_concurrency_positive_feedback",
+        "default_destination_concurrency_negative_feedback",
+        "destination_concurrency_feedback_debug",
+        "smtp_connection_cache_on_demand",
+        "concurrency_feedback_rounding",
+    };
+    size_t i;
+    size_t j;
+
+    (void)state;
+    /*
+     * 19 integers (the reference table's 18, and
+     * smtp_connection_reuse_count_limit), 13 times, 2 booleans, 2
+     * feedbacks, 1 choice.
+     */
+    assert_int_equal(conf_param_count, 37);
+    for (i = 0; i < NELEM(int_defaults); i++)
+        assert_non_null(def_find(int_defaults[i].name));
+    for (i = 0; i < NELEM(time_defaults); i++)
+        assert_non_null(def_find(time_defaults[i].name));
+    for (i = 0; i < NELEM(others); i++)
+        assert_non_null(def_find(others[i]));
+    for (i = 0; i < conf_param_count; i++) {
+        assert_non_null(conf_params[i].summary);
+        assert_true(strlen(conf_params[i].summary) > 10);
+        for (j = i + 1; j < conf_param_count; j++)
+            assert_string_not_equal(conf_params[i].name, conf_params[j].name);
+    }
+}
+
+static void test_table_types_and_units(void **state)
+{
+    const struct conf_def *def;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < NELEM(int_defaults); i++)
+        assert_int_equal(def_find(int_defaults[i].name)->type, CONF_INT);
+    for (i = 0; i < NELEM(time_defaults); i++) {
+        def = def_find(time_defaults[i].name);
+        assert_int_equal(def->type, CONF_TIME);
+        assert_int_equal(def->unit, time_defaults[i].unit);
+    }
+    assert_int_equal(
+        def_find("default_destination_concurrency_positive_feedback")->type,
+        CONF_FEEDBACK);
+    assert_int_equal(
+        def_find("default_destination_concurrency_negative_feedback")->type,
+        CONF_FEEDBACK);
+    assert_int_equal(def_find("destination_concurrency_feedback_debug")->type,
+                     CONF_BOOL);
+    assert_int_equal(def_find("smtp_connection_cache_on_demand")->type,
+                     CONF_BOOL);
+    def = def_find("concurrency_feedback_rounding");
+    assert_int_equal(def->type, CONF_CHOICE);
+    assert_string_equal(def->choices, "seed|postfix3");
+    assert_string_equal(def->defval, "seed");
+}
+
+static void test_table_suffixes(void **state)
+{
+    const struct conf_def *def;
+    size_t overridden = 0;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < NELEM(overridable); i++) {
+        def = def_find(overridable[i].name);
+        assert_non_null(def);
+        assert_non_null(def->suffix);
+        assert_string_equal(def->suffix, overridable[i].suffix);
+    }
+    for (i = 0; i < conf_param_count; i++)
+        overridden += conf_params[i].suffix != NULL;
+    assert_int_equal(overridden, NELEM(overridable));
+}
+
+static void test_table_bounds(void **state)
+{
+    static const struct {
+        const char *name;
+        long min, max;
+    } bounds[] = {
+        {"initial_destination_concurrency", 1, 100000},
+        {"default_destination_concurrency_limit", 0, 100000},
+        {"default_destination_recipient_limit", 1, 10000000},
+        {"default_destination_concurrency_failed_cohort_limit", 0, 100000},
+        {"default_delivery_slot_discount", 0, 100},
+        {"default_delivery_slot_cost", 0, 10000},
+        {"default_recipient_limit", 1, 10000000},
+        {"default_recipient_refill_limit", 1, 10000000},
+        {"qmgr_message_active_limit", 1, 10000000},
+        {"default_process_limit", 1, 100000},
+    };
+    const struct conf_def *def;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < NELEM(bounds); i++) {
+        def = def_find(bounds[i].name);
+        assert_int_equal(def->min, bounds[i].min);
+        assert_int_equal(def->max, bounds[i].max);
+    }
+}
+
+static void test_defaults_int(void **state)
+{
+    struct conf *conf = *state;
+    size_t i;
+
+    for (i = 0; i < NELEM(int_defaults); i++)
+        assert_int_equal(conf_int(conf, NULL, int_defaults[i].name),
+                         int_defaults[i].value);
+}
+
+static void test_defaults_time(void **state)
+{
+    struct conf *conf = *state;
+    size_t i;
+
+    for (i = 0; i < NELEM(time_defaults); i++)
+        assert_int_equal(conf_time_ms(conf, NULL, time_defaults[i].name),
+                         time_defaults[i].ms);
+}
+
+static void test_defaults_other(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_feedback fb;
+
+    fb = conf_feedback(conf, NULL,
+                       "default_destination_concurrency_positive_feedback");
+    assert_int_equal(fb.form, CONF_FEEDBACK_CONSTANT);
+    assert_true(fb.value == 1.0);
+    fb = conf_feedback(conf, NULL,
+                       "default_destination_concurrency_negative_feedback");
+    assert_int_equal(fb.form, CONF_FEEDBACK_CONSTANT);
+    assert_true(fb.value == 1.0);
+    assert_int_equal(
+        conf_bool(conf, NULL, "destination_concurrency_feedback_debug"), 0);
+    assert_int_equal(conf_bool(conf, NULL, "smtp_connection_cache_on_demand"),
+                     1);
+    assert_string_equal(conf_str(conf, NULL, "concurrency_feedback_rounding"),
+                        "seed");
+}
+
+static void test_defaults_are_defaults(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+    size_t i;
+
+    validate_ok(conf);
+    assert_int_equal(conf_def_count(conf), conf_param_count);
+    assert_int_equal(conf_override_count(conf), 0);
+    for (i = 0; i < conf_def_count(conf); i++) {
+        assert_ptr_equal(conf_def_at(conf, i)->name, conf_params[i].name);
+        assert_int_equal(conf_lookup(conf, conf_params[i].name, &info), 0);
+        assert_int_equal(info.is_set, 0);
+        assert_int_equal(info.non_default, 0);
+        assert_int_equal(info.is_override, 0);
+        assert_string_equal(info.value, conf_params[i].defval);
+        assert_string_equal(info.expanded, conf_params[i].defval);
+        assert_null(info.file);
+    }
+}
+
+static void test_override_and_fallback(void **state)
+{
+    struct conf *conf = *state;
+    const char *limit = "default_destination_concurrency_limit";
+
+    set_ok(conf, "smtp_destination_concurrency_limit", "7");
+    assert_int_equal(conf_int(conf, "smtp", limit), 7);
+    assert_int_equal(conf_int(conf, "relay", limit), 20);
+    assert_int_equal(conf_int(conf, NULL, limit), 20);
+    /* An override name asks for that transport's effective value. */
+    assert_int_equal(conf_int(conf, NULL, "smtp_destination_concurrency_limit"),
+                     7);
+    assert_int_equal(conf_int(conf, NULL, "lmtp_destination_concurrency_limit"),
+                     20);
+    /* The fallback follows the global value. */
+    set_ok(conf, limit, "30");
+    assert_int_equal(conf_int(conf, "relay", limit), 30);
+    assert_int_equal(conf_int(conf, "smtp", limit), 7);
+
+    set_ok(conf, "smtp_initial_destination_concurrency", "2");
+    assert_int_equal(conf_int(conf, "smtp", "initial_destination_concurrency"),
+                     2);
+    assert_int_equal(conf_int(conf, "lmtp", "initial_destination_concurrency"),
+                     5);
+    set_ok(conf, "relay_destination_rate_delay", "2s");
+    assert_int_equal(
+        conf_time_ms(conf, "relay", "default_destination_rate_delay"), 2000);
+    assert_int_equal(
+        conf_time_ms(conf, "smtp", "default_destination_rate_delay"), 0);
+    set_ok(conf, "smtp_destination_concurrency_negative_feedback",
+           "1/concurrency");
+    assert_int_equal(
+        conf_feedback(conf, "smtp",
+                      "default_destination_concurrency_negative_feedback")
+            .form,
+        CONF_FEEDBACK_CONCURRENCY);
+    set_ok(conf, "smtp_process_limit", "10");
+    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 10);
+    assert_int_equal(conf_int(conf, "lmtp", "default_process_limit"), 100);
+    assert_int_equal(conf_override_count(conf), 5);
+    assert_string_equal(conf_override_at(conf, 0),
+                        "smtp_destination_concurrency_limit");
+    assert_string_equal(conf_override_at(conf, 4), "smtp_process_limit");
+}
+
+static void test_override_of_global_only(void **state)
+{
+    struct conf *conf = *state;
+
+    /* A transport argument is ignored for a global-only parameter... */
+    set_ok(conf, "minimal_backoff_time", "10s");
+    assert_int_equal(conf_time_ms(conf, "smtp", "minimal_backoff_time"), 10000);
+    /* ...and such a parameter has no override names. */
+    set_fails(conf, "smtp_minimal_backoff_time", "1s",
+              "unknown parameter \"smtp_minimal_backoff_time\"");
+    set_fails(conf, "smtp_qmgr_message_active_limit", "1",
+              "unknown parameter \"smtp_qmgr_message_active_limit\"");
+}
+
+static void test_longest_suffix_wins(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    set_ok(conf, "smtp_destination_recipient_limit", "2");
+    assert_int_equal(
+        conf_int(conf, "smtp", "default_destination_recipient_limit"), 2);
+    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+    assert_int_equal(
+        conf_int(conf, "smtp_destination", "default_recipient_limit"), 20000);
+    assert_int_equal(
+        conf_lookup(conf, "smtp_destination_recipient_limit", &info), 0);
+    assert_string_equal(info.def->name, "default_destination_recipient_limit");
+    assert_int_equal(info.is_override, 1);
+
+    set_ok(conf, "smtp_extra_recipient_limit", "9");
+    assert_int_equal(conf_int(conf, "smtp", "default_extra_recipient_limit"),
+                     9);
+    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+    set_ok(conf, "smtp_recipient_refill_limit", "8");
+    assert_int_equal(conf_int(conf, "smtp", "default_recipient_refill_limit"),
+                     8);
+    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+    /* Two suffixes, two valid transports: the longer suffix wins. */
+    set_ok(conf, "smtp_destination_extra_recipient_limit", "7");
+    assert_int_equal(
+        conf_int(conf, "smtp_destination", "default_extra_recipient_limit"), 7);
+    assert_int_equal(
+        conf_int(conf, "smtp_destination_extra", "default_recipient_limit"),
+        20000);
+}
+
+static void test_global_name_matches_first(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    /* Each of these also ends in a suffix with a valid prefix. */
+    assert_int_equal(
+        conf_lookup(conf, "default_destination_concurrency_limit", &info), 0);
+    assert_int_equal(info.is_override, 0);
+    assert_int_equal(conf_lookup(conf, "qmgr_message_recipient_limit", &info),
+                     0);
+    assert_int_equal(info.is_override, 0);
+    assert_string_equal(info.def->name, "qmgr_message_recipient_limit");
+    set_ok(conf, "qmgr_message_recipient_limit", "5000");
+    assert_int_equal(conf_int(conf, NULL, "qmgr_message_recipient_limit"),
+                     5000);
+    assert_int_equal(conf_int(conf, "qmgr_message", "default_recipient_limit"),
+                     20000);
+    assert_int_equal(conf_override_count(conf), 0);
+}
+
+static void test_override_name_syntax(void **state)
+{
+    struct conf *conf = *state;
+
+    set_fails(conf, "SMTP_process_limit", "1",
+              "unknown parameter \"SMTP_process_limit\"");
+    set_fails(conf, "_process_limit", "1",
+              "unknown parameter \"_process_limit\"");
+    set_fails(conf, "smtp.x_process_limit", "1",
+              "unknown parameter \"smtp.x_process_limit\"");
+    set_fails(conf, "process_limit", "1",
+              "unknown parameter \"process_limit\"");
+    set_fails(conf, "", "1", "unknown parameter \"\"");
+    set_ok(conf, "smtp-relay_process_limit", "3");
+    set_ok(conf, "a_b-9_process_limit", "4");
+    assert_int_equal(conf_int(conf, "smtp-relay", "default_process_limit"), 3);
+    assert_int_equal(conf_int(conf, "a_b-9", "default_process_limit"), 4);
+}
+
+static void test_later_setting_wins(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    set_ok(conf, "default_process_limit", "10");
+    set_ok(conf, "default_process_limit", "11");
+    set_ok(conf, "smtp_process_limit", "12");
+    set_ok(conf, "smtp_process_limit", "13");
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 11);
+    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 13);
+    assert_int_equal(conf_override_count(conf), 1);
+    assert_int_equal(conf_lookup(conf, "smtp_process_limit", &info), 0);
+    assert_string_equal(info.value, "13");
+    assert_int_equal(info.is_set, 1);
+    assert_int_equal(info.non_default, 1);
+}
+
+static void test_lookup_info(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    assert_int_equal(conf_lookup(conf, "nope", &info), -1);
+    /* Set to the default text: set, but not "non-default". */
+    set_ok(conf, "default_process_limit", "100");
+    assert_int_equal(conf_lookup(conf, "default_process_limit", &info), 0);
+    assert_int_equal(info.is_set, 1);
+    assert_int_equal(info.non_default, 0);
+    set_ok(conf, "default_process_limit", "$initial_destination_concurrency");
+    assert_int_equal(conf_lookup(conf, "default_process_limit", &info), 0);
+    assert_int_equal(info.non_default, 1);
+    assert_string_equal(info.value, "$initial_destination_concurrency");
+    assert_string_equal(info.expanded, "5");
+    assert_null(info.file);
+    assert_int_equal(info.line, 0);
+    /* An override that is not set shows the global's value. */
+    assert_int_equal(conf_lookup(conf, "smtp_process_limit", &info), 0);
+    assert_int_equal(info.is_override, 1);
+    assert_int_equal(info.is_set, 0);
+    assert_int_equal(info.non_default, 0);
+    assert_string_equal(info.value, "$initial_destination_concurrency");
+    assert_string_equal(info.expanded, "5");
+    assert_string_equal(info.def->name, "default_process_limit");
+    /* An override set to the global's default text is still non-default. */
+    set_ok(conf, "smtp_process_limit", "100");
+    assert_int_equal(conf_lookup(conf, "smtp_process_limit", &info), 0);
+    assert_int_equal(info.is_set, 1);
+    assert_int_equal(info.non_default, 1);
+}
+
+static void test_time_parse(void **state)
+{
+    static const struct {
+        const char *text;
+        char unit;
+        int64_t ms;
+    } good[] = {
+        {"300s", 's', 300000},  {"5m", 's', 300000},
+        {"1h", 's', 3600000},   {"2d", 's', 172800000},
+        {"1w", 's', 604800000}, {"250ms", 's', 250},
+        {"0.5s", 's', 500},     {"1.5m", 's', 90000},
+        {".5h", 's', 1800000},  {"10", 's', 10000},
+        {"10", 0, 10000},       {"2", 'h', 7200000},
+        {"5", 'd', 432000000},  {"1", 'w', 604800000},
+        {"3", 'm', 180000},     {"0", 's', 0},
+        {"0h", 'h', 0},         {"10000w", 's', 6048000000000},
+        {"007s", 's', 7000},    {"1.", 's', 1000},
+    };
+    static const char *bad[] = {
+        "",
+        "s",
+        "5x",
+        "-5s",
+        "5 s",
+        " 5s",
+        "5s ",
+        "1e3s",
+        "inf",
+        "nan",
+        "0x10s",
+        "5S",
+        "5sec",
+        "1.2.3s",
+        "+5s",
+        "10001w",
+        "99999999999999999999999999999d",
+    };
+    char why[WHY_SIZE];
+    int64_t ms;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < NELEM(good); i++) {
+        ms = -1;
+        if (conf_time_parse(good[i].text, good[i].unit, &ms, why,
+                            sizeof(why)) != 0)
+            fail_msg("\"%s\": %s", good[i].text, why);
+        assert_int_equal(ms, good[i].ms);
+    }
+    for (i = 0; i < NELEM(bad); i++) {
+        why[0] = 0;
+        if (conf_time_parse(bad[i], 's', &ms, why, sizeof(why)) != -1)
+            fail_msg("\"%s\" accepted", bad[i]);
+        if (strcmp(bad[i], "10001w") == 0 || bad[i][0] == '9')
+            assert_string_equal(why, "expected a time like 300s, 5m, 1h, "
+                                     "at most 10000w");
+        else
+            assert_string_equal(why, "expected a time like 300s, 5m, 1h");
+    }
+}
+
+static void test_time_default_units(void **state)
+{
+    struct conf *conf = *state;
+
+    set_ok(conf, "delay_warning_time", "2");
+    set_ok(conf, "maximal_queue_lifetime", "1");
+    set_ok(conf, "bounce_queue_lifetime", "3");
+    set_ok(conf, "minimal_backoff_time", "10");
+    set_ok(conf, "queue_run_delay", "1.5m");
+    assert_int_equal(conf_time_ms(conf, NULL, "delay_warning_time"), 7200000);
+    assert_int_equal(conf_time_ms(conf, NULL, "maximal_queue_lifetime"),
+                     86400000);
+    assert_int_equal(conf_time_ms(conf, NULL, "bounce_queue_lifetime"),
+                     259200000);
+    assert_int_equal(conf_time_ms(conf, NULL, "minimal_backoff_time"), 10000);
+    assert_int_equal(conf_time_ms(conf, NULL, "queue_run_delay"), 90000);
+    set_fails(conf, "in_flow_delay", "1 s",
+              "in_flow_delay: bad value \"1 s\": expected a time like 300s, "
+              "5m, 1h");
+}
+
+static void test_feedback_parse(void **state)
+{
+    static const struct {
+        const char *text;
+        enum conf_feedback_form form;
+        double value;
+    } good[] = {
+        {"1", CONF_FEEDBACK_CONSTANT, 1},
+        {"0", CONF_FEEDBACK_CONSTANT, 0},
+        {"0.5", CONF_FEEDBACK_CONSTANT, 0.5},
+        {"1/4", CONF_FEEDBACK_CONSTANT, 0.25},
+        {"2/4", CONF_FEEDBACK_CONSTANT, 0.5},
+        {"3/3", CONF_FEEDBACK_CONSTANT, 1},
+        {"1/concurrency", CONF_FEEDBACK_CONCURRENCY, 1},
+        {"0.5/concurrency", CONF_FEEDBACK_CONCURRENCY, 0.5},
+        {"1/sqrt_concurrency", CONF_FEEDBACK_SQRT_CONCURRENCY, 1},
+        {"0.5/sqrt_concurrency", CONF_FEEDBACK_SQRT_CONCURRENCY, 0.5},
+        {"0/concurrency", CONF_FEEDBACK_CONCURRENCY, 0},
+    };
+    static const char *bad[] = {
+        "",     "2",   "1.5",   "-1",          "x",
+        "1/",   "/2",  "1/0",   "1/conc",      "2/concurrency",
+        "1/-2", "5/4", "1 /4",  "1/ 4",        "1/sqrt",
+        "inf",  "1e0", "1/4/2", "concurrency", "1/Concurrency",
+    };
+    struct conf_feedback fb;
+    char why[WHY_SIZE];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < NELEM(good); i++) {
+        if (conf_feedback_parse(good[i].text, &fb, why, sizeof(why)) != 0)
+            fail_msg("\"%s\": %s", good[i].text, why);
+        assert_int_equal(fb.form, good[i].form);
+        if (fb.value != good[i].value)
+            fail_msg("\"%s\": %g != %g", good[i].text, fb.value, good[i].value);
+    }
+    for (i = 0; i < NELEM(bad); i++) {
+        why[0] = 0;
+        if (conf_feedback_parse(bad[i], &fb, why, sizeof(why)) != -1)
+            fail_msg("\"%s\" accepted", bad[i]);
+        assert_string_equal(why, "expected x, x/y, x/concurrency or "
+                                 "x/sqrt_concurrency with a value between 0 "
+                                 "and 1");
+    }
+}
+
+static void test_int_values(void **state)
+{
+    struct conf *conf = *state;
+
+    set_ok(conf, "default_destination_concurrency_limit", "0");
+    assert_int_equal(
+        conf_int(conf, NULL, "default_destination_concurrency_limit"), 0);
+    set_ok(conf, "default_delivery_slot_discount", "100");
+    assert_int_equal(conf_int(conf, NULL, "default_delivery_slot_discount"),
+                     100);
+    set_ok(conf, "default_destination_concurrency_failed_cohort_limit", "0");
+    assert_int_equal(
+        conf_int(conf, NULL,
+                 "default_destination_concurrency_failed_cohort_limit"),
+        0);
+    set_ok(conf, "message_size_limit", "9223372036854775807");
+    assert_int_equal(conf_int(conf, NULL, "message_size_limit"),
+                     9223372036854775807L);
+    set_fails(conf, "default_delivery_slot_discount", "101",
+              "default_delivery_slot_discount: bad value \"101\": expected an "
+              "integer between 0 and 100");
+    set_fails(conf, "initial_destination_concurrency", "0",
+              "initial_destination_concurrency: bad value \"0\": expected an "
+              "integer between 1 and 100000");
+    set_fails(conf, "default_destination_recipient_limit", "0",
+              "default_destination_recipient_limit: bad value \"0\": expected "
+              "an integer between 1 and 10000000");
+    set_fails(conf, "default_destination_concurrency_limit", "-1",
+              "default_destination_concurrency_limit: bad value \"-1\": "
+              "expected an integer between 0 and 100000");
+    set_fails(conf, "default_process_limit", "1.5",
+              "default_process_limit: bad value \"1.5\": expected an integer "
+              "between 1 and 100000");
+    set_fails(conf, "default_process_limit", "+5",
+              "default_process_limit: bad value \"+5\": expected an integer "
+              "between 1 and 100000");
+    set_fails(conf, "default_process_limit", " 5",
+              "default_process_limit: bad value \" 5\": expected an integer "
+              "between 1 and 100000");
+    set_fails(conf, "default_process_limit", "",
+              "default_process_limit: bad value \"\": expected an integer "
+              "between 1 and 100000");
+    set_fails(conf, "message_size_limit", "99999999999999999999",
+              "message_size_limit: bad value \"99999999999999999999\": "
+              "expected an integer of at least 0");
+    set_fails(conf, "smtp_delivery_slot_discount", "x",
+              "smtp_delivery_slot_discount: bad value \"x\": expected an "
+              "integer between 0 and 100");
+    /* Failed settings changed nothing. */
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 100);
+    assert_int_equal(conf_override_count(conf), 0);
+}
+
+static void test_bool_values(void **state)
+{
+    struct conf *conf = *state;
+    const char *name = "destination_concurrency_feedback_debug";
+
+    set_ok(conf, name, "yes");
+    assert_int_equal(conf_bool(conf, NULL, name), 1);
+    set_ok(conf, name, "NO");
+    assert_int_equal(conf_bool(conf, NULL, name), 0);
+    set_ok(conf, name, "Yes");
+    assert_int_equal(conf_bool(conf, NULL, name), 1);
+    set_fails(conf, name, "true",
+              "destination_concurrency_feedback_debug: bad value \"true\": "
+              "expected yes or no");
+    set_fails(conf, name, "1",
+              "destination_concurrency_feedback_debug: bad value \"1\": "
+              "expected yes or no");
+}
+
+static void test_choice_values(void **state)
+{
+    struct conf *conf = *state;
+    const char *name = "concurrency_feedback_rounding";
+
+    set_ok(conf, "smtp_concurrency_feedback_rounding", "postfix3");
+    assert_string_equal(conf_str(conf, "smtp", name), "postfix3");
+    assert_string_equal(conf_str(conf, "lmtp", name), "seed");
+    set_ok(conf, name, "postfix3");
+    set_ok(conf, "smtp_concurrency_feedback_rounding", "seed");
+    assert_string_equal(conf_str(conf, "smtp", name), "seed");
+    assert_string_equal(conf_str(conf, "lmtp", name), "postfix3");
+    set_fails(conf, name, "Seed",
+              "concurrency_feedback_rounding: bad value \"Seed\": expected "
+              "one of: seed, postfix3");
+    set_fails(conf, name, "",
+              "concurrency_feedback_rounding: bad value \"\": expected one "
+              "of: seed, postfix3");
+    set_fails(conf, name, "seed|postfix3",
+              "concurrency_feedback_rounding: bad value \"seed|postfix3\": "
+              "expected one of: seed, postfix3");
+}
+
+static void test_feedback_values(void **state)
+{
+    struct conf *conf = *state;
+    const char *pos = "default_destination_concurrency_positive_feedback";
+    struct conf_feedback fb;
+
+    set_ok(conf, pos, "0.5/sqrt_concurrency");
+    fb = conf_feedback(conf, NULL, pos);
+    assert_int_equal(fb.form, CONF_FEEDBACK_SQRT_CONCURRENCY);
+    assert_true(fb.value == 0.5);
+    set_fails(conf, pos, "3/2",
+              "default_destination_concurrency_positive_feedback: bad value "
+              "\"3/2\": expected x, x/y, x/concurrency or x/sqrt_concurrency "
+              "with a value between 0 and 1");
+}
+
+/* Parameters of every type, added the way sluice-sim adds its keys. */
+static const struct conf_def test_defs[] = {
+    {"test_string", CONF_STRING, "", "_test_string", 0, 0, 0, NULL,
+     "a string for tests"},
+    {"test_list", CONF_LIST, "a, b c", NULL, 0, 0, 0, NULL, "a list"},
+    {"test_int", CONF_INT, "$default_process_limit", NULL, 0, 1000, 0, NULL,
+     "an integer whose default refers to another parameter"},
+    {"test_neg", CONF_INT, "-5", NULL, -10, 10, 0, NULL, "may be negative"},
+    {"test_any", CONF_INT, "0", NULL, -9223372036854775807L - 1,
+     9223372036854775807L, 0, NULL, "any integer"},
+    {"test_time", CONF_TIME, "2", "_test_time", 0, 0, 'w', NULL,
+     "a time in weeks"},
+};
+
+static struct conf *conf_with_test_defs(void)
+{
+    struct conf *conf = conf_create();
+    char why[WHY_SIZE] = "";
+
+    if (conf_add_params(conf, test_defs, NELEM(test_defs), why, sizeof(why)) !=
+        0)
+        fail_msg("conf_add_params: %s", why);
+    return conf;
+}
+
+static void test_add_params(void **state)
+{
+    struct conf *conf = conf_with_test_defs();
+
+    (void)state;
+    assert_int_equal(conf_def_count(conf), conf_param_count + NELEM(test_defs));
+    assert_string_equal(conf_def_at(conf, conf_param_count)->name,
+                        "test_string");
+    assert_string_equal(conf_str(conf, NULL, "test_string"), "");
+    assert_string_equal(conf_str(conf, NULL, "test_list"), "a, b c");
+    assert_int_equal(conf_int(conf, NULL, "test_int"), 100);
+    assert_int_equal(conf_int(conf, NULL, "test_neg"), -5);
+    assert_int_equal(conf_time_ms(conf, NULL, "test_time"), 1209600000);
+    set_ok(conf, "test_neg", "-10");
+    assert_int_equal(conf_int(conf, NULL, "test_neg"), -10);
+    set_fails(conf, "test_neg", "-11",
+              "test_neg: bad value \"-11\": expected an integer between -10 "
+              "and 10");
+    set_fails(conf, "test_any", "x",
+              "test_any: bad value \"x\": expected an integer");
+    set_ok(conf, "smtp_test_time", "3");
+    assert_int_equal(conf_time_ms(conf, "smtp", "test_time"), 1814400000);
+    assert_int_equal(conf_time_ms(conf, "lmtp", "test_time"), 1209600000);
+    validate_ok(conf);
+    conf_free(conf);
+}
+
+static void test_add_params_errors(void **state)
+{
+    static const struct {
+        struct conf_def def;
+        const char *why;
+    } bad[] = {
+        {{"default_process_limit", CONF_INT, "1", NULL, 0, 9, 0, NULL, "x"},
+         "conf_add_params: default_process_limit: already defined"},
+        {{"Caps", CONF_INT, "1", NULL, 0, 9, 0, NULL, "x"},
+         "conf_add_params: Caps: name is not [a-z0-9_]"},
+        {{"", CONF_INT, "1", NULL, 0, 9, 0, NULL, "x"},
+         "conf_add_params: definition 0 has no name"},
+        {{"sim_x", CONF_INT, "x", NULL, 0, 9, 0, NULL, "x"},
+         "conf_add_params: sim_x: bad default \"x\": expected an integer "
+         "between 0 and 9"},
+        {{"sim_x", CONF_INT, "1", NULL, 9, 0, 0, NULL, "x"},
+         "conf_add_params: sim_x: min 9 > max 0"},
+        {{"sim_x", CONF_TIME, "1", NULL, 0, 0, 'y', NULL, "x"},
+         "conf_add_params: sim_x: bad time unit"},
+        {{"sim_x", CONF_CHOICE, "a", NULL, 0, 0, 0, NULL, "x"},
+         "conf_add_params: sim_x: no choices"},
+        {{"sim_x", CONF_STRING, NULL, NULL, 0, 0, 0, NULL, "x"},
+         "conf_add_params: sim_x: no default value"},
+        {{"sim_x", CONF_STRING, "", "_process_limit", 0, 0, 0, NULL, "x"},
+         "conf_add_params: sim_x: suffix _process_limit is already used by "
+         "default_process_limit"},
+        {{"sim_x", CONF_STRING, "", "x", 0, 0, 0, NULL, "x"},
+         "conf_add_params: sim_x: suffix \"x\" is not _something"},
+    };
+    struct conf *conf = *state;
+    struct conf_def twice[2] = {
+        {"sim_a", CONF_INT, "1", NULL, 0, 9, 0, NULL, "x"},
+        {"sim_a", CONF_INT, "1", NULL, 0, 9, 0, NULL, "x"},
+    };
+    char why[WHY_SIZE];
+    size_t i;
+
+    for (i = 0; i < NELEM(bad); i++) {
+        why[0] = 0;
+        assert_int_equal(
+            conf_add_params(conf, &bad[i].def, 1, why, sizeof(why)), -1);
+        assert_string_equal(why, bad[i].why);
+    }
+    assert_int_equal(conf_add_params(conf, twice, 2, why, sizeof(why)), -1);
+    assert_string_equal(why, "conf_add_params: sim_a: defined twice");
+    /* Nothing was added. */
+    assert_int_equal(conf_def_count(conf), conf_param_count);
+}
+
+static void test_expand(void **state)
+{
+    struct conf *conf = conf_with_test_defs();
+    struct conf_info info;
+
+    (void)state;
+    set_ok(conf, "default_process_limit", "$initial_destination_concurrency");
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 5);
+    set_ok(conf, "default_process_limit",
+           "${initial_destination_concurrency}0");
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 50);
+    /* test_int's default refers to default_process_limit. */
+    assert_int_equal(conf_int(conf, NULL, "test_int"), 50);
+    set_ok(conf, "test_string",
+           "<$default_process_limit> $$ ${test_list}$$x $qmgr_message_"
+           "recipient_minimum.");
+    assert_string_equal(conf_str(conf, NULL, "test_string"),
+                        "<50> $ a, b c$x 10.");
+    /* Values are kept as written; expansion happens at lookup time. */
+    assert_int_equal(conf_lookup(conf, "test_string", &info), 0);
+    assert_string_equal(info.value, "<$default_process_limit> $$ "
+                                    "${test_list}$$x "
+                                    "$qmgr_message_recipient_minimum.");
+    set_ok(conf, "initial_destination_concurrency", "7");
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 70);
+    assert_string_equal(conf_str(conf, NULL, "test_string"),
+                        "<70> $ a, b c$x 10.");
+    validate_ok(conf);
+    conf_free(conf);
+}
+
+static void test_expand_overrides(void **state)
+{
+    struct conf *conf = *state;
+
+    /* An unset override stands for its global. */
+    set_ok(conf, "smtp_process_limit", "$smtp_destination_concurrency_limit");
+    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 20);
+    set_ok(conf, "smtp_destination_concurrency_limit", "3");
+    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 3);
+    /* ${} allows the '-' of transport names. */
+    set_ok(conf, "relay-out_destination_concurrency_limit", "4");
+    set_ok(conf, "default_process_limit",
+           "${relay-out_destination_concurrency_limit}");
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 4);
+    validate_ok(conf);
+}
+
+static void test_expand_deferred_check(void **state)
+{
+    struct conf *conf = *state;
+
+    /* With a $, conf_set() cannot check: conf_validate() does. */
+    set_ok(conf, "default_process_limit", "$nope");
+    validate_fails(conf, "default_process_limit: bad value \"$nope\": "
+                         "unknown parameter \"nope\"");
+    set_ok(conf, "default_process_limit", "${initial_destination_concurrency");
+    validate_fails(conf, "default_process_limit: bad value "
+                         "\"${initial_destination_concurrency\": expected "
+                         "$name, ${name} or $$");
+    set_ok(conf, "default_process_limit", "1$");
+    validate_fails(conf, "default_process_limit: bad value \"1$\": expected "
+                         "$name, ${name} or $$");
+    set_ok(conf, "default_process_limit", "$-x");
+    validate_fails(conf, "default_process_limit: bad value \"$-x\": expected "
+                         "$name, ${name} or $$");
+    set_ok(conf, "default_process_limit", "${}");
+    validate_fails(conf, "default_process_limit: bad value \"${}\": expected "
+                         "$name, ${name} or $$");
+    set_ok(conf, "default_process_limit", "$message_size_limit");
+    validate_fails(conf, "default_process_limit: bad value "
+                         "\"$message_size_limit\": expands to \"10240000\": "
+                         "expected an integer between 1 and 100000");
+    set_ok(conf, "default_process_limit", "$$");
+    validate_fails(conf, "default_process_limit: bad value \"$$\": expands "
+                         "to \"$\": expected an integer between 1 and 100000");
+    set_ok(conf, "default_process_limit", "$default_delivery_slot_cost");
+    validate_ok(conf);
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 5);
+}
+
+static void test_expand_loops(void **state)
+{
+    struct conf *conf = *state;
+
+    set_ok(conf, "default_process_limit", "$default_process_limit");
+    validate_fails(conf, "default_process_limit: bad value "
+                         "\"$default_process_limit\": $name expansion loop: "
+                         "default_process_limit -> default_process_limit");
+    set_ok(conf, "default_process_limit", "$initial_destination_concurrency");
+    set_ok(conf, "initial_destination_concurrency", "$smtp_process_limit");
+    /*
+     * smtp_process_limit is not set: it stands for default_process_limit,
+     * which is where the loop closes. The path shows the names as written.
+     */
+    validate_fails(conf, "default_process_limit: bad value "
+                         "\"$initial_destination_concurrency\": $name "
+                         "expansion loop: initial_destination_concurrency -> "
+                         "smtp_process_limit -> "
+                         "initial_destination_concurrency");
+    /* A three-step loop through an override. */
+    set_ok(conf, "initial_destination_concurrency", "7");
+    set_ok(conf, "smtp_process_limit", "$smtp_delivery_slot_cost");
+    set_ok(conf, "smtp_delivery_slot_cost", "$smtp_delivery_slot_loan");
+    set_ok(conf, "smtp_delivery_slot_loan", "$smtp_process_limit");
+    validate_fails(conf, "smtp_delivery_slot_loan: bad value "
+                         "\"$smtp_process_limit\": $name expansion loop: "
+                         "smtp_process_limit -> smtp_delivery_slot_cost -> "
+                         "smtp_delivery_slot_loan -> smtp_process_limit");
+    /* Values outside the loop stay usable. */
+    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 7);
+    set_ok(conf, "smtp_delivery_slot_loan", "1");
+    validate_ok(conf);
+    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 1);
+}
+
+static void test_expand_depth_limit(void **state)
+{
+    struct conf *conf = *state;
+    char name[64];
+    char value[64];
+    int i;
+
+    /* t0 = $t1, ..., t99 = 9: 100 levels are fine... */
+    for (i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "t%d_process_limit", i);
+        snprintf(value, sizeof(value), "$t%d_process_limit", i + 1);
+        set_ok(conf, name, i == 99 ? "9" : value);
+    }
+    validate_ok(conf);
+    assert_int_equal(conf_int(conf, "t0", "default_process_limit"), 9);
+    /*
+     * ...102 are not. Globals resolve first: default_process_limit,
+     * tx, t0, ..., t97 fill the 100 levels, and t98 is one too many.
+     */
+    set_ok(conf, "tx_process_limit", "$t0_process_limit");
+    set_ok(conf, "default_process_limit", "$tx_process_limit");
+    validate_fails(conf, "t98_process_limit: bad value "
+                         "\"$t99_process_limit\": $name expansion nested "
+                         "deeper than 100");
+}
+
+static void test_expand_size_limit(void **state)
+{
+    struct conf *conf = conf_with_test_defs();
+    char name[64];
+    char value[64];
+    int i;
+
+    (void)state;
+    /*
+     * Each level doubles the previous one. With an empty leaf, 40 levels
+     * cost 40 expansions, not 2^40; with a 16-byte leaf, the text would
+     * reach 16 * 2^20 bytes at level 20, and stops at 1 MiB.
+     */
+    for (i = 1; i <= 40; i++) {
+        snprintf(name, sizeof(name), "t%d_test_string", i);
+        snprintf(value, sizeof(value), "$t%d_test_string${t%d_test_string}",
+                 i - 1, i - 1);
+        set_ok(conf, name, value);
+    }
+    set_ok(conf, "t0_test_string", "");
+    validate_ok(conf);
+    assert_string_equal(conf_str(conf, "t40", "test_string"), "");
+    set_ok(conf, "t0_test_string", "0123456789abcdef");
+    validate_fails(conf, "t17_test_string: bad value "
+                         "\"$t16_test_string${t16_test_string}\": expands to "
+                         "more than 1048576 bytes");
+    assert_int_equal(strlen(conf_str(conf, "t16", "test_string")), 1048576);
+    conf_free(conf);
+}
+
+static void test_set_messages_quote_junk(void **state)
+{
+    struct conf *conf = *state;
+    char longname[200];
+
+    set_fails(conf, "\x01\"x\\\xff", "1",
+              "unknown parameter \"\\x01\\\"x\\\\\\xff\"");
+    memset(longname, 'a', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = 0;
+    set_fails(conf, longname, "1",
+              "unknown parameter \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+              "aaaaaaaaaaaaaaaaaaaaaaaa...\"");
+    set_fails(conf, "default_process_limit", "1\n2",
+              "default_process_limit: bad value \"1\\x0a2\": expected an "
+              "integer between 1 and 100000");
+}
+
+static void test_conf_path(void **state)
+{
+    int must_exist = -1;
+
+    (void)state;
+    setenv("SLUICE_CONFIG", "/from/env", 1);
+    assert_string_equal(conf_path("/from/opt", &must_exist), "/from/opt");
+    assert_int_equal(must_exist, 1);
+    must_exist = -1;
+    assert_string_equal(conf_path(NULL, &must_exist), "/from/env");
+    assert_int_equal(must_exist, 1);
+    setenv("SLUICE_CONFIG", "", 1);
+    assert_string_equal(conf_path(NULL, &must_exist), SLUICE_CONFIG_FILE);
+    assert_int_equal(must_exist, 0);
+    unsetenv("SLUICE_CONFIG");
+    must_exist = -1;
+    assert_string_equal(conf_path(NULL, &must_exist), SLUICE_CONFIG_FILE);
+    assert_int_equal(must_exist, 0);
+    assert_string_equal(conf_path(NULL, NULL), SLUICE_CONFIG_FILE);
+}
+
+/*
+ * Run fn in a child with stderr captured; it must abort, with exactly
+ * this message.
+ */
+static void expect_abort(void (*fn)(struct conf *), struct conf *conf,
+                         const char *expected)
+{
+    char out[WHY_SIZE];
+    char scratch[512];
+    size_t len = 0;
+    size_t copy;
+    ssize_t n;
+    int fds[2];
+    int status;
+    pid_t pid;
+
+    assert_int_equal(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    if ((pid = fork()) == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        fn(conf);
+        _exit(0);
+    }
+    assert_true(pid > 0);
+    close(fds[1]);
+    /* Read to the end, so that the child never blocks on a full pipe. */
+    while ((n = read(fds[0], scratch, sizeof(scratch))) > 0) {
+        copy = (size_t)n < sizeof(out) - 1 - len ? (size_t)n
+                                                 : sizeof(out) - 1 - len;
+        memcpy(out + len, scratch, copy);
+        len += copy;
+    }
+    close(fds[0]);
+    out[len] = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+    /* Valgrind, if it runs the child, adds its own lines after ours. */
+    assert_true(strncmp(out, expected, strlen(expected)) == 0);
+}
+
+static void get_unknown(struct conf *conf)
+{
+    conf_int(conf, NULL, "nope");
+}
+
+static void get_wrong_type(struct conf *conf)
+{
+    conf_int(conf, NULL, "minimal_backoff_time");
+}
+
+static void get_bad_value(struct conf *conf)
+{
+    char why[WHY_SIZE];
+
+    conf_set(conf, "default_process_limit", "$nope", why, sizeof(why));
+    conf_int(conf, "smtp", "default_process_limit");
+}
+
+static void get_str_of_int(struct conf *conf)
+{
+    conf_str(conf, NULL, "default_process_limit");
+}
+
+static void test_getter_programming_errors(void **state)
+{
+    struct conf *conf = *state;
+
+    expect_abort(get_unknown, conf,
+                 "sluice: conf: conf_int: unknown parameter \"nope\"\n");
+    expect_abort(get_wrong_type, conf,
+                 "sluice: conf: conf_int: parameter minimal_backoff_time is "
+                 "of type time\n");
+    expect_abort(get_str_of_int, conf,
+                 "sluice: conf: conf_str: parameter default_process_limit is "
+                 "of type integer\n");
+    expect_abort(get_bad_value, conf,
+                 "sluice: conf: conf_int: smtp: default_process_limit: value "
+                 "is not valid: default_process_limit: bad value \"$nope\": "
+                 "unknown parameter \"nope\"\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_has_every_parameter),
+        cmocka_unit_test(test_table_types_and_units),
+        cmocka_unit_test(test_table_suffixes),
+        cmocka_unit_test(test_table_bounds),
+        cmocka_unit_test_setup_teardown(test_defaults_int, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_other, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_are_defaults, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_override_and_fallback, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_override_of_global_only, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_longest_suffix_wins, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_global_name_matches_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_override_name_syntax, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_later_setting_wins, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_info, setup, teardown),
+        cmocka_unit_test(test_time_parse),
+        cmocka_unit_test_setup_teardown(test_time_default_units, setup,
+                                        teardown),
+        cmocka_unit_test(test_feedback_parse),
+        cmocka_unit_test_setup_teardown(test_int_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bool_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_choice_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_feedback_values, setup, teardown),
+        cmocka_unit_test(test_add_params),
+        cmocka_unit_test_setup_teardown(test_add_params_errors, setup,
+                                        teardown),
+        cmocka_unit_test(test_expand),
+        cmocka_unit_test_setup_teardown(test_expand_overrides, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expand_deferred_check, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_expand_loops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expand_depth_limit, setup,
+                                        teardown),
+        cmocka_unit_test(test_expand_size_limit),
+        cmocka_unit_test_setup_teardown(test_set_messages_quote_junk, setup,
+                                        teardown),
+        cmocka_unit_test(test_conf_path),
+        cmocka_unit_test_setup_teardown(test_getter_programming_errors, setup,
+                                        teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
