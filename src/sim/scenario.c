@@ -5,8 +5,8 @@
  *	#include "sim/sim.h"
  *
  *	struct conf *sim_conf_create(char *why, size_t whylen)
- *	int	sim_scenario_load(struct sim_scenario *sc, const char *path,
- *			char *why, size_t whylen)
+ *	int	sim_scenario_load(struct sim_scenario *sc, const char *base,
+ *			const char *path, char *why, size_t whylen)
  *	int	sim_scenario_from_conf(struct sim_scenario *sc,
  *			const struct conf *conf, const char *name, char *why,
  *			size_t whylen)
@@ -16,7 +16,9 @@
  *	A scenario file is a sluice configuration file: the client side
  *	uses sluice's own parameters (per-transport overrides included),
  *	the modelled world uses the sim_* keys defined here and documented
- *	in doc/sim.md. Loading checks what the type system cannot: at most
+ *	in doc/sim.md. sim_scenario_load() reads the base configuration
+ *	file first, if base is not NULL, then the scenario, whose settings
+ *	win. Loading checks what the type system cannot: at most
  *	as many bad servers as servers, at least one of everything.
  */
 
@@ -183,22 +185,23 @@ int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,
     return 0;
 }
 
-int sim_scenario_load(struct sim_scenario *sc, const char *path, char *why,
-                      size_t whylen)
+int sim_scenario_load(struct sim_scenario *sc, const char *base,
+                      const char *path, char *why, size_t whylen)
 {
     struct conf *conf = sim_conf_create(why, whylen);
-    const char *base = strrchr(path, '/');
+    const char *slash = strrchr(path, '/');
     char name[128];
     char *dot;
     int ret;
 
     if (conf == NULL)
         return -1;
-    if (conf_load(conf, path, 1, why, whylen) < 0) {
+    if ((base && conf_load(conf, base, 1, why, whylen) < 0) ||
+        conf_load(conf, path, 1, why, whylen) < 0) {
         conf_free(conf);
         return -1;
     }
-    snprintf(name, sizeof(name), "%s", base ? base + 1 : path);
+    snprintf(name, sizeof(name), "%s", slash ? slash + 1 : path);
     if ((dot = strrchr(name, '.')) != NULL && dot != name)
         *dot = 0;
     ret = sim_scenario_from_conf(sc, conf, name, why, whylen);

@@ -7,8 +7,8 @@
  * SYNOPSIS
  *	#include "sim/sim.h"
  *
- *	int	sim_scenario_load(struct sim_scenario *sc, const char *path,
- *			char *why, size_t whylen)
+ *	int	sim_scenario_load(struct sim_scenario *sc, const char *base,
+ *			const char *path, char *why, size_t whylen)
  *	int	sim_scenario_from_conf(struct sim_scenario *sc,
  *			const struct conf *conf, const char *name, char *why,
  *			size_t whylen)
@@ -35,10 +35,10 @@
  *
  *	sim_conf_create() returns a configuration that knows sluice's
  *	parameters and the simulator's sim_* keys. sim_scenario_load() reads
- *	a scenario file into sc (name = the file's base name without
- *	extension); sim_scenario_from_conf() does the same from a conf.
- *	sim_transport_params() maps sluice's parameters for a transport to
- *	core/'s parameter block.
+ *	a base configuration file (if base is not NULL) and then a scenario
+ *	file into sc (name = the scenario's file name without extension);
+ *sim_scenario_from_conf() does the same from a conf. sim_transport_params()
+ *maps sluice's parameters for a transport to core/'s parameter block.
  *
  *	sim_run() runs the scenario and fills res. With trace non-NULL it
  *	appends to it CSV lines "scenario,time,destination,window,busy"
@@ -112,8 +112,8 @@ struct sim_result {
 };
 
 struct conf *sim_conf_create(char *why, size_t whylen);
-int sim_scenario_load(struct sim_scenario *sc, const char *path, char *why,
-                      size_t whylen);
+int sim_scenario_load(struct sim_scenario *sc, const char *base,
+                      const char *path, char *why, size_t whylen);
 int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,
                            const char *name, char *why, size_t whylen);
 void sim_transport_params(const struct conf *conf, const char *transport,

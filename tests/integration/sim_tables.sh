@@ -69,6 +69,22 @@ rows=$(awk 'END { print NR - 1 }' "$tmp/421")
 check "postfix3 rounding, feedback 1: deferred within 2 points of Postfix 3.7's 34.5 %" \
     'abs($6 - 34.5) <= 2' "$tmp/p3"
 
+# -c FILE (or SLUICE_CONFIG) is read before each scenario.
+echo "concurrency_feedback_rounding = postfix3" >"$tmp/base.conf"
+"$sim" --tsv -c "$tmp/base.conf" sim/scenarios/limiter-421/5-one-nocache.conf >"$tmp/base"
+SLUICE_CONFIG=$tmp/base.conf "$sim" --tsv sim/scenarios/limiter-421/5-one-nocache.conf >"$tmp/env"
+if cmp -s "$tmp/base" "$tmp/p3" && cmp -s "$tmp/env" "$tmp/p3"; then
+    ok "-c FILE and SLUICE_CONFIG are read before the scenario"
+else
+    not_ok "-c FILE and SLUICE_CONFIG are read before the scenario"
+fi
+if "$sim" -c "$tmp/missing.conf" sim/scenarios/limiter-421/1-invN-nocache.conf >/dev/null 2>"$tmp/err"; then
+    not_ok "a missing -c file is an error"
+else
+    grep -q "missing.conf" "$tmp/err" && ok "a missing -c file is an error naming it" ||
+        not_ok "a missing -c file is an error naming it"
+fi
+
 # "The theoretical defer rate is 1/(1+roundup(1/feedback))": also for
 # server limits other than 5 (3 and 10), within 2.5 points.
 for lim in 3 10; do

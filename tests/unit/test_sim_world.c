@@ -382,7 +382,8 @@ static void test_scenario_errors(void **state)
                         "x: sim_bad_servers (3) is more than sim_servers (2)");
     conf_free(conf);
     assert_int_equal(
-        sim_scenario_load(&sc, "/nonexistent/s.conf", why, sizeof(why)), -1);
+        sim_scenario_load(&sc, NULL, "/nonexistent/s.conf", why, sizeof(why)),
+        -1);
     assert_non_null(strstr(why, "/nonexistent/s.conf"));
 }
 
