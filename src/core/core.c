@@ -11,7 +11,7 @@
  * DESCRIPTION
  *	core_create() makes an empty scheduler whose outside effects go
  *	through cb (any member may be NULL) with ctx as first argument.
- *	core_free() frees it with its transports and queues.
+ *	core_free() frees it with everything in it, without callbacks.
  *
  *	core_next_timer() tells when core_run_timers() next has work
  *	(revival of a dead destination, end of a rate delay), or
@@ -38,13 +38,30 @@ struct core *core_create(const struct core_callbacks *cb, void *ctx)
         core->cb = *cb;
     core->ctx = ctx;
     TAILQ_INIT(&core->timers);
+    TAILQ_INIT(&core->messages);
     return core;
 }
 
 void core_free(struct core *core)
 {
     struct core_transport *t;
+    struct core_queue *q;
+    struct core_message *m;
 
+    /* Entries first (they hang off queues), then messages, then the rest. */
+    for (t = core->transports; t; t = t->next) {
+        TAILQ_FOREACH(q, &t->queues, link)
+        {
+            core_queue_drop_entries(q);
+        }
+    }
+    TAILQ_FOREACH(m, &core->messages, link)
+    {
+        for (struct core_job *job = m->jobs; job; job = job->next_of_message)
+            job->stack_level = -1; /* no unstacking: all goes */
+    }
+    while ((m = TAILQ_FIRST(&core->messages)) != NULL)
+        core_message_free(m);
     while ((t = core->transports) != NULL) {
         core->transports = t->next;
         core_transport_free(t);

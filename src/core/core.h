@@ -29,6 +29,18 @@
  *	void	core_queue_flush(struct core_queue *q, core_time_t now)
  *
  *	void	core_transport_params_init(struct core_transport_params *p)
+ *
+ *	struct core_message *core_message_create(struct core *core,
+ *			uint64_t id, core_time_t queued, void *ctx)
+ *	int	core_message_add(struct core_message *m, struct core_queue *q,
+ *			uint64_t rcpt)
+ *	void	core_message_release(struct core_message *m)
+ *
+ *	struct core_entry *core_select(struct core *core, core_time_t now)
+ *	struct core_entry *core_transport_select(struct core_transport *t,
+ *			core_time_t now)
+ *	void	core_entry_done(struct core_entry *e, core_time_t now,
+ *			enum core_hop hop, const char *reason)
  * DESCRIPTION
  *	core/ decides how many concurrent deliveries each destination gets
  *	(this file), and later which recipient entry goes next. It does no
@@ -61,9 +73,39 @@
  *	is the earliest time at which core_run_timers() has work, or
  *	CORE_TIME_NEVER.
  *
- *	core_queue_free() removes an idle queue (nothing busy); freeing a
- *	dead queue cancels its revival: the caller keeps dead queues until
- *	they revive if it wants to remember that they are dead.
+ *	core_queue_free() removes an idle queue (nothing busy, nothing
+ *	waiting); freeing a dead queue cancels its revival: the caller keeps
+ *	dead queues until they revive if it wants to remember that they are
+ *	dead.
+ *
+ *	Messages, jobs, peers and entries (job.c, message.c, entry.c) are
+ *	the seed's structures: a message is split into one job per
+ *	transport, a job into one peer per destination queue, a peer into
+ *	entries of up to the transport's recipient_limit recipients.
+ *	core_message_create() makes a message (id and ctx are the caller's;
+ *	queued is when it entered the active queue, which orders jobs).
+ *	core_message_add() assigns one resolved recipient (the caller's
+ *	rcpt number) to queue q: it is appended to the last waiting entry of
+ *	the message's peer for q while that has room, else to a new entry.
+ *	It returns 0, or -1 if q is dead: the recipient is not taken and the
+ *	caller defers it with q->dead_reason. core_message_release() says
+ *	the caller will add no more recipients for now; a message whose
+ *	entries are all done is then finished: the message_done callback
+ *	runs and the message is freed.
+ *
+ *	core_select() picks the next entry to deliver, round-robin over the
+ *	transports; core_transport_select() for one transport. The entry
+ *	is chosen by the transport's job selection policy (preemptive, the
+ *	seed's nqmgr; or round_robin, the older oqmgr), counts as started
+ *	(core_queue_start()) and stays the caller's until it reports the
+ *	outcome with core_entry_done(), which applies the hop status to the
+ *	queue as core_queue_done() does and frees the entry. What happens
+ *	to each recipient is the caller's business. NULL means nothing can
+ *	be delivered now; core_next_timer() says when that may change by
+ *	itself.
+ *
+ *	When a queue is declared dead, its waiting entries are handed to
+ *	the entry_deferred callback, one by one, and freed.
  */
 
 #include <stddef.h>
@@ -83,19 +125,27 @@ enum core_hop {
 enum core_log_level {
     CORE_LOG_INFO,
     CORE_LOG_WARNING,
-    CORE_LOG_DEBUG, /* destination_concurrency_feedback_debug */
+    CORE_LOG_DEBUG, /* verbose: every preemption */
 };
 
 struct core;
+struct core_transport;
 struct core_queue;
+struct core_message;
+struct core_entry;
+struct core_job_policy;
 
 struct core_callbacks {
     /* A line of text for the log; never NULL. */
     void (*log)(void *ctx, enum core_log_level level, const char *text);
-    /* q was declared dead with reason; it revives at q->revive_at. */
+    /* q was declared dead with reason; it revives at q->timer.when. */
     void (*queue_dead)(void *ctx, struct core_queue *q, const char *reason);
     /* q is alive again (timer, success or flush). */
     void (*queue_alive)(void *ctx, struct core_queue *q);
+    /* A waiting entry of a dead queue is deferred; it is freed after. */
+    void (*entry_deferred)(void *ctx, struct core_entry *e, const char *reason);
+    /* Every entry of a released message is done; it is freed after. */
+    void (*message_done)(void *ctx, struct core_message *m);
 };
 
 /* Feedback g(N) or f(N): x, x/N or x/sqrt(N). */
@@ -129,8 +179,23 @@ struct core_transport_params {
     core_time_t transport_rate_delay;   /* _transport_rate_delay */
     core_time_t dead_backoff;           /* minimal_backoff_time */
     int process_limit;                  /* _process_limit */
-    int feedback_debug; /* destination_concurrency_feedback_debug */
+    int feedback_debug;  /* destination_concurrency_feedback_debug */
+    int recipient_limit; /* _destination_recipient_limit */
+    int slot_cost;       /* _delivery_slot_cost (k) */
+    int slot_loan;       /* _delivery_slot_loan */
+    int slot_discount;   /* _delivery_slot_discount, percent */
+    int min_slots;       /* _minimum_delivery_slots */
+    const struct core_job_policy *scheduler; /* _scheduler */
 };
+
+/* The job selection policy: which waiting entry of a transport goes next. */
+struct core_job_policy {
+    const char *name;
+    struct core_entry *(*select)(struct core_transport *t, core_time_t now);
+};
+
+extern const struct core_job_policy core_policy_preemptive;
+extern const struct core_job_policy core_policy_round_robin;
 
 /* The concurrency policy: what a hop status does to a queue's window. */
 struct core_concurrency_policy {
@@ -145,8 +210,8 @@ extern const struct core_concurrency_policy core_policy_feedback;
 
 enum core_queue_state {
     CORE_QUEUE_READY,     /* may start deliveries up to the window */
-    CORE_QUEUE_DEAD,      /* suspended until revive_at */
-    CORE_QUEUE_RATE_WAIT, /* destination rate delay until resume_at */
+    CORE_QUEUE_DEAD,      /* suspended until timer.when */
+    CORE_QUEUE_RATE_WAIT, /* destination rate delay until timer.when */
 };
 
 struct core_timer {
@@ -157,6 +222,61 @@ struct core_timer {
 };
 
 struct core_transport;
+struct core_job;
+struct core_peer;
+
+TAILQ_HEAD(core_entry_list, core_entry);
+TAILQ_HEAD(core_peer_list, core_peer);
+TAILQ_HEAD(core_job_list, core_job);
+
+/* A batch of recipients of one message for one destination queue. */
+struct core_entry {
+    struct core_peer *peer;
+    TAILQ_ENTRY(core_entry) peer_link;  /* peer's waiting entries */
+    TAILQ_ENTRY(core_entry) queue_link; /* queue's todo or busy list */
+    int busy;                           /* selected, not done */
+    int nrcpt, cap;
+    uint64_t *rcpt; /* the caller's recipient numbers */
+};
+
+/* One job's share of one destination queue. */
+struct core_peer {
+    struct core_job *job;
+    struct core_queue *queue;
+    TAILQ_ENTRY(core_peer) link; /* job's peers, round-robin */
+    struct core_entry_list todo; /* entries not yet selected */
+    int entries;                 /* entries not yet done */
+};
+
+/* One message within one transport. */
+struct core_job {
+    struct core_message *message;
+    struct core_transport *transport;
+    TAILQ_ENTRY(core_job) list;   /* scheduler's job list */
+    TAILQ_ENTRY(core_job) bytime; /* enqueue-time job list */
+    struct core_peer_list peers;
+    int read_entries;     /* entries made so far */
+    int selected_entries; /* of which handed out */
+    int slots_available;  /* +1 per selection; / slot_cost when used */
+    int slots_used;       /* preemptor: used minus expected */
+    int stack_level;      /* -1 retired, 0 on the list, >0 preempting */
+    struct core_job *stack_parent;
+    struct core_job_list stack_children;
+    TAILQ_ENTRY(core_job) stack_siblings;
+    unsigned blocker_tag;
+    struct core_job *next_of_message;
+};
+
+struct core_message {
+    TAILQ_ENTRY(core_message) link; /* all messages of the core */
+    uint64_t id;                    /* the caller's */
+    void *ctx;                      /* the caller's */
+    core_time_t queued;             /* entered the active queue */
+    struct core *core;
+    struct core_job *jobs;
+    long entries; /* not yet done, all jobs */
+    int released;
+};
 
 struct core_queue {
     char *key;
@@ -170,7 +290,13 @@ struct core_queue {
     char *dead_reason;       /* why it is dead, while DEAD */
     struct core_timer timer; /* revival or end of rate delay */
     struct core_queue *hash_next;
-    TAILQ_ENTRY(core_queue) link;
+    TAILQ_ENTRY(core_queue) link; /* transport's queues; round-robin */
+    struct core_entry_list todo;  /* waiting entries, FIFO */
+    struct core_entry_list busy_list;
+    int todo_count;
+    unsigned blocker_tag;        /* = transport's: blocking a job */
+    struct core_peer *last_peer; /* recipient assignment cache */
+    void *ctx;                   /* the caller's */
 };
 
 TAILQ_HEAD(core_queue_list, core_queue);
@@ -180,8 +306,17 @@ struct core_transport {
     struct core *core;
     struct core_transport_params params;
     const struct core_concurrency_policy *policy;
-    int busy;                /* deliveries in flight, all queues */
-    int rate_wait;           /* paused by the transport rate delay */
+    const struct core_job_policy *scheduler;
+    int busy;                         /* deliveries in flight, all queues */
+    int rate_wait;                    /* paused by the transport rate delay */
+    struct core_job_list jobs;        /* the scheduler's job list */
+    struct core_job_list jobs_bytime; /* by enqueue time */
+    struct core_job *current;         /* job of the last selection */
+    unsigned blocker_tag;             /* odd; jobs and queues with it block */
+    struct core_job *candidate;       /* candidate cache: the result, */
+    struct core_job *candidate_for;   /* for this current job, */
+    core_time_t candidate_sec;        /* in this second */
+    int candidate_valid;
     struct core_timer timer; /* end of the transport rate delay */
     struct core_queue_list queues;
     struct core_queue **hash; /* queues by key */
@@ -191,12 +326,15 @@ struct core_transport {
 };
 
 TAILQ_HEAD(core_timer_list, core_timer);
+TAILQ_HEAD(core_message_list, core_message);
 
 struct core {
     struct core_callbacks cb;
     void *ctx;
     struct core_transport *transports;
-    struct core_timer_list timers; /* armed timers, by time */
+    struct core_transport *rr_next; /* core_select() starts here */
+    struct core_timer_list timers;  /* armed timers, by time */
+    struct core_message_list messages;
 };
 
 struct core *core_create(const struct core_callbacks *cb, void *ctx);
@@ -219,9 +357,23 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
                      const char *reason);
 void core_queue_flush(struct core_queue *q, core_time_t now);
 
+struct core_message *core_message_create(struct core *core, uint64_t id,
+                                         core_time_t queued, void *ctx);
+int core_message_add(struct core_message *m, struct core_queue *q,
+                     uint64_t rcpt);
+void core_message_release(struct core_message *m);
+
+struct core_entry *core_select(struct core *core, core_time_t now);
+struct core_entry *core_transport_select(struct core_transport *t,
+                                         core_time_t now);
+void core_entry_done(struct core_entry *e, core_time_t now, enum core_hop hop,
+                     const char *reason);
+
 /* Named predicates. */
 #define CORE_QUEUE_DEAD_P(q)  ((q)->state == CORE_QUEUE_DEAD)
 #define CORE_QUEUE_READY_P(q) ((q)->state == CORE_QUEUE_READY)
+#define CORE_JOB_BLOCKER_P(j) ((j)->blocker_tag == (j)->transport->blocker_tag)
+#define CORE_JOB_RETIRED_P(j) ((j)->stack_level < 0)
 
 /* Effective window as Postfix reports it: 0 dead, -1 rate-delayed. */
 int core_queue_window_report(const struct core_queue *q);

@@ -21,6 +21,26 @@
  *	void	core_transport_start(struct core_transport *t)
  *	void	core_transport_done(struct core_transport *t, core_time_t now)
  *	int	core_queue_limit(const struct core_queue *q)
+ *	int	core_queue_open(const struct core_queue *q)
+ *
+ *	Jobs, entries, messages (job.c, entry.c, message.c):
+ *	struct core_job *core_job_create(struct core_message *m,
+ *			struct core_transport *t)
+ *	void	core_job_free(struct core_job *job)
+ *	void	core_job_entry_added(struct core_job *job)
+ *	void	core_job_entry_dropped(struct core_job *job)
+ *	void	core_job_entry_selected(struct core_job *job)
+ *	void	core_job_block(struct core_job *job)
+ *	void	core_job_unstack(struct core_job *job)
+ *	void	core_job_retire(struct core_job *job)
+ *	void	core_candidate_reset(struct core_transport *t)
+ *	void	core_queue_unblock(struct core_queue *q)
+ *	void	core_queue_destroy(struct core_queue *q)
+ *	void	core_queue_drop_entries(struct core_queue *q)
+ *	void	core_queue_defer_todo(struct core_queue *q, const char *reason)
+ *	void	core_entry_start(struct core_entry *e, core_time_t now)
+ *	void	core_entry_free(struct core_entry *e)
+ *	void	core_message_free(struct core_message *m)
  * DESCRIPTION
  *	core_alloc() and core_strdup() never return NULL: running out of
  *	memory aborts, so call sites stay short. core_log() formats a line
@@ -33,7 +53,11 @@
  *	The transport functions are the transport's half of a delivery
  *	start and end (queue.c calls them); core_queue_limit() is the
  *	queue's effective concurrency limit (1 under a destination rate
- *	delay, 0 for none).
+ *	delay, 0 for none); core_queue_open() says whether the queue itself
+ *	(not counting its transport) may start one more delivery.
+ *
+ *	The job, entry and message functions are described in job.c,
+ *	entry.c and message.c.
  */
 
 #include "core/core.h"
@@ -52,5 +76,24 @@ int core_transport_can_start(const struct core_transport *t);
 void core_transport_start(struct core_transport *t);
 void core_transport_done(struct core_transport *t, core_time_t now);
 int core_queue_limit(const struct core_queue *q);
+int core_queue_open(const struct core_queue *q);
+
+struct core_job *core_job_create(struct core_message *m,
+                                 struct core_transport *t);
+void core_job_free(struct core_job *job);
+void core_job_entry_added(struct core_job *job);
+void core_job_entry_dropped(struct core_job *job);
+void core_job_entry_selected(struct core_job *job);
+void core_job_block(struct core_job *job);
+void core_job_unstack(struct core_job *job);
+void core_job_retire(struct core_job *job);
+void core_candidate_reset(struct core_transport *t);
+void core_queue_unblock(struct core_queue *q);
+void core_queue_destroy(struct core_queue *q);
+void core_queue_drop_entries(struct core_queue *q);
+void core_queue_defer_todo(struct core_queue *q, const char *reason);
+void core_entry_start(struct core_entry *e, core_time_t now);
+void core_entry_free(struct core_entry *e);
+void core_message_free(struct core_message *m);
 
 #endif

@@ -128,6 +128,8 @@ struct core_queue *core_queue_create(struct core_transport *t, const char *key)
     q->state = CORE_QUEUE_READY;
     q->window = queue_initial_window(q);
     q->timer.fire = queue_timer_fire;
+    TAILQ_INIT(&q->todo);
+    TAILQ_INIT(&q->busy_list);
     TAILQ_INSERT_TAIL(&t->queues, q, link);
     slot = queue_hash(key, t->hash_size);
     q->hash_next = t->hash[slot];
@@ -146,14 +148,30 @@ struct core_queue *core_queue_find(struct core_transport *t, const char *key)
     return NULL;
 }
 
-void core_queue_free(struct core_queue *q)
+/* Free the entries of a queue without any bookkeeping (core_free()). */
+void core_queue_drop_entries(struct core_queue *q)
+{
+    struct core_entry *e;
+
+    while ((e = TAILQ_FIRST(&q->todo)) != NULL ||
+           (e = TAILQ_FIRST(&q->busy_list)) != NULL) {
+        if (e->busy)
+            TAILQ_REMOVE(&q->busy_list, e, queue_link);
+        else
+            TAILQ_REMOVE(&q->todo, e, queue_link);
+        free(e->rcpt);
+        free(e);
+    }
+    q->todo_count = 0;
+}
+
+/* Free a queue, and with it any entries it still has. */
+void core_queue_destroy(struct core_queue *q)
 {
     struct core_transport *t = q->transport;
     struct core_queue **pp;
 
-    if (q->busy != 0)
-        core_panic(t->core, "queue %s:%s: freed with %d busy", t->name, q->key,
-                   q->busy);
+    core_queue_drop_entries(q);
     for (pp = &t->hash[queue_hash(q->key, t->hash_size)]; *pp != q;
          pp = &(*pp)->hash_next)
         ;
@@ -166,10 +184,23 @@ void core_queue_free(struct core_queue *q)
     free(q);
 }
 
+void core_queue_free(struct core_queue *q)
+{
+    if (q->busy != 0 || q->todo_count != 0)
+        core_panic(q->transport->core,
+                   "queue %s:%s: freed with %d busy, %d waiting",
+                   q->transport->name, q->key, q->busy, q->todo_count);
+    core_queue_destroy(q);
+}
+
+int core_queue_open(const struct core_queue *q)
+{
+    return q->state == CORE_QUEUE_READY && q->busy < q->window;
+}
+
 int core_queue_can_start(const struct core_queue *q)
 {
-    return q->state == CORE_QUEUE_READY && q->busy < q->window &&
-           core_transport_can_start(q->transport);
+    return core_queue_open(q) && core_transport_can_start(q->transport);
 }
 
 void core_queue_start(struct core_queue *q, core_time_t now)
@@ -188,7 +219,7 @@ static void queue_debug(const struct core_queue *q, int old_window,
 {
     if (!q->transport->params.feedback_debug)
         return;
-    core_log(q->transport->core, CORE_LOG_DEBUG,
+    core_log(q->transport->core, CORE_LOG_INFO,
              "%s:%s: window %d -> %d: %s (success %.3f, failure %.3f, "
              "fail_cohorts %.3f, busy %d)",
              q->transport->name, q->key, old_window,
@@ -226,6 +257,7 @@ static void queue_revive(struct core_queue *q, const char *how)
     queue_debug(q, 0, how);
     if (t->core->cb.queue_alive)
         t->core->cb.queue_alive(t->core->ctx, q);
+    core_queue_unblock(q);
 }
 
 static void queue_die(struct core_queue *q, core_time_t now, const char *reason)
@@ -245,6 +277,8 @@ static void queue_die(struct core_queue *q, core_time_t now, const char *reason)
     queue_debug(q, old_window, "dead");
     if (t->core->cb.queue_dead)
         t->core->cb.queue_dead(t->core->ctx, q, q->dead_reason);
+    core_queue_defer_todo(q, q->dead_reason);
+    q->blocker_tag = 0;
 }
 
 static void queue_timer_fire(struct core *core, struct core_timer *timer,
@@ -254,10 +288,12 @@ static void queue_timer_fire(struct core *core, struct core_timer *timer,
 
     (void)core;
     (void)now;
-    if (q->state == CORE_QUEUE_DEAD)
+    if (q->state == CORE_QUEUE_DEAD) {
         queue_revive(q, "backoff timer");
-    else if (q->state == CORE_QUEUE_RATE_WAIT)
+    } else if (q->state == CORE_QUEUE_RATE_WAIT) {
         q->state = CORE_QUEUE_READY;
+        core_queue_unblock(q);
+    }
 }
 
 /* Dead-destination detection by failed pseudo-cohorts. */
@@ -308,6 +344,7 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
         core_timer_arm(t->core, &q->timer,
                        now + t->params.destination_rate_delay);
     }
+    core_queue_unblock(q);
 }
 
 void core_queue_flush(struct core_queue *q, core_time_t now)

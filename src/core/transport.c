@@ -13,10 +13,13 @@
  *	core_transport_params_init() fills p with the reference defaults
  *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
  *	limit 1, seed rounding, no rate delays, 300s dead backoff, process
- *	limit 100). Callers with a configuration overwrite what it sets.
+ *	limit 100, 50 recipients per entry, slot cost 5, loan 3, discount
+ *	50 %, minimum slots 3, the preemptive scheduler). Callers with a
+ *	configuration overwrite what it sets.
  *
  *	core_transport_create() adds a transport with a copy of p, using
- *	the feedback concurrency policy; the name must be new.
+ *	the feedback concurrency policy and p's job selection policy; the
+ *	name must be new.
  *	core_transport_find() returns the transport of that name or NULL.
  *
  *	A transport may start a delivery while it is below its process
@@ -45,6 +48,12 @@ void core_transport_params_init(struct core_transport_params *p)
     p->rounding = CORE_ROUNDING_SEED;
     p->dead_backoff = 300 * 1000;
     p->process_limit = 100;
+    p->recipient_limit = 50;
+    p->slot_cost = 5;
+    p->slot_loan = 3;
+    p->slot_discount = 50;
+    p->min_slots = 3;
+    p->scheduler = &core_policy_preemptive;
 }
 
 static void transport_rate_wait_end(struct core *core, struct core_timer *timer,
@@ -76,8 +85,12 @@ core_transport_create(struct core *core, const char *name,
     t->core = core;
     t->params = *p;
     t->policy = &core_policy_feedback;
+    t->scheduler = p->scheduler ? p->scheduler : &core_policy_preemptive;
     t->timer.fire = transport_rate_wait_end;
+    t->blocker_tag = 1;
     TAILQ_INIT(&t->queues);
+    TAILQ_INIT(&t->jobs);
+    TAILQ_INIT(&t->jobs_bytime);
     t->hash_size = 64;
     t->hash = calloc(t->hash_size, sizeof(*t->hash));
     if (t->hash == NULL)
@@ -101,10 +114,8 @@ void core_transport_free(struct core_transport *t)
 {
     struct core_queue *q;
 
-    while ((q = TAILQ_FIRST(&t->queues)) != NULL) {
-        q->busy = 0;
-        core_queue_free(q);
-    }
+    while ((q = TAILQ_FIRST(&t->queues)) != NULL)
+        core_queue_destroy(q);
     core_timer_disarm(t->core, &t->timer);
     free(t->hash);
     free(t->name);

@@ -5,9 +5,10 @@
  * NAME
  *	core_fixture - a scheduler with one transport, for core/ tests
  * DESCRIPTION
- *	fixture_setup() makes a core whose callbacks record what core/
+ *	fixture_new() makes a core whose callbacks record what core/
  *	reports: log lines (the last few, and a count), and the number of
- *	times a queue was declared dead or alive. The transport "smtp"
+ *	times a queue was declared dead or alive, an entry deferred, a
+ *	message done. The transport "smtp"
  *	starts with the reference defaults; a test changes fx.params and
  *	calls fixture_transport() before creating queues.
  */
@@ -27,6 +28,8 @@ struct fixture {
     int nlines;
     int dead_calls;
     int alive_calls;
+    int deferred_calls;
+    int message_done_calls;
     char dead_reason[256];
 };
 
@@ -57,10 +60,30 @@ static void fixture_alive(void *ctx, struct core_queue *q)
     fx->alive_calls++;
 }
 
+static void fixture_deferred(void *ctx, struct core_entry *e,
+                             const char *reason)
+{
+    struct fixture *fx = ctx;
+
+    (void)e;
+    (void)reason;
+    fx->deferred_calls++;
+}
+
+static void fixture_message_done(void *ctx, struct core_message *m)
+{
+    struct fixture *fx = ctx;
+
+    (void)m;
+    fx->message_done_calls++;
+}
+
 static const struct core_callbacks fixture_callbacks = {
     .log = fixture_log,
     .queue_dead = fixture_dead,
     .queue_alive = fixture_alive,
+    .entry_deferred = fixture_deferred,
+    .message_done = fixture_message_done,
 };
 
 static inline struct fixture *fixture_new(void)
