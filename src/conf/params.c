@@ -91,6 +91,9 @@ const struct conf_def conf_params[] = {
          "pause between deliveries on one transport (0 = none)"),
 
     /* Preemptive job scheduling. */
+    CHOICE("default_scheduler", "preemptive", "_scheduler",
+           "preemptive|round_robin",
+           "job selection: preemptive (nqmgr) or round_robin (oqmgr)"),
     INT("default_delivery_slot_cost", "5", "_delivery_slot_cost", 0, MAX_SLOTS,
         "selections per delivery slot earned; below 2 disables preemption"),
     INT("default_delivery_slot_loan", "3", "_delivery_slot_loan", 0, MAX_SLOTS,

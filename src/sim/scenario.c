@@ -129,6 +129,17 @@ void sim_transport_params(const struct conf *conf, const char *transport,
     p->process_limit = (int)conf_int(conf, t, "default_process_limit");
     p->feedback_debug =
         conf_bool(conf, NULL, "destination_concurrency_feedback_debug");
+    p->recipient_limit =
+        (int)conf_int(conf, t, "default_destination_recipient_limit");
+    p->slot_cost = (int)conf_int(conf, t, "default_delivery_slot_cost");
+    p->slot_loan = (int)conf_int(conf, t, "default_delivery_slot_loan");
+    p->slot_discount =
+        (int)conf_int(conf, t, "default_delivery_slot_discount");
+    p->min_slots = (int)conf_int(conf, t, "default_minimum_delivery_slots");
+    p->scheduler =
+        strcmp(conf_str(conf, t, "default_scheduler"), "round_robin") == 0
+            ? &core_policy_round_robin
+            : &core_policy_preemptive;
 }
 
 int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,

@@ -162,6 +162,7 @@ static const struct {
     {"default_recipient_refill_delay", "_recipient_refill_delay"},
     {"default_process_limit", "_process_limit"},
     {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
+    {"default_scheduler", "_scheduler"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -174,6 +175,7 @@ static void test_table_has_every_parameter(void **state)
         "destination_concurrency_feedback_debug",
         "smtp_connection_cache_on_demand",
         "concurrency_feedback_rounding",
+        "default_scheduler",
     };
     size_t i;
     size_t j;
@@ -182,9 +184,10 @@ static void test_table_has_every_parameter(void **state)
     /*
      * 19 integers (the reference table's 18, and
      * smtp_connection_reuse_count_limit), 13 times, 2 booleans, 2
-     * feedbacks, 1 choice.
+     * feedbacks, 2 choices (concurrency_feedback_rounding,
+     * default_scheduler).
      */
-    assert_int_equal(conf_param_count, 37);
+    assert_int_equal(conf_param_count, 38);
     for (i = 0; i < NELEM(int_defaults); i++)
         assert_non_null(def_find(int_defaults[i].name));
     for (i = 0; i < NELEM(time_defaults); i++)

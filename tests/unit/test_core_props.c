@@ -1,0 +1,347 @@
+/*
+ * test_core_props - properties of the preemptive scheduler over thousands
+ * of random workloads with fixed seeds
+ *
+ * From ../shared/seeds/postfix-scheduler-readme.txt, "How the preemption
+ * works": "if for every k>1 normally used slots we accumulate one free
+ * delivery slot, than the inflation factor is not worse than k/(k-1) no
+ * matter how many recursive preemptions happen. And it's not worse than
+ * (k+1)/k if only non-recursive preemption happens."
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "core_fixture.h"
+
+#define SEC      1000
+#define MAX_JOBS 32
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Deepest preemption seen, from core/'s verbose log. */
+static int max_level;
+static int preemptor[MAX_JOBS + 1];
+
+static void props_log(void *ctx, enum core_log_level level, const char *text)
+{
+    const char *by = strstr(text, "preempted by message ");
+    const char *lv = strstr(text, "level ");
+
+    (void)ctx;
+    (void)level;
+    if (by && lv) {
+        int job = atoi(by + strlen("preempted by message "));
+
+        if (job >= 0 && job <= MAX_JOBS)
+            preemptor[job] = 1;
+        if (atoi(lv + 6) > max_level)
+            max_level = atoi(lv + 6);
+    }
+}
+
+static struct core *props_core(void)
+{
+    static const struct core_callbacks cb = {.log = props_log};
+
+    max_level = 0;
+    memset(preemptor, 0, sizeof(preemptor));
+    return core_create(&cb, NULL);
+}
+
+static void props_params(struct core_transport_params *p, int k, int loan,
+                         int discount, int min_slots)
+{
+    core_transport_params_init(p);
+    p->slot_cost = k;
+    p->slot_loan = loan;
+    p->slot_discount = discount;
+    p->min_slots = min_slots;
+    p->recipient_limit = 1;
+    p->initial_concurrency = 1;
+    p->concurrency_limit = 1;
+    p->positive.value = 0;
+}
+
+/*
+ * One destination, one delivery at a time, every job present from the
+ * start (job j queued at second j). The FIFO schedule completes job j
+ * after the entries of jobs 0..j; the preemptive one must not complete
+ * it later than k/(k-1) times that, or (k+1)/k when no preemption was
+ * recursive.
+ */
+static void inflation(int k, int loan, int discount, int min_slots, int runs)
+{
+    for (int seed = 1; seed <= runs; seed++) {
+        struct core *core = props_core();
+        struct core_transport_params p;
+        struct core_transport *t;
+        struct core_queue *q;
+        struct core_message *m[MAX_JOBS];
+        long fifo[MAX_JOBS], done[MAX_JOBS], total = 0, pos = 0;
+        int n, entries;
+        core_time_t now;
+        struct core_entry *e;
+        double bound;
+
+        rng_state = (uint64_t)seed * 7919 + k;
+        props_params(&p, k, loan, discount, min_slots);
+        t = core_transport_create(core, "smtp", &p);
+        q = core_queue_create(t, "d");
+        n = 2 + (int)(rng() % (MAX_JOBS - 2));
+        for (int j = 0; j < n; j++) {
+            /* A mix of bulk and small mail. */
+            entries =
+                rng() % 4 == 0 ? 1 + (int)(rng() % 200) : 1 + (int)(rng() % 12);
+            total += entries;
+            fifo[j] = total;
+            done[j] = 0;
+            m[j] = core_message_create(core, j, (core_time_t)j * SEC, NULL);
+            for (int i = 0; i < entries; i++)
+                core_message_add(m[j], q, i);
+            core_message_release(m[j]);
+        }
+        now = (core_time_t)(n + 1) * SEC;
+        while ((e = core_select(core, now)) != NULL) {
+            done[e->peer->job->message->id] = ++pos;
+            core_entry_done(e, now, CORE_HOP_OK, NULL);
+            now += SEC;
+        }
+        assert_int_equal(pos, total);
+        bound = max_level <= 1 ? (double)(k + 1) / k : (double)k / (k - 1);
+        for (int j = 0; j < n; j++) {
+            if (done[j] > fifo[j] * bound + 1e-9)
+                fail_msg("seed %d, k %d: job %d of %d done at %ld, FIFO %ld, "
+                         "bound %.3f (max level %d)",
+                         seed, k, j, n, done[j], fifo[j], bound, max_level);
+        }
+        core_free(core);
+    }
+}
+
+static void test_inflation_k2(void **state)
+{
+    (void)state;
+    inflation(2, 0, 0, 1, 1500);
+}
+
+static void test_inflation_k3(void **state)
+{
+    (void)state;
+    inflation(3, 0, 0, 1, 1500);
+}
+
+static void test_inflation_k5_defaults(void **state)
+{
+    (void)state;
+    inflation(5, 3, 50, 3, 1500);
+}
+
+static void test_inflation_k8_no_minimum(void **state)
+{
+    (void)state;
+    inflation(8, 0, 0, 0, 1500);
+}
+
+/* "with slot cost below 2 the schedule is strict FIFO". */
+static void test_slot_cost_below_two_fifo(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        for (int seed = 1; seed <= 300; seed++) {
+            struct core *core = props_core();
+            struct core_transport_params p;
+            struct core_transport *t;
+            struct core_queue *q;
+            struct core_entry *e;
+            int n, last = 0;
+
+            rng_state = (uint64_t)seed;
+            props_params(&p, k, 3, 50, 0);
+            t = core_transport_create(core, "smtp", &p);
+            q = core_queue_create(t, "d");
+            n = 2 + (int)(rng() % 20);
+            for (int j = 0; j < n; j++) {
+                struct core_message *m =
+                    core_message_create(core, j, (core_time_t)j * SEC, NULL);
+
+                for (int i = 1 + (int)(rng() % 30); i > 0; i--)
+                    core_message_add(m, q, i);
+                core_message_release(m);
+            }
+            while ((e = core_select(core, 100 * SEC)) != NULL) {
+                int j = (int)e->peer->job->message->id;
+
+                assert_true(j >= last);
+                last = j;
+                core_entry_done(e, 100 * SEC, CORE_HOP_OK, NULL);
+            }
+            assert_int_equal(last, n - 1);
+            core_free(core);
+        }
+    }
+}
+
+/*
+ * "no job starves under a sustained stream of one-recipient jobs": a
+ * 1000-entry job while a new one-entry job arrives at every delivery
+ * slot completes within k/(k-1) of its own length, and every one-entry
+ * job is delivered, oldest first.
+ */
+static void test_no_starvation(void **state)
+{
+    (void)state;
+    for (int k = 2; k <= 8; k += 3) {
+        struct core *core = props_core();
+        struct core_transport_params p;
+        struct core_transport *t;
+        struct core_queue *q;
+        struct core_message *bulk;
+        struct core_entry *e;
+        long pos = 0, bulk_done = 0, next_small = 1, last_small = 0;
+        core_time_t now = 0;
+
+        props_params(&p, k, 3, 50, 3);
+        t = core_transport_create(core, "smtp", &p);
+        q = core_queue_create(t, "d");
+        bulk = core_message_create(core, 0, 0, NULL);
+        for (int i = 0; i < 1000; i++)
+            core_message_add(bulk, q, i);
+        core_message_release(bulk);
+        for (;;) {
+            if (next_small <= 3000) {
+                struct core_message *m =
+                    core_message_create(core, next_small++, now, NULL);
+
+                core_message_add(m, q, 0);
+                core_message_release(m);
+            }
+            if ((e = core_select(core, now)) == NULL)
+                break;
+            pos++;
+            if (e->peer->job->message->id == 0) {
+                bulk_done = pos;
+            } else {
+                assert_true((long)e->peer->job->message->id > last_small);
+                last_small = (long)e->peer->job->message->id;
+            }
+            core_entry_done(e, now, CORE_HOP_OK, NULL);
+            now += SEC;
+        }
+        assert_int_equal(pos, 4000);
+        assert_int_equal(last_small, 3000);
+        if (bulk_done > 1000 * k / (k - 1) + k)
+            fail_msg("k %d: bulk done at %ld", k, bulk_done);
+        core_free(core);
+    }
+}
+
+/*
+ * "even when jobs are delivered out of order, from single destination's
+ * point of view the jobs are still delivered in the expected order (that
+ * is, FIFO unless there was some preemption involved)": several
+ * destinations with small windows, deliveries that end in random order;
+ * per destination, every entry of an older job that never preempted is
+ * selected before any entry of a younger one that never preempted.
+ */
+static void test_fifo_per_destination(void **state)
+{
+    enum { DESTS = 4, FLIGHT = 64 };
+
+    (void)state;
+    for (int seed = 1; seed <= 800; seed++) {
+        struct core *core = props_core();
+        struct core_transport_params p;
+        struct core_transport *t;
+        struct core_queue *q[DESTS];
+        struct core_entry *flight[FLIGHT];
+        long first[DESTS][MAX_JOBS], last[DESTS][MAX_JOBS], pos = 0;
+        int nflight = 0, n;
+        char key[8];
+
+        rng_state = (uint64_t)seed;
+        props_params(&p, 2 + (int)(rng() % 4), (int)(rng() % 4),
+                     (int)(rng() % 2) * 50, (int)(rng() % 3));
+        p.process_limit = 6;
+        t = core_transport_create(core, "smtp", &p);
+        for (int d = 0; d < DESTS; d++) {
+            snprintf(key, sizeof(key), "d%d", d);
+            q[d] = core_queue_create(t, key);
+            q[d]->window = 1 + (int)(rng() % 3);
+        }
+        memset(first, 0, sizeof(first));
+        memset(last, 0, sizeof(last));
+        n = 2 + (int)(rng() % (MAX_JOBS - 2));
+        for (int j = 0; j < n; j++) {
+            struct core_message *m =
+                core_message_create(core, j, (core_time_t)j * SEC, NULL);
+            int entries =
+                rng() % 3 == 0 ? 1 + (int)(rng() % 60) : 1 + (int)(rng() % 6);
+
+            for (int i = 0; i < entries; i++)
+                core_message_add(m, q[rng() % DESTS], i);
+            core_message_release(m);
+        }
+        for (core_time_t now = (n + 1) * SEC;; now += SEC / 4) {
+            struct core_entry *e = NULL;
+
+            if (nflight < FLIGHT && (nflight == 0 || rng() % 2))
+                e = core_select(core, now);
+            if (e != NULL) {
+                int d = e->peer->queue->key[1] - '0';
+                int j = (int)e->peer->job->message->id;
+
+                if (first[d][j] == 0)
+                    first[d][j] = pos + 1;
+                last[d][j] = ++pos;
+                flight[nflight++] = e;
+            } else if (nflight > 0) {
+                int i = (int)(rng() % nflight);
+
+                core_entry_done(flight[i], now, CORE_HOP_OK, NULL);
+                flight[i] = flight[--nflight];
+            } else {
+                break;
+            }
+        }
+        assert_true(TAILQ_EMPTY(&core->messages));
+        for (int d = 0; d < DESTS; d++)
+            for (int a = 0; a < n; a++)
+                for (int b = a + 1; b < n; b++)
+                    if (!preemptor[a] && !preemptor[b] && last[d][a] &&
+                        first[d][b] && first[d][b] < last[d][a])
+                        fail_msg("seed %d: destination %d: job %d before "
+                                 "older job %d",
+                                 seed, d, b, a);
+        core_free(core);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inflation_k2),
+        cmocka_unit_test(test_inflation_k3),
+        cmocka_unit_test(test_inflation_k5_defaults),
+        cmocka_unit_test(test_inflation_k8_no_minimum),
+        cmocka_unit_test(test_slot_cost_below_two_fifo),
+        cmocka_unit_test(test_no_starvation),
+        cmocka_unit_test(test_fifo_per_destination),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
