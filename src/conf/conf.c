@@ -28,7 +28,8 @@
  *	A name is first looked up as a global parameter. Failing that, it
  *	is an override when it ends in the suffix of an overridable
  *	parameter and what comes before the suffix (the transport) is a
- *	non-empty run of [a-z0-9_-]. When several suffixes match, the
+ *	non-empty run of [a-z0-9_.-] (the dot is for sluice-sim, whose
+ *	per-domain keys are overrides for "transport" sim_domain_DOMAIN). When several suffixes match, the
  *	longest wins: smtp_destination_recipient_limit overrides
  *	default_destination_recipient_limit (suffix
  *	_destination_recipient_limit) for transport smtp, not
@@ -131,10 +132,11 @@ const char *conf_value_raw(const struct conf_param *p,
     return val->raw ? val->raw : p->def.defval;
 }
 
+/* Transport names; '.' lets sluice-sim use domains (sim_domain_a.test_). */
 static int is_transport_char(int ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-           ch == '-';
+           ch == '-' || ch == '.';
 }
 
 enum conf_name_kind conf_name_find(const struct conf *conf, const char *name,
@@ -263,7 +265,8 @@ static int def_check(const struct conf *conf, const struct conf_def *defs,
     if (def->name == NULL || *def->name == 0)
         DEF_FAIL("conf_add_params: definition %zu has no name", n);
     for (cp = def->name; *cp; cp++)
-        if (!is_transport_char((unsigned char)*cp) || *cp == '-')
+        if (!is_transport_char((unsigned char)*cp) || *cp == '-' ||
+            *cp == '.')
             DEF_FAIL("conf_add_params: %s: name is not [a-z0-9_]", def->name);
     if (conf_name_find(conf, def->name, strlen(def->name), &param, &tlen) ==
         CONF_NAME_GLOBAL)

@@ -8,6 +8,9 @@
  *	void	sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
  *	void	sim_report_footer(FILE *fp, int tsv)
  *	double	sim_theoretical_defer_pct(const struct sim_scenario *sc)
+ *	void	sim_report_latency_header(FILE *fp, int tsv)
+ *	void	sim_report_latency(FILE *fp, int tsv, const struct sim_result
+ **res) void	sim_report_sequence(FILE *fp, const struct sim_result *res)
  * DESCRIPTION
  *	The table has the seed's columns: client limit (the destination
  *	concurrency limit), server limit (the 421 limiter if there is one,
@@ -25,6 +28,11 @@
  *
  *	With tsv set the same values, and more, are tab-separated with a
  *	header row of column names.
+ *
+ *	The latency report has a row per scenario and size class (1, 2-10,
+ *	11-100, 101-1000, over 1000 recipients) with the number of messages
+ *	and the 50th, 90th and 99th percentile, maximum and mean of their
+ *	latency. The sequence report is described at sim_report_sequence().
  */
 
 #include "sim/sim.h"
@@ -63,19 +71,22 @@ static void style_label(char *buf, size_t len, const struct sim_scenario *sc)
         snprintf(buf, len, "%s,%s", pos, neg);
 }
 
+/* The table shows the first domain's server; most scenarios have one. */
 static int server_limit(const struct sim_scenario *sc)
 {
-    return sc->concurrency_limit > 0 ? sc->concurrency_limit
-                                     : sc->process_limit;
+    const struct sim_model *m = &sc->domains[0].model;
+
+    return m->concurrency_limit > 0 ? m->concurrency_limit : m->process_limit;
 }
 
 double sim_theoretical_defer_pct(const struct sim_scenario *sc)
 {
+    int limit = sc->domains[0].model.concurrency_limit;
     double g;
 
-    if (sc->concurrency_limit <= 0)
+    if (limit <= 0)
         return -1;
-    g = core_feedback_value(&sc->params.positive, sc->concurrency_limit);
+    g = core_feedback_value(&sc->params.positive, limit);
     if (g <= 0)
         return -1;
     return 100.0 / (1 + ceil(1 / g - 1e-9));
@@ -140,6 +151,65 @@ void sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
             sc->params.concurrency_limit, server_limit(sc), style,
             sc->connection_caching ? "yes" : "no", pct, res->concurrency_avg,
             res->concurrency_stddev, tc, tg, theo, sc->name);
+}
+
+/*
+ * Latency of messages by envelope size: a TSV row, or a table row, per
+ * size class that has messages.
+ */
+void sim_report_latency(FILE *fp, int tsv, const struct sim_result *res)
+{
+    for (int c = 0; c < SIM_SIZE_CLASSES; c++) {
+        const struct sim_latency *l = &res->latency[c];
+
+        if (l->messages == 0)
+            continue;
+        if (tsv)
+            fprintf(fp, "%s\t%s\t%ld\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n",
+                    res->sc->name, sim_size_class_names[c], l->messages, l->p50,
+                    l->p90, l->p99, l->max, l->mean);
+        else
+            fprintf(fp, "%-24s %9s %8ld %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+                    res->sc->name, sim_size_class_names[c], l->messages, l->p50,
+                    l->p90, l->p99, l->max, l->mean);
+    }
+}
+
+void sim_report_latency_header(FILE *fp, int tsv)
+{
+    if (tsv)
+        fprintf(fp, "scenario\tsize\tmessages\tp50_s\tp90_s\tp99_s\t"
+                    "max_s\tmean_s\n");
+    else
+        fprintf(fp,
+                "message latency in seconds, arrival to last recipient, "
+                "by recipients per message\n"
+                "%-24s %9s %8s %9s %9s %9s %9s %9s\n",
+                "scenario", "size", "messages", "p50", "p90", "p99", "max",
+                "mean");
+}
+
+/*
+ * The order in which entries were handed to delivery, as message numbers:
+ * digits without separators when every number is below 10 (the seed's
+ * notation), else separated by spaces; with several domains, one line
+ * each, prefixed "DOMAIN: ".
+ */
+void sim_report_sequence(FILE *fp, const struct sim_result *res)
+{
+    const struct sim_scenario *sc = res->sc;
+    int compact = sc->nmessages < 10;
+
+    for (int i = 0; i < sc->ndomains; i++) {
+        const char *seq = res->sequence[i];
+
+        if (sc->ndomains > 1)
+            fprintf(fp, "%s: ", sc->domains[i].name);
+        for (; *seq; seq++)
+            if (!(compact && *seq == ' '))
+                fputc(*seq, fp);
+        fputc('\n', fp);
+    }
 }
 
 void sim_report_footer(FILE *fp, int tsv)

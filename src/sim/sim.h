@@ -63,14 +63,8 @@ enum sim_overflow {
     SIM_OVERFLOW_DROP_ACK, /* full accept queue drops the final ACK (Linux) */
 };
 
-struct sim_scenario {
-    char name[128];
-    char transport[64];
-    struct core_transport_params params;
-    int recipient_limit; /* recipients per entry */
-    long recipients;     /* per destination */
-    int destinations;
-    /* The modelled servers behind each destination address. */
+/* What is behind one destination address. */
+struct sim_model {
     int servers;           /* behind one address (load balancer) */
     int bad_servers;       /* of which fail every handshake */
     int process_limit;     /* server processes, per server */
@@ -82,6 +76,34 @@ struct sim_scenario {
     core_time_t recipient_delay;
     core_time_t recipient_delay_jitter;
     core_time_t reject_delay;
+};
+
+struct sim_domain {
+    char name[64];
+    struct sim_model model;
+};
+
+/* A message of the workload: recipients per domain. */
+struct sim_part {
+    int domain; /* index into the scenario's domains */
+    long rcpts;
+};
+
+struct sim_message {
+    core_time_t arrival;
+    int nparts;
+    struct sim_part *parts;
+    long rcpts;
+};
+
+struct sim_scenario {
+    char name[128];
+    char transport[64];
+    struct core_transport_params params;
+    int ndomains;
+    struct sim_domain *domains;
+    int nmessages; /* numbered from 1 in this order */
+    struct sim_message *messages;
     /* The client's SMTP behaviour. */
     core_time_t connect_timeout;
     core_time_t greeting_timeout;
@@ -90,6 +112,14 @@ struct sim_scenario {
     core_time_t reuse_time_limit;
     int reuse_count_limit; /* 0 = none */
     uint64_t seed;
+};
+
+/* Message latency (arrival to last recipient done) for one size class. */
+#define SIM_SIZE_CLASSES 5
+
+struct sim_latency {
+    long messages;
+    double p50, p90, p99, max, mean; /* seconds */
 };
 
 struct sim_result {
@@ -109,17 +139,27 @@ struct sim_result {
     double concurrency_time_stddev;
     double duration; /* seconds of virtual time */
     long events;     /* simulator events processed */
+    struct sim_latency latency[SIM_SIZE_CLASSES];
+    char **sequence; /* per domain: message numbers in selection order */
 };
+
+extern const char *const sim_size_class_names[SIM_SIZE_CLASSES];
 
 struct conf *sim_conf_create(char *why, size_t whylen);
 int sim_scenario_load(struct sim_scenario *sc, const char *base,
                       const char *path, char *why, size_t whylen);
 int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,
                            const char *name, char *why, size_t whylen);
+void sim_scenario_free(struct sim_scenario *sc);
 void sim_transport_params(const struct conf *conf, const char *transport,
                           struct core_transport_params *p);
 void sim_run(const struct sim_scenario *sc, struct sim_result *res,
              FILE *trace);
+void sim_result_free(struct sim_result *res);
+int sim_size_class(long rcpts);
+void sim_report_latency_header(FILE *fp, int tsv);
+void sim_report_latency(FILE *fp, int tsv, const struct sim_result *res);
+void sim_report_sequence(FILE *fp, const struct sim_result *res);
 void sim_report_header(FILE *fp, int tsv);
 void sim_report_row(FILE *fp, int tsv, const struct sim_result *res);
 void sim_report_footer(FILE *fp, int tsv);

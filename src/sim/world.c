@@ -1,167 +1,64 @@
 /*
  * NAME
- *	world 3 - the simulated world: client, connections, servers
+ *	world 3 - the simulated world: the client, the clock, the results
  * SYNOPSIS
  *	#include "sim/sim.h"
  *
  *	void	sim_run(const struct sim_scenario *sc, struct sim_result *res,
  *			FILE *trace)
+ *	void	sim_result_free(struct sim_result *res)
+ *	int	sim_size_class(long rcpts)
  * DESCRIPTION
  *	One run of a scenario, event by event in virtual time. The client
- *	is the real core/ scheduler: whenever anything happens, every
- *	destination starts deliveries while core_queue_can_start() allows
- *	and it has recipients left, and every delivery's end goes back to
- *	core/ with its hop status. Around it we model what the seed's
- *	measurements depended on (doc/sim.md says why each piece is there):
- *
- *	A delivery uses a cached idle connection to its destination if
- *	connection caching is on and one exists, else it opens a TCP
- *	connection to a server chosen at random among the destination's
- *	sim_servers. A server has sim_server_process_limit processes; a
- *	connection that finds one free is served at once, else it waits in
- *	the accept queue (sim_server_backlog long, first come first served).
- *	When the accept queue is full, the connection is not admitted:
- *	with drop_syn (FreeBSD) the client's SYN is dropped and
- *	retransmitted after sim_syn_retry_delay, doubling, until
- *	sim_connect_timeout; with drop_ack (Linux) the client believes it is
- *	connected while the server retransmits its SYN-ACK sim_syn_retries
- *	times and then forgets the connection, and the client waits for a
- *	greeting until sim_greeting_timeout. A queued connection that waits
- *	longer than the greeting timeout fails the same way.
- *
- *	A server process that takes a connection greets it, unless the
- *	server is bad (it fails the handshake) or already holds
- *	sim_server_concurrency_limit connections (it replies 421 and hangs
- *	up); either failure reaches the client sim_reject_delay later. A
- *	greeted connection delivers the entry's recipients, each taking
- *	sim_recipient_delay +/- sim_recipient_delay_jitter, then is closed,
- *	or with caching kept idle for smtp_connection_cache_time_limit
- *	unless it reached smtp_connection_reuse_time_limit or
- *	smtp_connection_reuse_count_limit. A closing connection frees its
- *	server process, which at once takes the next queued connection.
- *
- *	Every failure is a hop failure for core/, and its recipients are
- *	deferred: as in the seed, the run counts first attempts only. When
- *	core/ declares a destination dead, its remaining recipients are
+ *	is the real core/ scheduler. Each message of the workload arrives
+ *	at its time, its recipients are given to core/ (one queue per
+ *	domain), and whenever anything happens the client asks core/ for
+ *	entries (core_select()) until it has none, and hands each to the
+ *	network model (network.c); every delivery's end goes back to core/
+ *	with its hop status. As in the seed, only first delivery attempts
+ *	count: an entry that fails is deferred and not retried within the
+ *	run; when core/ declares a domain dead, its waiting entries are
  *	deferred at once ("delivery temporarily suspended").
  *
- *	Client concurrency is the destination's busy count (deliveries in
- *	flight, including connections waiting to connect or being rejected)
- *	as each delivery starts, from the first start after the initial
- *	fill at time 0 until the destination's last entry is handed out:
- *	the steady state, as the seed measured it. Sampled this way the
- *	model reproduces both the average and the standard deviation of
- *	the seed's tables (doc/decisions.md). The time-weighted average of
- *	the same count over the same span is reported too.
+ *	A message is done when its last recipient is delivered or deferred;
+ *	its latency is the time from its arrival until then, reported by
+ *	size class (1, 2-10, 11-100, 101-1000, over 1000 recipients) as
+ *	percentiles. For each domain, the numbers of the messages whose
+ *	entries were handed to delivery are kept in order (--sequence).
+ *
+ *	Client concurrency is a domain's busy count (deliveries in flight,
+ *	including connections waiting to connect or being rejected) as
+ *	each delivery starts, from the first start after the domain's
+ *	initial fill until its last entry is handed out: the steady state,
+ *	as the seed measured it. Sampled this way the model reproduces both
+ *	the average and the standard deviation of the seed's tables
+ *	(doc/decisions.md). The time-weighted average of the same count
+ *	over the same span is reported too.
+ *
+ *	sim_result_free() frees what sim_run() put in res. sim_size_class()
+ *	is the size class of a message.
  */
 
-#include "sim/sim.h"
+#include "sim/world_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 
-enum conn_state {
-    CONN_SYN_SENT,    /* SYN dropped, client retransmitting */
-    CONN_SYNACK_WAIT, /* client "connected", server retransmitting SYN-ACK */
-    CONN_LOST,        /* server forgot it; client waits for a greeting */
-    CONN_QUEUED,      /* in the accept queue */
-    CONN_REJECTING,   /* 421 or handshake failure on its way */
-    CONN_SERVING,     /* delivering an entry */
-    CONN_IDLE,        /* cached */
-    CONN_CLOSED,
+const char *const sim_size_class_names[SIM_SIZE_CLASSES] = {
+    "1", "2-10", "11-100", "101-1000", ">1000",
 };
 
-enum fail_kind {
-    FAIL_CONNECT,
-    FAIL_GREETING,
-    FAIL_REJECT,
-};
+int sim_size_class(long rcpts)
+{
+    return rcpts <= 1      ? 0
+           : rcpts <= 10   ? 1
+           : rcpts <= 100  ? 2
+           : rcpts <= 1000 ? 3
+                           : 4;
+}
 
-enum ev_type {
-    EV_SYN_RETRY,
-    EV_SYNACK_RETRY,
-    EV_CLIENT_TIMEOUT,
-    EV_SERVICE_DONE,
-    EV_REJECT_DONE,
-    EV_CACHE_EXPIRE,
-};
-
-struct server;
-struct dest;
-
-struct conn {
-    struct dest *dest;
-    struct server *server;
-    enum conn_state state;
-    uint32_t gen;         /* invalidates pending state events */
-    uint32_t timeout_gen; /* invalidates the pending client timeout */
-    enum fail_kind timeout_kind;
-    int rcpts; /* recipients of the entry it carries */
-    int retries;
-    int uses;
-    int has_worker;
-    int admitted; /* counted by the server's 421 limiter */
-    core_time_t opened_at;
-    TAILQ_ENTRY(conn) link; /* accept queue or idle list */
-    struct conn *all_next;
-};
-
-TAILQ_HEAD(conn_list, conn);
-
-struct server {
-    int bad;
-    int workers_busy;
-    int admitted;
-    int queued;
-    struct conn_list accept_queue;
-};
-
-struct dest {
-    char key[32];
-    struct core_queue *q;
-    long pending; /* recipients not yet handed out */
-    struct server *servers;
-    struct conn_list idle;
-    /* statistics */
-    int frozen;
-    core_time_t stat_time;
-    double busy_integral, busy2_integral;
-    core_time_t measured;
-    double start_sum, start_sum2; /* busy sampled at each start */
-    long starts;
-    int trace_window, trace_busy;
-    int trace_dirty;
-};
-
-struct event {
-    core_time_t when;
-    uint64_t seq;
-    enum ev_type type;
-    struct conn *conn;
-    uint32_t gen;
-};
-
-struct world {
-    const struct sim_scenario *sc;
-    struct sim_result *res;
-    FILE *trace;
-    struct core *core;
-    struct core_transport *t;
-    struct dest *dests;
-    int rr; /* round-robin start of dispatch */
-    struct event *heap;
-    size_t heap_len, heap_size;
-    uint64_t seq;
-    uint64_t rng;
-    struct conn *all_conns;
-    core_time_t now;
-    struct dest **dirty; /* destinations changed at this instant */
-    int ndirty;
-};
-
-static void *sim_alloc(size_t size)
+void *world_alloc(size_t size)
 {
     void *p = calloc(1, size ? size : 1);
 
@@ -173,18 +70,29 @@ static void *sim_alloc(size_t size)
 }
 
 /* splitmix64: small, fast, and the same sequence on every platform. */
-static uint64_t rng_next(struct world *w)
+int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
 {
     uint64_t z = (w->rng += 0x9e3779b97f4a7c15ULL);
 
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    z ^= z >> 31;
+    return lo + (int64_t)(z % (uint64_t)(hi - lo + 1));
 }
 
-static int64_t rng_range(struct world *w, int64_t lo, int64_t hi)
+static void strbuf_add(struct strbuf *b, const char *text)
 {
-    return lo + (int64_t)(rng_next(w) % (uint64_t)(hi - lo + 1));
+    size_t len = strlen(text);
+
+    if (b->len + len + 1 > b->size) {
+        b->size = (b->len + len + 1) * 2;
+        if ((b->s = realloc(b->s, b->size)) == NULL) {
+            fprintf(stderr, "sluice-sim: out of memory\n");
+            exit(75);
+        }
+    }
+    memcpy(b->s + b->len, text, len + 1);
+    b->len += len;
 }
 
 /* The event heap: earliest time first, then first scheduled. */
@@ -193,8 +101,8 @@ static int event_before(const struct event *a, const struct event *b)
     return a->when < b->when || (a->when == b->when && a->seq < b->seq);
 }
 
-static void event_push(struct world *w, core_time_t when, enum ev_type type,
-                       struct conn *conn, uint32_t gen)
+void world_event(struct world *w, core_time_t when, enum ev_type type,
+                 struct conn *c, uint32_t gen)
 {
     size_t i;
 
@@ -207,7 +115,7 @@ static void event_push(struct world *w, core_time_t when, enum ev_type type,
         }
     }
     i = w->heap_len++;
-    w->heap[i] = (struct event){when, w->seq++, type, conn, gen};
+    w->heap[i] = (struct event){when, w->seq++, type, c, gen};
     while (i > 0 && event_before(&w->heap[i], &w->heap[(i - 1) / 2])) {
         struct event tmp = w->heap[i];
 
@@ -225,6 +133,7 @@ static struct event event_pop(struct world *w)
     w->heap[0] = w->heap[--w->heap_len];
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
+        struct event tmp;
 
         if (l < w->heap_len && event_before(&w->heap[l], &w->heap[m]))
             m = l;
@@ -232,7 +141,7 @@ static struct event event_pop(struct world *w)
             m = r;
         if (m == i)
             break;
-        struct event tmp = w->heap[i];
+        tmp = w->heap[i];
         w->heap[i] = w->heap[m];
         w->heap[m] = tmp;
         i = m;
@@ -240,25 +149,22 @@ static struct event event_pop(struct world *w)
     return top;
 }
 
-/* Statistics and trace: call before and after every busy change. */
-static void dest_stat(struct world *w, struct dest *d)
+/* Time-weighted statistics: busy was the count since the last call. */
+static void domain_stat(struct world *w, struct domain *d, int busy)
 {
     double dt = (double)(w->now - d->stat_time) / 1000.0;
 
-    if (!d->frozen) {
-        d->busy_integral += d->q->busy * dt;
-        d->busy2_integral += (double)d->q->busy * d->q->busy * dt;
-        d->measured = w->now;
-    }
+    d->busy_integral += busy * dt;
+    d->busy2_integral += (double)busy * busy * dt;
     d->stat_time = w->now;
 }
 
 /*
- * Trace: a destination that changed is noted, and its state is written
- * once the clock is about to move on, so that a delivery ending and the
- * next starting at the same instant make one line, not two.
+ * Trace: a domain that changed is noted, and its state is written once
+ * the clock is about to move on, so that a delivery ending and the next
+ * starting at the same instant make one line, not two.
  */
-static void dest_trace(struct world *w, struct dest *d)
+static void domain_trace(struct world *w, struct domain *d)
 {
     if (w->trace == NULL || d->trace_dirty)
         return;
@@ -269,7 +175,7 @@ static void dest_trace(struct world *w, struct dest *d)
 static void trace_flush(struct world *w)
 {
     for (int i = 0; i < w->ndirty; i++) {
-        struct dest *d = w->dirty[i];
+        struct domain *d = w->dirty[i];
         int window = core_queue_window_report(d->q);
 
         d->trace_dirty = 0;
@@ -278,7 +184,7 @@ static void trace_flush(struct world *w)
         d->trace_window = window;
         d->trace_busy = d->q->busy;
         fprintf(w->trace, "%s,%.3f,%s,%d,%d\n", w->sc->name, w->now / 1000.0,
-                d->key, window, d->q->busy);
+                d->def->name, window, d->q->busy);
     }
     w->ndirty = 0;
 }
@@ -291,293 +197,128 @@ static void world_advance(struct world *w, core_time_t when)
     w->now = when;
 }
 
-static void conn_timeout(struct world *w, struct conn *c, core_time_t after,
-                         enum fail_kind kind)
+static void domain_start(struct world *w, struct domain *d,
+                         struct core_entry *e)
 {
-    c->timeout_gen++;
-    c->timeout_kind = kind;
-    event_push(w, w->now + after, EV_CLIENT_TIMEOUT, c, c->timeout_gen);
-}
+    char num[24];
 
-static void conn_accepted(struct world *w, struct conn *c);
-
-/* A server process is free again: it takes the next queued connection. */
-static void server_release(struct world *w, struct server *s)
-{
-    struct conn *next;
-
-    s->workers_busy--;
-    if ((next = TAILQ_FIRST(&s->accept_queue)) != NULL) {
-        TAILQ_REMOVE(&s->accept_queue, next, link);
-        s->queued--;
-        conn_accepted(w, next);
-    }
-}
-
-static void conn_close(struct world *w, struct conn *c)
-{
-    struct server *s = c->server;
-
-    if (c->state == CONN_QUEUED) {
-        TAILQ_REMOVE(&s->accept_queue, c, link);
-        s->queued--;
-    }
-    c->state = CONN_CLOSED;
-    c->gen++;
-    c->timeout_gen++;
-    if (c->admitted) {
-        c->admitted = 0;
-        s->admitted--;
-    }
-    if (c->has_worker) {
-        c->has_worker = 0;
-        server_release(w, s);
-    }
-}
-
-static void conn_serve(struct world *w, struct conn *c)
-{
-    const struct sim_scenario *sc = w->sc;
-    core_time_t took = 0;
-
-    for (int i = 0; i < c->rcpts; i++)
-        took += rng_range(w, sc->recipient_delay - sc->recipient_delay_jitter,
-                          sc->recipient_delay + sc->recipient_delay_jitter);
-    c->state = CONN_SERVING;
-    c->uses++;
-    c->gen++;
-    event_push(w, w->now + took, EV_SERVICE_DONE, c, c->gen);
-}
-
-/* A server process takes the connection and greets it, or refuses it. */
-static void conn_accepted(struct world *w, struct conn *c)
-{
-    struct server *s = c->server;
-    int limit = w->sc->concurrency_limit;
-
-    s->workers_busy++;
-    c->timeout_gen++; /* the greeting arrives */
-    if (s->bad || (limit > 0 && s->admitted >= limit)) {
-        /* 421 and hang up, or a failed handshake: the process is free. */
-        c->state = CONN_REJECTING;
-        c->gen++;
-        event_push(w, w->now + w->sc->reject_delay, EV_REJECT_DONE, c, c->gen);
-        server_release(w, s);
-        return;
-    }
-    c->has_worker = 1;
-    c->admitted = 1;
-    s->admitted++;
-    c->opened_at = w->now;
-    conn_serve(w, c);
-}
-
-/* The connection reached the server: served, queued, or not admitted. */
-static void server_syn(struct world *w, struct conn *c)
-{
-    const struct sim_scenario *sc = w->sc;
-    struct server *s = c->server;
-
-    if (s->workers_busy < sc->process_limit) {
-        conn_accepted(w, c);
-    } else if (s->queued < sc->backlog) {
-        if (c->state == CONN_SYN_SENT)
-            conn_timeout(w, c, sc->greeting_timeout, FAIL_GREETING);
-        c->state = CONN_QUEUED;
-        TAILQ_INSERT_TAIL(&s->accept_queue, c, link);
-        s->queued++;
-    } else if (sc->overflow == SIM_OVERFLOW_DROP_SYN) {
-        c->gen++;
-        event_push(w, w->now + (sc->syn_retry_delay << c->retries++),
-                   EV_SYN_RETRY, c, c->gen);
-    } else {
-        if (c->state == CONN_SYN_SENT)
-            conn_timeout(w, c, sc->greeting_timeout, FAIL_GREETING);
-        c->gen++;
-        if (c->retries < sc->syn_retries) {
-            c->state = CONN_SYNACK_WAIT;
-            event_push(w, w->now + (sc->syn_retry_delay << c->retries++),
-                       EV_SYNACK_RETRY, c, c->gen);
-        } else {
-            c->state = CONN_LOST;
-        }
-    }
-}
-
-static void conn_open(struct world *w, struct dest *d, int rcpts)
-{
-    struct conn *c = sim_alloc(sizeof(*c));
-
-    c->dest = d;
-    c->rcpts = rcpts;
-    c->server = &d->servers[rng_range(w, 0, w->sc->servers - 1)];
-    c->state = CONN_SYN_SENT;
-    c->all_next = w->all_conns;
-    w->all_conns = c;
-    w->res->connections++;
-    conn_timeout(w, c, w->sc->connect_timeout, FAIL_CONNECT);
-    server_syn(w, c);
-}
-
-static void dest_start(struct world *w, struct dest *d)
-{
-    int rcpts = d->pending < w->sc->recipient_limit ? (int)d->pending
-                                                    : w->sc->recipient_limit;
-    struct conn *c;
-
-    dest_stat(w, d);
-    d->pending -= rcpts;
-    if (d->pending == 0) {
-        d->frozen = 1;
-    }
-    core_queue_start(d->q, w->now);
-    w->res->attempts++;
-    if (w->now > 0) {
+    /* core_select() started it: busy counts it already. */
+    domain_stat(w, d, d->q->busy - 1);
+    if (d->first_start < 0)
+        d->first_start = w->now;
+    if (w->now > d->first_start) {
         d->start_sum += d->q->busy;
         d->start_sum2 += (double)d->q->busy * d->q->busy;
         d->starts++;
     }
-    dest_trace(w, d);
-    if ((c = TAILQ_FIRST(&d->idle)) != NULL) {
-        TAILQ_REMOVE(&d->idle, c, link);
-        c->rcpts = rcpts;
-        conn_serve(w, c);
-    } else {
-        conn_open(w, d, rcpts);
-    }
+    d->measured_integral = d->busy_integral;
+    d->measured_integral2 = d->busy2_integral;
+    d->measured_until = w->now;
+    snprintf(num, sizeof(num), "%s%llu", d->sequence.len ? " " : "",
+             (unsigned long long)e->peer->job->message->id);
+    strbuf_add(&d->sequence, num);
+    w->res->attempts++;
+    domain_trace(w, d);
+    net_deliver(w, d, e);
 }
 
-/* Hand out entries while core/ allows, round-robin over destinations. */
+/* Hand out entries while core/ has any. */
 static void dispatch(struct world *w)
 {
-    int n = w->sc->destinations;
-    int started;
+    struct core_entry *e;
 
-    do {
-        started = 0;
-        for (int i = 0; i < n; i++) {
-            struct dest *d = &w->dests[(w->rr + i) % n];
-
-            if (d->pending > 0 && core_queue_can_start(d->q)) {
-                dest_start(w, d);
-                started = 1;
-            }
-        }
-        w->rr = (w->rr + 1) % n;
-    } while (started);
+    while ((e = core_select(w->core, w->now)) != NULL)
+        domain_start(w, e->peer->queue->ctx, e);
 }
 
-static void delivery_done(struct world *w, struct conn *c, enum core_hop hop,
-                          const char *reason)
-{
-    struct dest *d = c->dest;
-
-    dest_stat(w, d);
-    core_queue_done(d->q, w->now, hop, reason);
-    dest_trace(w, d);
-}
-
-static void conn_failed(struct world *w, struct conn *c, enum fail_kind kind)
+void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
+                         enum fail_kind kind)
 {
     static const char *const reasons[] = {
+        "",
         "connect timed out",
         "timed out while receiving the initial server greeting",
         "lost connection or 421 while receiving the initial server greeting",
     };
+    struct domain *d = c->domain;
     struct sim_result *res = w->res;
+    long rcpts = c->entry->nrcpt;
 
-    res->deferred += c->rcpts;
-    if (kind == FAIL_CONNECT)
-        res->timeouts_connect += c->rcpts;
-    else if (kind == FAIL_GREETING)
-        res->timeouts_greeting += c->rcpts;
-    else
-        res->rejected += c->rcpts;
-    conn_close(w, c);
-    delivery_done(w, c, CORE_HOP_FAIL, reasons[kind]);
+    if (hop == CORE_HOP_OK) {
+        res->delivered += rcpts;
+    } else {
+        res->deferred += rcpts;
+        if (kind == FAIL_CONNECT)
+            res->timeouts_connect += rcpts;
+        else if (kind == FAIL_GREETING)
+            res->timeouts_greeting += rcpts;
+        else
+            res->rejected += rcpts;
+    }
+    domain_stat(w, d, d->q->busy);
+    core_entry_done(c->entry, w->now, hop, reasons[kind]);
+    c->entry = NULL;
+    domain_trace(w, d);
 }
 
-static int conn_reusable(const struct world *w, const struct conn *c)
+int world_conn_reusable(const struct world *w, const struct conn *c)
 {
     const struct sim_scenario *sc = w->sc;
 
-    return sc->connection_caching && c->dest->pending > 0 &&
+    return sc->connection_caching && c->domain->q->todo_count > 0 &&
            (sc->reuse_count_limit == 0 || c->uses < sc->reuse_count_limit) &&
            w->now - c->opened_at < sc->reuse_time_limit;
 }
 
-static void service_done(struct world *w, struct conn *c)
+/* A message of the workload arrives: its recipients go to core/. */
+static void message_arrive(struct world *w, int i)
 {
-    w->res->delivered += c->rcpts;
-    if (conn_reusable(w, c)) {
-        c->state = CONN_IDLE;
-        c->gen++;
-        TAILQ_INSERT_TAIL(&c->dest->idle, c, link);
-        event_push(w, w->now + w->sc->cache_time_limit, EV_CACHE_EXPIRE, c,
-                   c->gen);
-    } else {
-        conn_close(w, c);
+    const struct sim_message *sm = &w->sc->messages[i];
+    struct core_message *m;
+    uint64_t rcpt = 0;
+
+    m = core_message_create(w->core, (uint64_t)i + 1, w->now, &w->msgs[i]);
+    w->msgs[i].core = m;
+    w->msgs[i].done_at = -1;
+    w->in_core++;
+    for (int p = 0; p < sm->nparts; p++) {
+        struct domain *d = &w->domains[sm->parts[p].domain];
+
+        for (long r = 0; r < sm->parts[p].rcpts; r++, rcpt++) {
+            if (core_message_add(m, d->q, rcpt) < 0) {
+                w->res->deferred++;
+                w->res->suspended++;
+            }
+        }
     }
-    delivery_done(w, c, CORE_HOP_OK, NULL);
+    core_message_release(m);
 }
 
-static void event_run(struct world *w, const struct event *ev)
+static void world_message_done(void *ctx, struct core_message *m)
 {
-    struct conn *c = ev->conn;
+    struct world *w = ctx;
+    struct run_msg *rm = m->ctx;
 
-    if (ev->type == EV_CLIENT_TIMEOUT) {
-        if (ev->gen == c->timeout_gen && c->state != CONN_CLOSED)
-            conn_failed(w, c, c->timeout_kind);
-        return;
-    }
-    if (ev->gen != c->gen)
-        return;
-    switch (ev->type) {
-    case EV_SYN_RETRY:
-    case EV_SYNACK_RETRY:
-        server_syn(w, c);
-        break;
-    case EV_SERVICE_DONE:
-        service_done(w, c);
-        break;
-    case EV_REJECT_DONE:
-        conn_failed(w, c, FAIL_REJECT);
-        break;
-    case EV_CACHE_EXPIRE:
-        TAILQ_REMOVE(&c->dest->idle, c, link);
-        conn_close(w, c);
-        break;
-    default:
-        break;
-    }
+    rm->done_at = w->now;
+    rm->core = NULL;
+    w->in_core--;
 }
 
-/* core/ declared a destination dead: its remaining mail is deferred. */
-static void world_queue_dead(void *ctx, struct core_queue *q,
-                             const char *reason)
+static void world_entry_deferred(void *ctx, struct core_entry *e,
+                                 const char *reason)
 {
     struct world *w = ctx;
 
     (void)reason;
-    for (int i = 0; i < w->sc->destinations; i++) {
-        struct dest *d = &w->dests[i];
-
-        if (d->q == q) {
-            w->res->deferred += d->pending;
-            w->res->suspended += d->pending;
-            dest_stat(w, d);
-            d->pending = 0;
-            d->frozen = 1;
-        }
-    }
+    w->res->deferred += e->nrcpt;
+    w->res->suspended += e->nrcpt;
 }
 
 static void world_log(void *ctx, enum core_log_level level, const char *text)
 {
     struct world *w = ctx;
 
-    (void)level;
-    if (w->trace)
+    if (w->trace && level != CORE_LOG_DEBUG)
         fprintf(w->trace, "# %.3f %s\n", w->now / 1000.0, text);
 }
 
@@ -586,7 +327,8 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
 {
     static const struct core_callbacks cb = {
         .log = world_log,
-        .queue_dead = world_queue_dead,
+        .entry_deferred = world_entry_deferred,
+        .message_done = world_message_done,
     };
 
     memset(w, 0, sizeof(*w));
@@ -597,41 +339,92 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
     w->rng = sc->seed;
     w->core = core_create(&cb, w);
     w->t = core_transport_create(w->core, sc->transport, &sc->params);
-    w->dests = sim_alloc(sizeof(*w->dests) * sc->destinations);
-    w->dirty = sim_alloc(sizeof(*w->dirty) * sc->destinations);
+    w->domains = world_alloc(sizeof(*w->domains) * sc->ndomains);
+    w->dirty = world_alloc(sizeof(*w->dirty) * sc->ndomains);
+    w->msgs = world_alloc(sizeof(*w->msgs) * sc->nmessages);
     res->sc = sc;
-    res->recipients = sc->recipients * sc->destinations;
-    for (int i = 0; i < sc->destinations; i++) {
-        struct dest *d = &w->dests[i];
+    for (int i = 0; i < sc->nmessages; i++)
+        res->recipients += sc->messages[i].rcpts;
+    for (int i = 0; i < sc->ndomains; i++) {
+        struct domain *d = &w->domains[i];
 
-        snprintf(d->key, sizeof(d->key), "d%d.sim", i + 1);
-        d->q = core_queue_create(w->t, d->key);
-        d->pending = sc->recipients;
-        d->servers = sim_alloc(sizeof(*d->servers) * sc->servers);
-        for (int j = 0; j < sc->servers; j++) {
-            TAILQ_INIT(&d->servers[j].accept_queue);
-            d->servers[j].bad = j < sc->bad_servers;
-        }
-        TAILQ_INIT(&d->idle);
+        d->def = &sc->domains[i];
+        d->q = core_queue_create(w->t, d->def->name);
+        d->q->ctx = d;
+        d->first_start = -1;
         d->trace_window = d->trace_busy = -2;
+        net_domain_init(w, d);
+        domain_trace(w, d);
     }
+    for (int i = 0; i < sc->nmessages; i++)
+        world_event(w, sc->messages[i].arrival, EV_ARRIVAL, NULL, (uint32_t)i);
+}
+
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *v, long n, double p)
+{
+    long i = (long)ceil(p * n) - 1;
+
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static void world_latency(struct world *w)
+{
+    const struct sim_scenario *sc = w->sc;
+    double *v = world_alloc(sizeof(*v) * sc->nmessages);
+
+    for (int c = 0; c < SIM_SIZE_CLASSES; c++) {
+        struct sim_latency *l = &w->res->latency[c];
+        double sum = 0;
+        long n = 0;
+
+        for (int i = 0; i < sc->nmessages; i++) {
+            if (sim_size_class(sc->messages[i].rcpts) != c ||
+                w->msgs[i].done_at < 0)
+                continue;
+            v[n] = (w->msgs[i].done_at - sc->messages[i].arrival) / 1000.0;
+            sum += v[n++];
+        }
+        l->messages = n;
+        if (n == 0)
+            continue;
+        qsort(v, n, sizeof(*v), double_cmp);
+        l->p50 = percentile(v, n, 0.50);
+        l->p90 = percentile(v, n, 0.90);
+        l->p99 = percentile(v, n, 0.99);
+        l->max = v[n - 1];
+        l->mean = sum / n;
+    }
+    free(v);
 }
 
 static void world_results(struct world *w)
 {
     struct sim_result *res = w->res;
-    int n = w->sc->destinations;
+    int n = w->sc->ndomains, used = 0;
     double avg = 0, var = 0, tavg = 0, tvar = 0;
 
+    res->sequence = world_alloc(sizeof(*res->sequence) * n);
     for (int i = 0; i < n; i++) {
-        struct dest *d = &w->dests[i];
-        double span = d->measured / 1000.0;
+        struct domain *d = &w->domains[i];
+        double span = (d->measured_until - d->first_start) / 1000.0;
 
+        res->sequence[i] = d->sequence.s ? d->sequence.s : strdup("");
+        d->sequence.s = NULL;
+        if (d->first_start < 0)
+            continue;
+        used++;
         if (span > 0) {
-            double m = d->busy_integral / span;
+            double m = d->measured_integral / span;
 
             tavg += m;
-            tvar += d->busy2_integral / span - m * m;
+            tvar += d->measured_integral2 / span - m * m;
         }
         if (d->starts > 0) {
             double m = d->start_sum / d->starts;
@@ -640,11 +433,14 @@ static void world_results(struct world *w)
             var += d->start_sum2 / d->starts - m * m;
         }
     }
-    res->concurrency_avg = avg / n;
-    res->concurrency_stddev = var > 0 ? sqrt(var / n) : 0;
-    res->concurrency_time_avg = tavg / n;
-    res->concurrency_time_stddev = tvar > 0 ? sqrt(tvar / n) : 0;
+    if (used > 0) {
+        res->concurrency_avg = avg / used;
+        res->concurrency_stddev = var > 0 ? sqrt(var / used) : 0;
+        res->concurrency_time_avg = tavg / used;
+        res->concurrency_time_stddev = tvar > 0 ? sqrt(tvar / used) : 0;
+    }
     res->duration = w->now / 1000.0;
+    world_latency(w);
 }
 
 static void world_free(struct world *w)
@@ -655,20 +451,21 @@ static void world_free(struct world *w)
         w->all_conns = c->all_next;
         free(c);
     }
-    for (int i = 0; i < w->sc->destinations; i++)
-        free(w->dests[i].servers);
-    free(w->dests);
+    for (int i = 0; i < w->sc->ndomains; i++) {
+        free(w->domains[i].servers);
+        free(w->domains[i].sequence.s);
+    }
+    free(w->domains);
     free(w->dirty);
+    free(w->msgs);
     free(w->heap);
     core_free(w->core);
 }
 
+/* Anything left that can change a result? */
 static int world_busy(const struct world *w)
 {
-    for (int i = 0; i < w->sc->destinations; i++)
-        if (w->dests[i].pending > 0 || w->dests[i].q->busy > 0)
-            return 1;
-    return 0;
+    return w->next_arrival < w->sc->nmessages || w->in_core > 0;
 }
 
 void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
@@ -676,11 +473,6 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
     struct world w;
 
     world_init(&w, sc, res, trace);
-    for (int i = 0; i < sc->destinations; i++)
-        dest_trace(&w, &w.dests[i]);
-    dispatch(&w);
-    /* Run until every entry is handed out and finished; what is left in
-     * the heap then (stale timeouts, idle connections) changes nothing. */
     while (world_busy(&w)) {
         core_time_t timer = core_next_timer(w.core);
 
@@ -688,19 +480,34 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
             struct event ev = event_pop(&w);
 
             world_advance(&w, ev.when);
-            event_run(&w, &ev);
+            if (ev.type == EV_ARRIVAL) {
+                message_arrive(&w, (int)ev.gen);
+                w.next_arrival++;
+            } else {
+                net_event(&w, &ev);
+            }
         } else if (timer != CORE_TIME_NEVER) {
             world_advance(&w, timer);
             core_run_timers(w.core, timer);
-            for (int i = 0; i < sc->destinations; i++)
-                dest_trace(&w, &w.dests[i]);
+            for (int i = 0; i < sc->ndomains; i++)
+                domain_trace(&w, &w.domains[i]);
         } else {
             break;
         }
         res->events++;
         dispatch(&w);
     }
-    trace_flush(&w);
+    if (trace)
+        trace_flush(&w);
     world_results(&w);
     world_free(&w);
+}
+
+void sim_result_free(struct sim_result *res)
+{
+    if (res->sequence && res->sc)
+        for (int i = 0; i < res->sc->ndomains; i++)
+            free(res->sequence[i]);
+    free(res->sequence);
+    res->sequence = NULL;
 }

@@ -460,13 +460,16 @@ static void test_override_name_syntax(void **state)
               "unknown parameter \"SMTP_process_limit\"");
     set_fails(conf, "_process_limit", "1",
               "unknown parameter \"_process_limit\"");
-    set_fails(conf, "smtp.x_process_limit", "1",
-              "unknown parameter \"smtp.x_process_limit\"");
+    set_fails(conf, "smtp/x_process_limit", "1",
+              "unknown parameter \"smtp/x_process_limit\"");
     set_fails(conf, "process_limit", "1",
               "unknown parameter \"process_limit\"");
     set_fails(conf, "", "1", "unknown parameter \"\"");
     set_ok(conf, "smtp-relay_process_limit", "3");
     set_ok(conf, "a_b-9_process_limit", "4");
+    set_ok(conf, "sim_domain_a.test_process_limit", "5");
+    assert_int_equal(
+        conf_int(conf, "sim_domain_a.test", "default_process_limit"), 5);
     assert_int_equal(conf_int(conf, "smtp-relay", "default_process_limit"), 3);
     assert_int_equal(conf_int(conf, "a_b-9", "default_process_limit"), 4);
 }

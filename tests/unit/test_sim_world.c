@@ -31,6 +31,12 @@ static void scenario(struct sim_scenario *sc, const char *const *settings)
     conf_free(conf);
 }
 
+static void finish(struct sim_scenario *sc, struct sim_result *res)
+{
+    sim_result_free(res);
+    sim_scenario_free(sc);
+}
+
 /*
  * Plenty of server capacity, no jitter: 100 recipients in entries of 2
  * with concurrency 5 (feedback 0 keeps the window) take 50 deliveries in
@@ -63,6 +69,7 @@ static void test_unconstrained(void **state)
     assert_float_equal(res.duration, 20.0, 1e-9);
     assert_float_equal(res.concurrency_avg, 5.0, 1e-9);
     assert_float_equal(res.concurrency_stddev, 0.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /*
@@ -108,10 +115,12 @@ static void test_connection_caching(void **state)
     assert_int_equal(res.attempts, 50);
     assert_int_equal(res.connections, 5);
     assert_int_equal(res.delivered, 100);
+    finish(&sc, &res);
     /* At most 4 deliveries per connection: 10 rounds need 3 each. */
     scenario(&sc, limited);
     sim_run(&sc, &res, NULL);
     assert_int_equal(res.connections, 15);
+    finish(&sc, &res);
 }
 
 /*
@@ -147,6 +156,7 @@ static void test_limiter_feedback_one(void **state)
     assert_int_equal(res.deferred, 4);
     assert_int_equal(res.attempts, 10);
     assert_float_equal(res.duration, 4.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /*
@@ -176,6 +186,7 @@ static void test_dead_destination(void **state)
     assert_int_equal(res.suspended, 90);
     assert_int_equal(res.deferred, 100);
     assert_int_equal(res.delivered, 0);
+    finish(&sc, &res);
 }
 
 /*
@@ -221,6 +232,7 @@ static void test_syn_drop_connect_timeout(void **state)
     assert_int_equal(res.timeouts_connect, 2);
     assert_int_equal(res.timeouts_greeting, 0);
     assert_float_equal(res.duration, 10.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /*
@@ -269,6 +281,7 @@ static void test_ack_drop_greeting_timeout(void **state)
     assert_int_equal(res.timeouts_greeting, 1);
     assert_int_equal(res.timeouts_connect, 0);
     assert_float_equal(res.duration, 30.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /*
@@ -305,6 +318,7 @@ static void test_accept_queue_served_in_time(void **state)
     assert_int_equal(res.delivered, 2);
     assert_int_equal(res.deferred, 0);
     assert_float_equal(res.duration, 20.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /* The destination rate delay: one at a time, 3s pause after each. */
@@ -330,6 +344,7 @@ static void test_destination_rate_delay(void **state)
     assert_int_equal(res.delivered, 3);
     /* 1s + 3s + 1s + 3s + 1s */
     assert_float_equal(res.duration, 9.0, 1e-9);
+    finish(&sc, &res);
 }
 
 /*
@@ -363,6 +378,7 @@ static void test_trace_lines(void **state)
     assert_string_equal(buf, "test,0.000,d1.sim,1,1\n"
                              "test,2.000,d1.sim,1,0\n");
     free(buf);
+    finish(&sc, &res);
 }
 
 /* Scenario errors name the problem. */
@@ -378,8 +394,8 @@ static void test_scenario_errors(void **state)
                      0);
     assert_int_equal(sim_scenario_from_conf(&sc, conf, "x", why, sizeof(why)),
                      -1);
-    assert_string_equal(why,
-                        "x: sim_bad_servers (3) is more than sim_servers (2)");
+    assert_string_equal(
+        why, "x: d1.sim: sim_bad_servers (3) is more than sim_servers (2)");
     conf_free(conf);
     assert_int_equal(
         sim_scenario_load(&sc, NULL, "/nonexistent/s.conf", why, sizeof(why)),
