@@ -1,7 +1,8 @@
 # sluice: GNU Makefile.
 #
 #   make            build the programs into build/ (warnings are errors)
-#   make demo       run the simulator on the seed's three tables
+#   make demo       run the simulator on the seed's tables and sequences
+#   make bench      build the benchmarks into build/bench/ (run by hand)
 #   make check      build and run every test; the last line is "N passed, N failed"
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
 #   make plots      draw the simulator's window-over-time plots into doc/
@@ -36,7 +37,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim
 
-.PHONY: all check asan demo plots install format clean
+.PHONY: all check asan demo bench plots install format clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -70,10 +71,21 @@ asan:
 
 demo: $(BUILD)/sluice-sim
 	@for t in limiter-421 limiter-421-postfix3 connect-timeout \
-	    greeting-timeout load-balancer; do \
+	    greeting-timeout load-balancer headline; do \
 	    echo "== sim/scenarios/$$t"; \
 	    $(BUILD)/sluice-sim sim/scenarios/$$t/*.conf || exit 1; \
 	done
+	@echo "== sim/scenarios/golden (delivery sequences)"
+	@$(BUILD)/sluice-sim --sequence sim/scenarios/golden/*.conf
+
+BENCH_SRC := $(wildcard bench/*.c)
+BENCHES   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+bench: $(BENCHES)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc
@@ -86,10 +98,11 @@ install: $(PROGS)
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
 format:
-	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h)
+	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h \
+	    bench/*.c)
 
 clean:
 	rm -rf build build-asan
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
-	$(TESTS:=.d)
+	$(TESTS:=.d) $(BENCHES:=.d)

@@ -29,9 +29,9 @@
  *	is an override when it ends in the suffix of an overridable
  *	parameter and what comes before the suffix (the transport) is a
  *	non-empty run of [a-z0-9_.-] (the dot is for sluice-sim, whose
- *	per-domain keys are overrides for "transport" sim_domain_DOMAIN). When several suffixes match, the
- *	longest wins: smtp_destination_recipient_limit overrides
- *	default_destination_recipient_limit (suffix
+ *	per-domain keys are overrides for "transport" sim_domain_DOMAIN). When
+ *several suffixes match, the longest wins: smtp_destination_recipient_limit
+ *overrides default_destination_recipient_limit (suffix
  *	_destination_recipient_limit) for transport smtp, not
  *	default_recipient_limit (suffix _recipient_limit) for transport
  *	smtp_destination.
@@ -265,8 +265,7 @@ static int def_check(const struct conf *conf, const struct conf_def *defs,
     if (def->name == NULL || *def->name == 0)
         DEF_FAIL("conf_add_params: definition %zu has no name", n);
     for (cp = def->name; *cp; cp++)
-        if (!is_transport_char((unsigned char)*cp) || *cp == '-' ||
-            *cp == '.')
+        if (!is_transport_char((unsigned char)*cp) || *cp == '-' || *cp == '.')
             DEF_FAIL("conf_add_params: %s: name is not [a-z0-9_]", def->name);
     if (conf_name_find(conf, def->name, strlen(def->name), &param, &tlen) ==
         CONF_NAME_GLOBAL)

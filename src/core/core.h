@@ -236,7 +236,8 @@ struct core_entry {
     TAILQ_ENTRY(core_entry) queue_link; /* queue's todo or busy list */
     int busy;                           /* selected, not done */
     int nrcpt, cap;
-    uint64_t *rcpt; /* the caller's recipient numbers */
+    uint64_t *rcpt;    /* the caller's recipient numbers */
+    uint64_t rcpt_one; /* rcpt's storage while cap is 1 */
 };
 
 /* One job's share of one destination queue. */

@@ -40,6 +40,7 @@
  *	void	core_queue_defer_todo(struct core_queue *q, const char *reason)
  *	void	core_entry_start(struct core_entry *e, core_time_t now)
  *	void	core_entry_free(struct core_entry *e)
+ *	void	core_entry_free_rcpts(struct core_entry *e)
  *	void	core_message_free(struct core_message *m)
  * DESCRIPTION
  *	core_alloc() and core_strdup() never return NULL: running out of
@@ -94,6 +95,7 @@ void core_queue_drop_entries(struct core_queue *q);
 void core_queue_defer_todo(struct core_queue *q, const char *reason);
 void core_entry_start(struct core_entry *e, core_time_t now);
 void core_entry_free(struct core_entry *e);
+void core_entry_free_rcpts(struct core_entry *e);
 void core_message_free(struct core_message *m);
 
 #endif

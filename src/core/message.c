@@ -95,15 +95,34 @@ static struct core_peer *peer_obtain(struct core_job *job, struct core_queue *q)
     return peer;
 }
 
+/*
+ * Most entries hold one recipient (one per destination of a message), so
+ * the first is stored in the entry itself; an array takes over when a
+ * second one comes.
+ */
 static void entry_add_rcpt(struct core_entry *e, uint64_t rcpt)
 {
-    if (e->nrcpt == e->cap) {
-        e->cap = e->cap ? e->cap * 2 : 1;
-        e->rcpt = realloc(e->rcpt, e->cap * sizeof(*e->rcpt));
-        if (e->rcpt == NULL)
+    if (e->cap == 0) {
+        e->rcpt = &e->rcpt_one;
+        e->cap = 1;
+    } else if (e->nrcpt == e->cap) {
+        uint64_t *grown = malloc(e->cap * 2 * sizeof(*grown));
+
+        if (grown == NULL)
             abort();
+        memcpy(grown, e->rcpt, e->nrcpt * sizeof(*grown));
+        core_entry_free_rcpts(e);
+        e->rcpt = grown;
+        e->cap *= 2;
     }
     e->rcpt[e->nrcpt++] = rcpt;
+}
+
+void core_entry_free_rcpts(struct core_entry *e)
+{
+    if (e->rcpt != &e->rcpt_one)
+        free(e->rcpt);
+    e->rcpt = NULL;
 }
 
 int core_message_add(struct core_message *m, struct core_queue *q,
@@ -166,7 +185,7 @@ void core_entry_free(struct core_entry *e)
         q->todo_count--;
         core_job_entry_dropped(job);
     }
-    free(e->rcpt);
+    core_entry_free_rcpts(e);
     free(e);
     if (--peer->entries == 0) {
         TAILQ_REMOVE(&job->peers, peer, link);

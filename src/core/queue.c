@@ -159,7 +159,7 @@ void core_queue_drop_entries(struct core_queue *q)
             TAILQ_REMOVE(&q->busy_list, e, queue_link);
         else
             TAILQ_REMOVE(&q->todo, e, queue_link);
-        free(e->rcpt);
+        core_entry_free_rcpts(e);
         free(e);
     }
     q->todo_count = 0;
