@@ -271,7 +271,7 @@ static void test_fifo_per_destination(void **state)
         struct core_entry *flight[FLIGHT];
         long first[DESTS][MAX_JOBS], last[DESTS][MAX_JOBS], pos = 0;
         int nflight = 0, n;
-        char key[8];
+        char key[16];
 
         rng_state = (uint64_t)seed;
         props_params(&p, 2 + (int)(rng() % 4), (int)(rng() % 4),
