@@ -5,30 +5,7 @@
 # errors. Output is TAP.
 build=${1:-build}
 sim=$build/sluice-sim
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
-
-ok() {
-    n=$((n + 1))
-    echo "ok $n - $1"
-}
-not_ok() {
-    n=$((n + 1))
-    failed=1
-    echo "not ok $n - $1"
-}
-# expect DESCRIPTION EXPECTED ACTUAL
-expect() {
-    if [ "$2" = "$3" ]; then
-        ok "$1"
-    else
-        not_ok "$1"
-        echo "#   expected: $2"
-        echo "#   got:      $3"
-    fi
-}
+. tests/integration/lib/tap.sh
 
 # "the delivery sequence becomes 11112211113311" / "11221111331111".
 expect "golden sequence, slot cost 2, no loan" "11112211113311" \
@@ -133,5 +110,4 @@ else
         not_ok "a missing workload file is an error naming it"
 fi
 
-echo "1..$n"
-exit $failed
+tap_done

@@ -6,20 +6,8 @@
 # concurrency-limited servers"). Output is TAP.
 build=${1:-build}
 sim=$build/sluice-sim
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-failed=0
+. tests/integration/lib/tap.sh
 
-ok() {
-    n=$((n + 1))
-    echo "ok $n - $1"
-}
-not_ok() {
-    n=$((n + 1))
-    failed=1
-    echo "not ok $n - $1"
-}
 # check DESCRIPTION AWK-CONDITION FILE [SEED-VALUES]: every row must pass.
 # In the condition, s[i] is the i-th of SEED-VALUES for row i and abs()
 # is there; an awk error fails the check.
@@ -145,5 +133,4 @@ cmp -s "$tmp/a" "$tmp/b" && ok "deterministic: same seed, same result" ||
 ! cmp -s "$tmp/a" "$tmp/c" &&
     ok "another seed, another run" || not_ok "another seed, another run"
 
-echo "1..$n"
-exit $failed
+tap_done

@@ -1,0 +1,40 @@
+# tests/integration/lib/tap.sh: TAP helpers for the integration scripts,
+# sourced, not run (tests/run.sh runs tests/integration/*.sh only).
+#
+#   . tests/integration/lib/tap.sh   sets $tmp (removed at exit), unsets
+#                                    SLUICE_CONFIG, counts from 1
+#   ok WHAT / not_ok WHAT            one result line
+#   expect WHAT EXPECTED ACTUAL      ok if equal, else both as comments
+#   tap_done                         the plan line; exits 1 if any failed
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-test.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset SLUICE_CONFIG
+n=0
+failed=0
+
+ok() {
+    n=$((n + 1))
+    echo "ok $n - $1"
+}
+
+not_ok() {
+    n=$((n + 1))
+    failed=1
+    echo "not ok $n - $1"
+}
+
+expect() {
+    if [ "$2" = "$3" ]; then
+        ok "$1"
+    else
+        not_ok "$1"
+        echo "#   expected: $2"
+        echo "#   got:      $3"
+    fi
+}
+
+tap_done() {
+    echo "1..$n"
+    exit $failed
+}
