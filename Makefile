@@ -5,6 +5,7 @@
 #   make bench      build the benchmarks into build/bench/ (run by hand)
 #   make check      build and run every test; the last line is "N passed, N failed"
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
+#   make valgrind   the unit tests under valgrind's memcheck, leaks included
 #   make plots      draw the simulator's window-over-time plots into doc/
 #   make install    install programs and manual pages (PREFIX, DESTDIR)
 #   make format     clang-format every source file
@@ -19,6 +20,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
+LIB_PKGS := lmdb
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
@@ -26,7 +28,8 @@ CFLAGS   += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
             -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
             -Wmissing-prototypes -Isrc \
             -DSLUICE_CONFIG_FILE='"$(SYSCONFDIR)/sluice/sluice.conf"'
-LDLIBS   += -lm
+CFLAGS   += $(shell pkg-config --cflags $(LIB_PKGS))
+LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -37,7 +40,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim
 
-.PHONY: all check asan demo bench plots install format clean
+.PHONY: all check asan valgrind demo bench plots install format clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -86,6 +89,16 @@ bench: $(BENCHES)
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
+
+# Children forked by tests exit without freeing what they inherited: only
+# the test processes themselves are checked.
+valgrind: $(TESTS)
+	@fail=0; for t in $(TESTS); do \
+	    valgrind -q --leak-check=full --error-exitcode=9 \
+	        --child-silent-after-fork=yes $$t >/dev/null 2>$$t.vg; \
+	    rc=$$?; echo "$$t: exit $$rc"; \
+	    if [ $$rc -ne 0 ]; then fail=1; cat $$t.vg; fi; \
+	done; exit $$fail
 
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc

@@ -157,6 +157,16 @@ const struct conf_def conf_params[] = {
     /* Messages. */
     INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,
         "largest message accepted, in bytes (0 = no limit)"),
+
+    /* The spool. */
+    {"queue_directory", CONF_STRING, "/var/spool/sluice", NULL, 0, 0, 0, NULL,
+     "where the spool database and the maildrop live"},
+    INT("queue_map_size", "268435456", NULL, 1048576L, 1L << 44,
+        "initial size of the spool database map, in bytes"),
+    INT("queue_map_size_limit", "0", NULL, 0, 1L << 44,
+        "largest size the spool map may grow to (0 = up to the disk)"),
+    {"myhostname", CONF_STRING, "", NULL, 0, 0, 0, NULL,
+     "this host's name (empty: the system's host name)"},
 };
 
 const size_t conf_param_count = sizeof(conf_params) / sizeof(conf_params[0]);

@@ -82,7 +82,7 @@ fi
 run -c "$tmp/empty.cf" config
 n=$((n + 1))
 if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ] &&
-    [ "$(wc -l <"$tmp/out")" -eq "$(grep -c ' = ' "$tmp/out")" ] &&
+    [ "$(wc -l <"$tmp/out")" -eq "$(grep -c ' =\( \|$\)' "$tmp/out")" ] &&
     [ "$(wc -l <"$tmp/out")" -ge 36 ] &&
     sort -c "$tmp/out" 2>/dev/null &&
     grep -qx 'default_process_limit = 100' "$tmp/out" &&

@@ -185,9 +185,10 @@ static void test_table_has_every_parameter(void **state)
      * 19 integers (the reference table's 18, and
      * smtp_connection_reuse_count_limit), 13 times, 2 booleans, 2
      * feedbacks, 2 choices (concurrency_feedback_rounding,
-     * default_scheduler).
+     * default_scheduler), and the spool's 2 integers and 2 strings
+     * (queue_map_size, queue_map_size_limit, queue_directory, myhostname).
      */
-    assert_int_equal(conf_param_count, 38);
+    assert_int_equal(conf_param_count, 42);
     for (i = 0; i < NELEM(int_defaults); i++)
         assert_non_null(def_find(int_defaults[i].name));
     for (i = 0; i < NELEM(time_defaults); i++)

@@ -1,0 +1,282 @@
+/*
+ * NAME
+ *	commit 3 - storing new messages: group commit
+ * SYNOPSIS
+ *	#include "spool/spool.h"
+ *
+ *	int	spool_submit(struct spool *sp, struct spool_msg *m,
+ *			spool_done_fn *done, void *ctx)
+ *	int	spool_store(struct spool *sp, struct spool_msg *m, char *why,
+ *			size_t whylen)
+ * DESCRIPTION
+ *	Durability costs a disk flush, and a flush costs the same for one
+ *	message as for a hundred. So submitters do not commit: they queue
+ *	their message and a committer thread, started with the first
+ *	submission, takes everything queued while its previous commit was
+ *	under way, writes it in one write transaction, commits (LMDB syncs
+ *	the data, then the meta page), and only then tells each submitter,
+ *	through its callback, that its message is durable. Under load the
+ *	batches grow by themselves; with one submitter each message is its
+ *	own batch and nothing waits for a timer.
+ *
+ *	A batch that does not fit grows the map and is written again. If it
+ *	cannot be stored (the map may not grow, the disk is full, an I/O
+ *	error), every message of the batch gets status -1 and the reason:
+ *	the transaction is abandoned as a whole, so none of them is partly
+ *	there and nothing stored before is touched.
+ *
+ *	A new message gets its queue id, its creation and (unless set)
+ *	arrival time, state incoming (unless hold was asked), its size (the
+ *	caller's, or the body's length as a string when the caller left it
+ *	0), and every recipient pending. The spool owns a submitted message
+ *	until it hands it back to the callback, which frees it or keeps it.
+ *
+ *	spool_store() submits and waits for the outcome. Programs opened
+ *	with SPOOL_NO_COMMITTER (sendmail: one message, then exit) write in
+ *	the calling thread instead.
+ */
+
+#include "spool/spool_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct spool_pending {
+    struct spool_msg *msg;
+    spool_done_fn *done;
+    void *ctx;
+    struct spool_pending *next;
+};
+
+static void msg_prepare(struct spool_msg *m, int64_t now)
+{
+    m->created = now;
+    if (m->arrival == 0)
+        m->arrival = now;
+    if (m->state != SPOOL_HOLD)
+        m->state = SPOOL_INCOMING;
+    else
+        m->held_from = SPOOL_INCOMING;
+    if (m->body == NULL)
+        m->size = 0;
+    else if (m->size == 0)
+        m->size = strlen(m->body);
+    for (uint32_t i = 0; i < m->nrcpt; i++)
+        m->rcpt[i].status = SPOOL_RCPT_PENDING;
+}
+
+int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
+{
+    unsigned char key[SPOOL_KEY_RCPT];
+    struct buf b = {0};
+    MDB_val k, v;
+    int rc;
+
+    /* The envelope first: MDB_NOOVERWRITE makes the id unique. */
+    for (;;) {
+        spool_id_new(m->id, m->created);
+        spool_key_id(key, m->id);
+        spool_envelope_encode(&b, m);
+        k.mv_data = key;
+        k.mv_size = SPOOL_KEY_ID;
+        v.mv_data = b.data;
+        v.mv_size = b.len;
+        rc = mdb_put(txn, sp->msg, &k, &v, MDB_NOOVERWRITE);
+        if (rc != MDB_KEYEXIST)
+            break;
+    }
+    if (rc)
+        goto done;
+    for (uint32_t i = 0; i < m->nrcpt; i++) {
+        spool_key_rcpt(key, m->id, i);
+        spool_rcpt_encode(&b, &m->rcpt[i]);
+        k.mv_data = key;
+        k.mv_size = SPOOL_KEY_RCPT;
+        v.mv_data = b.data;
+        v.mv_size = b.len;
+        if ((rc = mdb_put(txn, sp->rcpt, &k, &v, 0)))
+            goto done;
+    }
+    spool_key_id(key, m->id);
+    k.mv_data = key;
+    k.mv_size = SPOOL_KEY_ID;
+    v.mv_data = m->body ? m->body : "";
+    v.mv_size = m->size;
+    if ((rc = mdb_put(txn, sp->body, &k, &v, 0)))
+        goto done;
+    rc = spool_index_put(sp, txn, m);
+done:
+    buf_free(&b);
+    return rc;
+}
+
+/*
+ * Write a batch in one transaction, growing the map as needed. 0, or -1
+ * with the reason.
+ */
+static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
+                       size_t whylen)
+{
+    int64_t now = spool_now();
+    struct spool_pending *p;
+    MDB_txn *txn;
+    int rc = 0;
+
+    for (p = batch; p; p = p->next)
+        msg_prepare(p->msg, now);
+    for (;;) {
+        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
+            return -1;
+        for (p = batch; p; p = p->next)
+            if ((rc = spool_put_msg(sp, txn, p->msg)) != 0)
+                break;
+        if (rc == 0)
+            return spool_txn_commit(sp, txn, why, whylen);
+        spool_txn_end(sp, txn);
+        if (rc != MDB_MAP_FULL) {
+            spool_why_lmdb(why, whylen, "spool: storing a message", rc);
+            return -1;
+        }
+        if (spool_grow(sp, why, whylen) < 0)
+            return -1;
+    }
+}
+
+static void batch_done(struct spool_pending *batch, int status, const char *why)
+{
+    struct spool_pending *p;
+
+    while ((p = batch) != NULL) {
+        batch = p->next;
+        p->done(p->ctx, p->msg, status, status ? why : NULL);
+        free(p);
+    }
+}
+
+static void *committer(void *arg)
+{
+    struct spool *sp = arg;
+    char why[256];
+
+    pthread_mutex_lock(&sp->lock);
+    for (;;) {
+        struct spool_pending *batch;
+        int status;
+
+        while (sp->head == NULL && !sp->stop)
+            pthread_cond_wait(&sp->wake, &sp->lock);
+        if (sp->head == NULL)
+            break;
+        batch = sp->head;
+        sp->head = NULL;
+        sp->tail = &sp->head;
+        pthread_mutex_unlock(&sp->lock);
+        status = batch_write(sp, batch, why, sizeof(why));
+        batch_done(batch, status, why);
+        pthread_mutex_lock(&sp->lock);
+        sp->commits++;
+    }
+    pthread_mutex_unlock(&sp->lock);
+    return NULL;
+}
+
+int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
+                 void *ctx)
+{
+    struct spool_pending *p;
+
+    if (sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER))
+        return -1;
+    p = spool_alloc(sizeof(*p));
+    p->msg = m;
+    p->done = done;
+    p->ctx = ctx;
+    pthread_mutex_lock(&sp->lock);
+    if (!sp->committer_running) {
+        if (pthread_create(&sp->committer, NULL, committer, sp) != 0) {
+            pthread_mutex_unlock(&sp->lock);
+            free(p);
+            return -1;
+        }
+        sp->committer_running = 1;
+    }
+    *sp->tail = p;
+    sp->tail = &p->next;
+    pthread_cond_signal(&sp->wake);
+    pthread_mutex_unlock(&sp->lock);
+    return 0;
+}
+
+void spool_stats(struct spool *sp, struct spool_stats *st)
+{
+    pthread_mutex_lock(&sp->lock);
+    st->commits = sp->commits;
+    pthread_mutex_unlock(&sp->lock);
+    st->map_size = sp->map_size;
+}
+
+/* Let the committer finish what is queued, then stop it (spool_close()). */
+void spool_committer_stop(struct spool *sp)
+{
+    pthread_mutex_lock(&sp->lock);
+    sp->stop = 1;
+    pthread_cond_signal(&sp->wake);
+    pthread_mutex_unlock(&sp->lock);
+    if (sp->committer_running) {
+        pthread_join(sp->committer, NULL);
+        sp->committer_running = 0;
+    }
+}
+
+/* spool_store(): wait for our own message's outcome. */
+struct store_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int finished, status;
+    char *why;
+    size_t whylen;
+};
+
+static void store_done(void *ctx, struct spool_msg *m, int status,
+                       const char *why)
+{
+    struct store_wait *w = ctx;
+
+    (void)m;
+    pthread_mutex_lock(&w->lock);
+    w->status = status;
+    if (status && why)
+        snprintf(w->why, w->whylen, "%s", why);
+    w->finished = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int spool_store(struct spool *sp, struct spool_msg *m, char *why, size_t whylen)
+{
+    struct store_wait w = {
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, why, whylen};
+
+    if (sp->flags & SPOOL_READONLY) {
+        snprintf(why, whylen, "spool: opened read-only");
+        return -1;
+    }
+    if (sp->flags & SPOOL_NO_COMMITTER) {
+        struct spool_pending one = {m, NULL, NULL, NULL};
+
+        return batch_write(sp, &one, why, whylen);
+    }
+    if (spool_submit(sp, m, store_done, &w) < 0) {
+        snprintf(why, whylen, "spool: cannot start the committer");
+        return -1;
+    }
+    pthread_mutex_lock(&w.lock);
+    while (!w.finished)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_destroy(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    return w.status;
+}

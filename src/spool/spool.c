@@ -1,0 +1,339 @@
+/*
+ * NAME
+ *	spool 3 - opening the store, transactions, the growing map
+ * SYNOPSIS
+ *	#include "spool/spool.h"
+ *
+ *	int	spool_open(struct spool **sp, const struct spool_config *cf,
+ *			int flags, char *why, size_t whylen)
+ *	void	spool_close(struct spool *sp)
+ *	struct spool_msg *spool_msg_new(void)
+ *	void	spool_msg_free(struct spool_msg *m)
+ *	int	spool_msg_add_rcpt(struct spool_msg *m, const char *address,
+ *			const char *orig, unsigned notify, const char *orcpt)
+ *	const char *spool_state_name(enum spool_state s)
+ *	const char *spool_rcpt_status_name(enum spool_rcpt_status s)
+ * DESCRIPTION
+ *	The environment lives in <queue_directory>/db (data.mdb, lock.mdb),
+ *	a directory of mode 0700: only its owner may read or write the
+ *	spool. Opening for writing checks that the caller can write there
+ *	first, so that a user who cannot gets EACCES at once and sendmail
+ *	can use the maildrop instead.
+ *
+ *	The map starts at the configured size, or at the size the file
+ *	already has if that is larger, and doubles when a write transaction
+ *	does not fit (spool_grow()), up to the limit if there is one. LMDB
+ *	writes with pwrite(2) and syncs at every commit: when the disk is
+ *	full the commit fails with ENOSPC, the transaction is abandoned as a
+ *	whole, and what was there before is untouched.
+ */
+
+#include "spool/spool_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc)
+{
+    switch (rc) {
+    case MDB_MAP_FULL:
+        snprintf(why, whylen, "%s: spool full (the map reached its size limit)",
+                 what);
+        break;
+    case ENOSPC:
+        snprintf(why, whylen, "%s: disk full", what);
+        break;
+    case EFBIG:
+        snprintf(why, whylen, "%s: file size limit reached (disk full?)", what);
+        break;
+    case EIO:
+        /* LMDB reports a short write, as on a full disk, as EIO. */
+        snprintf(why, whylen,
+                 "%s: I/O error writing the spool (is the disk "
+                 "full?)",
+                 what);
+        break;
+    default:
+        snprintf(why, whylen, "%s: %s", what, mdb_strerror(rc));
+        break;
+    }
+}
+
+static int open_dbs(struct spool *sp, int create, char *why, size_t whylen)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        unsigned flags;
+    } dbs[] = {
+        {"msg", offsetof(struct spool, msg), 0},
+        {"rcpt", offsetof(struct spool, rcpt), 0},
+        {"body", offsetof(struct spool, body), 0},
+        {"incoming", offsetof(struct spool, incoming), 0},
+        {"deferred", offsetof(struct spool, deferred), 0},
+        {"corrupt", offsetof(struct spool, corrupt), 0},
+    };
+    MDB_txn *txn;
+    int rc;
+
+    if ((rc = mdb_txn_begin(sp->env, NULL, create ? 0 : MDB_RDONLY, &txn))) {
+        spool_why_lmdb(why, whylen, "spool: open", rc);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+        MDB_dbi *dbi = (MDB_dbi *)((char *)sp + dbs[i].offset);
+
+        if ((rc =
+                 mdb_dbi_open(txn, dbs[i].name,
+                              dbs[i].flags | (create ? MDB_CREATE : 0), dbi))) {
+            mdb_txn_abort(txn);
+            if (rc == MDB_NOTFOUND)
+                snprintf(why, whylen,
+                         "spool: database \"%s\" missing: not a sluice spool",
+                         dbs[i].name);
+            else
+                spool_why_lmdb(why, whylen, "spool: open", rc);
+            return -1;
+        }
+    }
+    if ((rc = mdb_txn_commit(txn))) {
+        spool_why_lmdb(why, whylen, "spool: open", rc);
+        return -1;
+    }
+    return 0;
+}
+
+static int spool_dir(const struct spool_config *cf, int flags, char *path,
+                     size_t len, char *why, size_t whylen)
+{
+    struct stat st;
+
+    if (cf->queue_directory == NULL || *cf->queue_directory == 0) {
+        snprintf(why, whylen, "spool: queue_directory is empty");
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(path, len, "%s/db", cf->queue_directory);
+    if ((flags & SPOOL_CREATE) && mkdir(cf->queue_directory, 0755) < 0 &&
+        errno != EEXIST) {
+        snprintf(why, whylen, "spool: cannot create %s: %s",
+                 cf->queue_directory, strerror(errno));
+        return -1;
+    }
+    if ((flags & SPOOL_CREATE) && mkdir(path, 0700) < 0 && errno != EEXIST) {
+        snprintf(why, whylen, "spool: cannot create %s: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    if (stat(path, &st) < 0) {
+        int err = errno;
+
+        snprintf(why, whylen, "spool: %s: %s", path, strerror(err));
+        errno = err;
+        return -1;
+    }
+    if (access(path, (flags & SPOOL_READONLY) ? R_OK | X_OK
+                                              : R_OK | W_OK | X_OK) < 0) {
+        int err = errno;
+
+        snprintf(why, whylen, "spool: %s: %s", path, strerror(err));
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+int spool_open(struct spool **spp, const struct spool_config *cf, int flags,
+               char *why, size_t whylen)
+{
+    struct spool *sp;
+    char path[4096];
+    MDB_envinfo info;
+    int rc;
+
+    *spp = NULL;
+    if (spool_dir(cf, flags, path, sizeof(path), why, whylen) < 0)
+        return -1;
+    sp = spool_alloc(sizeof(*sp));
+    sp->flags = flags;
+    sp->map_size = cf->map_size ? cf->map_size : 256ULL << 20;
+    sp->map_size_limit = cf->map_size_limit;
+    pthread_rwlock_init(&sp->resize, NULL);
+    pthread_mutex_init(&sp->lock, NULL);
+    pthread_cond_init(&sp->wake, NULL);
+    sp->tail = &sp->head;
+    if ((rc = mdb_env_create(&sp->env)) ||
+        (rc = mdb_env_set_maxdbs(sp->env, 8)) ||
+        (rc = mdb_env_set_maxreaders(sp->env, 512)) ||
+        (rc = mdb_env_set_mapsize(sp->env, sp->map_size)) ||
+        (rc = mdb_env_open(
+             sp->env, path,
+             MDB_NOTLS | ((flags & SPOOL_READONLY) ? MDB_RDONLY : 0), 0600))) {
+        spool_why_lmdb(why, whylen, "spool: open", rc);
+        errno = rc == EACCES ? EACCES : EIO;
+        spool_close(sp);
+        return -1;
+    }
+    /* A map grown earlier, by us or another process, stays grown. */
+    mdb_env_info(sp->env, &info);
+    if (info.me_mapsize > sp->map_size)
+        sp->map_size = info.me_mapsize;
+    if (open_dbs(sp, !(flags & SPOOL_READONLY), why, whylen) < 0) {
+        errno = EIO;
+        spool_close(sp);
+        return -1;
+    }
+    *spp = sp;
+    return 0;
+}
+
+void spool_close(struct spool *sp)
+{
+    if (sp == NULL)
+        return;
+    spool_committer_stop(sp);
+    if (sp->env)
+        mdb_env_close(sp->env);
+    pthread_rwlock_destroy(&sp->resize);
+    pthread_mutex_destroy(&sp->lock);
+    pthread_cond_destroy(&sp->wake);
+    free(sp);
+}
+
+int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
+                    size_t whylen)
+{
+    int rc;
+
+    if (write && (sp->flags & SPOOL_READONLY)) {
+        snprintf(why, whylen, "spool: opened read-only");
+        return -1;
+    }
+    for (int tries = 0;; tries++) {
+        pthread_rwlock_rdlock(&sp->resize);
+        rc = mdb_txn_begin(sp->env, NULL, write ? 0 : MDB_RDONLY, txn);
+        if (rc != MDB_MAP_RESIZED || tries > 2)
+            break;
+        /* Another process grew the map: adopt its size. */
+        pthread_rwlock_unlock(&sp->resize);
+        pthread_rwlock_wrlock(&sp->resize);
+        mdb_env_set_mapsize(sp->env, 0);
+        pthread_rwlock_unlock(&sp->resize);
+    }
+    if (rc) {
+        pthread_rwlock_unlock(&sp->resize);
+        spool_why_lmdb(why, whylen, "spool", rc);
+        return -1;
+    }
+    return 0;
+}
+
+void spool_txn_end(struct spool *sp, MDB_txn *txn)
+{
+    mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&sp->resize);
+}
+
+int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen)
+{
+    int rc = mdb_txn_commit(txn);
+
+    pthread_rwlock_unlock(&sp->resize);
+    if (rc) {
+        spool_why_lmdb(why, whylen, "spool: commit", rc);
+        errno = rc;
+        return -1;
+    }
+    return 0;
+}
+
+int spool_grow(struct spool *sp, char *why, size_t whylen)
+{
+    uint64_t size = sp->map_size * 2;
+    int rc;
+
+    if (sp->map_size_limit && sp->map_size >= sp->map_size_limit) {
+        snprintf(why, whylen,
+                 "spool full: the map reached queue_map_size_limit (%llu "
+                 "bytes)",
+                 (unsigned long long)sp->map_size_limit);
+        return -1;
+    }
+    if (sp->map_size_limit && size > sp->map_size_limit)
+        size = sp->map_size_limit;
+    pthread_rwlock_wrlock(&sp->resize);
+    rc = mdb_env_set_mapsize(sp->env, size);
+    pthread_rwlock_unlock(&sp->resize);
+    if (rc) {
+        spool_why_lmdb(why, whylen, "spool: growing the map", rc);
+        return -1;
+    }
+    sp->map_size = size;
+    return 0;
+}
+
+struct spool_msg *spool_msg_new(void)
+{
+    return spool_alloc(sizeof(struct spool_msg));
+}
+
+void spool_msg_free(struct spool_msg *m)
+{
+    if (m == NULL)
+        return;
+    spool_envelope_clear(m);
+    for (uint32_t i = 0; i < m->nrcpt && m->rcpt; i++)
+        spool_rcpt_clear(&m->rcpt[i]);
+    free(m->rcpt);
+    free(m->body);
+    free(m);
+}
+
+void spool_rcpts_free(struct spool_rcpt *r, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        spool_rcpt_clear(&r[i]);
+    free(r);
+}
+
+int spool_msg_add_rcpt(struct spool_msg *m, const char *address,
+                       const char *orig, unsigned notify, const char *orcpt)
+{
+    struct spool_rcpt *r;
+
+    if (address == NULL || notify > 15)
+        return -1;
+    if (m->nrcpt == m->rcpt_cap) {
+        m->rcpt_cap = m->rcpt_cap ? m->rcpt_cap * 2 : 4;
+        m->rcpt = realloc(m->rcpt, m->rcpt_cap * sizeof(*m->rcpt));
+        if (m->rcpt == NULL)
+            abort();
+    }
+    r = &m->rcpt[m->nrcpt++];
+    memset(r, 0, sizeof(*r));
+    r->address = spool_strdup(address);
+    r->orig = orig ? spool_strdup(orig) : NULL;
+    r->orcpt = orcpt ? spool_strdup(orcpt) : NULL;
+    r->notify = notify;
+    return 0;
+}
+
+const char *spool_state_name(enum spool_state s)
+{
+    static const char *const names[] = {"incoming", "active", "deferred",
+                                        "hold", "corrupt"};
+
+    return (unsigned)s <= SPOOL_CORRUPT ? names[s] : "unknown";
+}
+
+const char *spool_rcpt_status_name(enum spool_rcpt_status s)
+{
+    static const char *const names[] = {"pending", "delivered", "bounced",
+                                        "deferred"};
+
+    return (unsigned)s <= SPOOL_RCPT_DEFERRED ? names[s] : "unknown";
+}

@@ -1,0 +1,237 @@
+#ifndef SLUICE_SPOOL_H
+#define SLUICE_SPOOL_H
+
+/*
+ * NAME
+ *	spool 3 - the durable message store, on LMDB
+ * SYNOPSIS
+ *	#include "spool/spool.h"
+ *
+ *	int	spool_open(struct spool **sp, const struct spool_config *cf,
+ *			int flags, char *why, size_t whylen)
+ *	void	spool_close(struct spool *sp)
+ *
+ *	struct spool_msg *spool_msg_new(void)
+ *	void	spool_msg_free(struct spool_msg *m)
+ *	int	spool_msg_add_rcpt(struct spool_msg *m, const char *address,
+ *			const char *orig, unsigned notify, const char *orcpt)
+ *
+ *	int	spool_submit(struct spool *sp, struct spool_msg *m,
+ *			spool_done_fn *done, void *ctx)
+ *	int	spool_store(struct spool *sp, struct spool_msg *m, char *why,
+ *			size_t whylen)
+ *
+ *	int	spool_get(struct spool *sp, const char *id, struct spool_msg
+ ***m, int what, char *why, size_t whylen) int	spool_rcpts(struct spool *sp,
+ *const char *id, uint32_t from, uint32_t max, struct spool_rcpt **out, uint32_t
+ **count, char *why, size_t whylen) int	spool_list(struct spool *sp, enum
+ *spool_index index, spool_list_fn *fn, void *ctx, char *why, size_t whylen) int
+ *spool_update(struct spool *sp, const char *id, const struct spool_change *ch,
+ *char *why, size_t whylen) int	spool_delete(struct spool *sp, const char *id,
+ *char *why, size_t whylen) int	spool_recover(struct spool *sp, struct
+ *spool_recovery *rec, char *why, size_t whylen) void	spool_stats(struct spool
+ **sp, struct spool_stats *st) DESCRIPTION The spool keeps messages (envelope,
+ *recipients, body) in one LMDB environment under <queue_directory>/db. A
+ *message is acknowledged only after the write transaction that holds it is on
+ *disk: LMDB runs with its default synchronous commits, never with MDB_NOSYNC or
+ *	MDB_WRITEMAP, so a crash at any instant loses no committed message
+ *	and shows no partly written one.
+ *
+ *	spool_open() opens (with SPOOL_CREATE: creates, mode 0700) the
+ *	environment. With SPOOL_READONLY nothing can be changed. The map
+ *	starts at spool_config.map_size and grows (doubling, up to
+ *	map_size_limit, 0 = no limit but the disk) when a transaction does
+ *	not fit. Errors return -1 with the reason in why, and errno set:
+ *	EACCES when the caller may not write the spool (sendmail then uses
+ *	the maildrop), ENOENT when it does not exist.
+ *
+ *	spool_submit() queues a message for the next group commit and
+ *	returns at once; the message gets its queue id (m->id) when it is
+ *	written, and belongs to the spool until the callback gets it back.
+ *	The body is m->size bytes at m->body (size 0: the body is a string
+ *	and its length is taken). A committer thread writes every message queued
+ *	while the previous commit was going on in one transaction, commits
+ *	it (one fsync for all) and then calls each message's done callback,
+ *	from the committer thread, with status 0 (durable) or -1 and a
+ *	reason (nothing of that message was stored: a temporary failure,
+ *	"spool full", "disk full"). Many submitters, one fsync: group
+ *	commit. spool_store() is the synchronous form: submit and wait; the
+ *	caller keeps m.
+ *
+ *	spool_get() reads a message by queue id: its envelope always, its
+ *	recipients with SPOOL_GET_RCPTS, its body with SPOOL_GET_BODY.
+ *	spool_rcpts() reads up to max recipients starting at index from
+ *	(recipients can be read in batches from any position). spool_list()
+ *	calls fn for each message of an index: SPOOL_INDEX_INCOMING in
+ *	arrival order, SPOOL_INDEX_DEFERRED by next attempt time,
+ *	SPOOL_INDEX_ALL by queue id (roughly arrival order); fn returns
+ *	non-zero to stop. Listing uses a read transaction and never blocks
+ *	writers.
+ *
+ *	spool_update() applies a change to one message in one transaction:
+ *	new state, next attempt time, attempt count, and recipient results.
+ *	spool_delete() removes a message with everything it has.
+ *
+ *	spool_recover() is the start-up pass: messages left active go back
+ *	to incoming; a record that cannot be decoded moves its message to
+ *	corrupt, with the reason, its raw bytes kept (nothing is deleted).
+ *
+ *	spool_stats() reports the number of group commits so far and the
+ *	current map size.
+ *
+ *	Every function that can fail for reasons outside the program
+ *	returns -1 with a one-line reason in why; they never exit.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define SPOOL_ID_MAX 16 /* queue id length, at most */
+
+enum spool_state {
+    SPOOL_INCOMING,
+    SPOOL_ACTIVE,
+    SPOOL_DEFERRED,
+    SPOOL_HOLD,
+    SPOOL_CORRUPT,
+};
+
+enum spool_rcpt_status {
+    SPOOL_RCPT_PENDING,
+    SPOOL_RCPT_DELIVERED,
+    SPOOL_RCPT_BOUNCED,
+    SPOOL_RCPT_DEFERRED,
+};
+
+/* DSN NOTIFY bits; 0 means not given (the default: FAILURE,DELAY). */
+#define SPOOL_NOTIFY_NEVER   1u
+#define SPOOL_NOTIFY_SUCCESS 2u
+#define SPOOL_NOTIFY_FAILURE 4u
+#define SPOOL_NOTIFY_DELAY   8u
+
+/* DSN RET. */
+enum spool_ret {
+    SPOOL_RET_DEFAULT,
+    SPOOL_RET_FULL,
+    SPOOL_RET_HDRS,
+};
+
+struct spool_rcpt {
+    char *address;
+    char *orig;  /* original recipient, or NULL */
+    char *orcpt; /* DSN ORCPT ("rfc822;x@y"), or NULL */
+    unsigned notify;
+    enum spool_rcpt_status status;
+    int code;     /* last SMTP status code, 0 if none */
+    char *reason; /* last status text (with enhanced code), or NULL */
+};
+
+struct spool_msg {
+    char id[SPOOL_ID_MAX + 1];
+    char *sender; /* "" for the null sender */
+    char *envid;  /* DSN ENVID, or NULL */
+    enum spool_ret ret;
+    enum spool_state state;
+    enum spool_state held_from; /* state to release to, while HOLD */
+    int64_t arrival;            /* microseconds since the epoch */
+    int64_t created;            /* when first stored */
+    int64_t next_attempt;       /* due time, while DEFERRED */
+    uint32_t attempts;
+    uint64_t size;        /* body bytes */
+    char *corrupt_reason; /* while CORRUPT */
+    uint32_t nrcpt;
+    struct spool_rcpt *rcpt; /* with SPOOL_GET_RCPTS or when submitting */
+    char *body;              /* with SPOOL_GET_BODY or when submitting */
+    size_t rcpt_cap;
+};
+
+struct spool_config {
+    const char *queue_directory;
+    uint64_t map_size;       /* bytes, initial */
+    uint64_t map_size_limit; /* bytes, 0 = no limit but the disk */
+};
+
+#define SPOOL_CREATE       1
+#define SPOOL_READONLY     2
+#define SPOOL_NO_COMMITTER 4 /* one-shot programs: spool_store() only */
+
+#define SPOOL_GET_RCPTS 1
+#define SPOOL_GET_BODY  2
+
+enum spool_index {
+    SPOOL_INDEX_ALL,
+    SPOOL_INDEX_INCOMING,
+    SPOOL_INDEX_DEFERRED,
+};
+
+/* A change to one message; fields with has_* unset stay as they are. */
+struct spool_change {
+    int has_state;
+    enum spool_state state;
+    int has_next_attempt;
+    int64_t next_attempt;
+    int has_attempts;
+    uint32_t attempts;
+    uint32_t nresults;
+    const struct spool_result *results;
+};
+
+struct spool_result {
+    uint32_t rcpt; /* index */
+    enum spool_rcpt_status status;
+    int code;
+    const char *reason;
+};
+
+struct spool_recovery {
+    long active_to_incoming;
+    long corrupt;
+};
+
+struct spool;
+
+typedef void spool_done_fn(void *ctx, struct spool_msg *m, int status,
+                           const char *why);
+typedef int spool_list_fn(void *ctx, const struct spool_msg *m);
+
+int spool_open(struct spool **sp, const struct spool_config *cf, int flags,
+               char *why, size_t whylen);
+void spool_close(struct spool *sp);
+
+struct spool_msg *spool_msg_new(void);
+void spool_msg_free(struct spool_msg *m);
+int spool_msg_add_rcpt(struct spool_msg *m, const char *address,
+                       const char *orig, unsigned notify, const char *orcpt);
+
+int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
+                 void *ctx);
+int spool_store(struct spool *sp, struct spool_msg *m, char *why,
+                size_t whylen);
+
+int spool_get(struct spool *sp, const char *id, struct spool_msg **m, int what,
+              char *why, size_t whylen);
+int spool_rcpts(struct spool *sp, const char *id, uint32_t from, uint32_t max,
+                struct spool_rcpt **out, uint32_t *count, char *why,
+                size_t whylen);
+void spool_rcpts_free(struct spool_rcpt *r, uint32_t count);
+int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
+               void *ctx, char *why, size_t whylen);
+int spool_update(struct spool *sp, const char *id,
+                 const struct spool_change *ch, char *why, size_t whylen);
+int spool_delete(struct spool *sp, const char *id, char *why, size_t whylen);
+int spool_recover(struct spool *sp, struct spool_recovery *rec, char *why,
+                  size_t whylen);
+
+struct spool_stats {
+    long commits;      /* group commits done by the committer */
+    uint64_t map_size; /* current map size, bytes */
+};
+
+void spool_stats(struct spool *sp, struct spool_stats *st);
+
+const char *spool_state_name(enum spool_state s);
+const char *spool_rcpt_status_name(enum spool_rcpt_status s);
+int64_t spool_now(void); /* microseconds since the epoch */
+
+#endif

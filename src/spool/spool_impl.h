@@ -1,0 +1,130 @@
+#ifndef SLUICE_SPOOL_IMPL_H
+#define SLUICE_SPOOL_IMPL_H
+
+/*
+ * NAME
+ *	spool_impl 3h - what the files of spool/ share, and only they
+ * SYNOPSIS
+ *	#include "spool/spool_impl.h"
+ *
+ *	Records (record.c):
+ *	void	spool_envelope_encode(struct buf *b, const struct spool_msg *m)
+ *	int	spool_envelope_decode(const void *p, size_t len,
+ *			struct spool_msg *m, char *why, size_t whylen)
+ *	void	spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
+ *	int	spool_rcpt_decode(const void *p, size_t len,
+ *			struct spool_rcpt *r, char *why, size_t whylen)
+ *
+ *	Keys (record.c):
+ *	void	spool_key_id(unsigned char key[SPOOL_KEY_ID], const char *id)
+ *	void	spool_key_rcpt(unsigned char key[SPOOL_KEY_RCPT],
+ *			const char *id, uint32_t index)
+ *	void	spool_key_time(unsigned char key[SPOOL_KEY_TIME], int64_t when,
+ *			const char *id)
+ *
+ *	Queue ids (id.c):
+ *	void	spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)
+ *
+ *	Transactions (spool.c):
+ *	int	spool_txn_begin(struct spool *sp, int write, MDB_txn **txn,
+ *			char *why, size_t whylen)
+ *	void	spool_txn_end(struct spool *sp, MDB_txn *txn)
+ *	int	spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why,
+ *			size_t whylen)
+ *	int	spool_grow(struct spool *sp, char *why, size_t whylen)
+ *	void	spool_why_lmdb(char *why, size_t whylen, const char *what,
+ *			int rc)
+ * DESCRIPTION
+ *	Records are versioned tag-length-value strings: a version byte,
+ *	then fields, each a tag byte, a length (LEB128) and the bytes;
+ *	numbers are LEB128 inside their field. Unknown tags are skipped (a
+ *	later version may add fields); a missing required field, a length
+ *	past the end or a bad number makes the record undecodable, with
+ *	the reason.
+ *
+ *	Keys are fixed width so that LMDB's byte order is the order we
+ *	want: a queue id padded with NULs to 16 bytes; a recipient key is
+ *	that and the index, big-endian; an index key (incoming by arrival,
+ *	deferred by due time) is the time, big-endian, then the id.
+ *
+ *	Transactions go through spool.c so that the map can grow: a write
+ *	that does not fit is retried by the caller after spool_grow(). The
+ *	map may only be resized while no transaction of this process is
+ *	open, so every transaction holds a read lock on a process-wide
+ *	rwlock and spool_grow() takes it for writing. A map grown by
+ *	another process (MDB_MAP_RESIZED) is adopted when a transaction
+ *	begins.
+ */
+
+#include <lmdb.h>
+#include <pthread.h>
+
+#include "spool/spool.h"
+
+#define SPOOL_KEY_ID   16
+#define SPOOL_KEY_RCPT (SPOOL_KEY_ID + 4)
+#define SPOOL_KEY_TIME (8 + SPOOL_KEY_ID)
+
+/* A growing byte buffer; never fails (aborts when memory runs out). */
+struct buf {
+    unsigned char *data;
+    size_t len, size;
+};
+
+void buf_reset(struct buf *b);
+void buf_free(struct buf *b);
+void buf_add(struct buf *b, const void *p, size_t len);
+
+struct spool_pending;
+
+struct spool {
+    MDB_env *env;
+    MDB_dbi msg, rcpt, body, incoming, deferred, corrupt;
+    int flags;
+    uint64_t map_size, map_size_limit;
+    pthread_rwlock_t resize; /* read: a transaction; write: resize */
+    /* group commit */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct spool_pending *head, **tail;
+    int stop, committer_running;
+    pthread_t committer;
+    long commits; /* transactions committed by the committer */
+};
+
+void spool_envelope_encode(struct buf *b, const struct spool_msg *m);
+int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,
+                          char *why, size_t whylen);
+void spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r);
+int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *r,
+                      char *why, size_t whylen);
+void spool_rcpt_clear(struct spool_rcpt *r);
+void spool_envelope_clear(struct spool_msg *m);
+
+void spool_key_id(unsigned char key[SPOOL_KEY_ID], const char *id);
+void spool_key_rcpt(unsigned char key[SPOOL_KEY_RCPT], const char *id,
+                    uint32_t index);
+void spool_key_time(unsigned char key[SPOOL_KEY_TIME], int64_t when,
+                    const char *id);
+
+void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now);
+
+int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
+                    size_t whylen);
+void spool_txn_end(struct spool *sp, MDB_txn *txn);
+int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen);
+int spool_grow(struct spool *sp, char *why, size_t whylen);
+void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc);
+
+/* Stop the committer after what is queued (commit.c; spool_close()). */
+void spool_committer_stop(struct spool *sp);
+/* Write one new message in txn (commit.c); MDB errors come back as is. */
+int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m);
+/* Index keys of a message's state (access.c). */
+int spool_index_del(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
+int spool_index_put(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
+
+void *spool_alloc(size_t size);
+char *spool_strdup(const char *s);
+
+#endif

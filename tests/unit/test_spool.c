@@ -1,0 +1,713 @@
+/*
+ * test_spool - the LMDB spool: storing, reading, listing, changing,
+ * recovering, group commit, and full maps and disks
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spool/spool.h"
+
+struct fixture {
+    char dir[64];
+    struct spool_config cf;
+    struct spool *sp;
+    char why[256];
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof(*fx));
+
+    snprintf(fx->dir, sizeof(fx->dir), "/tmp/sluice-spool.XXXXXX");
+    if (mkdtemp(fx->dir) == NULL)
+        return -1;
+    fx->cf.queue_directory = fx->dir;
+    fx->cf.map_size = 1 << 20;
+    if (spool_open(&fx->sp, &fx->cf, SPOOL_CREATE, fx->why, sizeof(fx->why)) <
+        0) {
+        fprintf(stderr, "%s\n", fx->why);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    char cmd[128];
+
+    spool_close(fx->sp);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", fx->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(fx);
+    return 0;
+}
+
+static void reopen(struct fixture *fx, int flags)
+{
+    spool_close(fx->sp);
+    fx->sp = NULL;
+    if (spool_open(&fx->sp, &fx->cf, flags, fx->why, sizeof(fx->why)) < 0)
+        fail_msg("reopen: %s", fx->why);
+}
+
+/* A message from sender with n recipients r0@x.test ... and a body. */
+static struct spool_msg *make_msg(const char *sender, int n, const char *body)
+{
+    struct spool_msg *m = spool_msg_new();
+    char addr[64];
+
+    m->sender = strdup(sender);
+    m->body = strdup(body);
+    for (int i = 0; i < n; i++) {
+        snprintf(addr, sizeof(addr), "r%d@x.test", i);
+        assert_int_equal(spool_msg_add_rcpt(m, addr, NULL, 0, NULL), 0);
+    }
+    return m;
+}
+
+static void store(struct fixture *fx, struct spool_msg *m)
+{
+    if (spool_store(fx->sp, m, fx->why, sizeof(fx->why)) < 0)
+        fail_msg("store: %s", fx->why);
+}
+
+static int count_cb(void *ctx, const struct spool_msg *m)
+{
+    (void)m;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int count(struct fixture *fx, enum spool_index index)
+{
+    int n = 0;
+
+    assert_int_equal(
+        spool_list(fx->sp, index, count_cb, &n, fx->why, sizeof(fx->why)), 0);
+    return n;
+}
+
+/* Everything a message has comes back as it went in. */
+static void test_store_and_get(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m = spool_msg_new(), *got;
+    static const char alphabet[] = "0123456789ABCDEFGHJKLMNPQRSTVWXZ";
+
+    m->sender = strdup("alice@a.test");
+    m->envid = strdup("ENV-1");
+    m->ret = SPOOL_RET_HDRS;
+    m->arrival = 1700000000123456;
+    m->body = strdup("Subject: hi\r\n\r\nhello\r\n");
+    spool_msg_add_rcpt(m, "bob@b.test", "Bob@B.test",
+                       SPOOL_NOTIFY_SUCCESS | SPOOL_NOTIFY_FAILURE,
+                       "rfc822;Bob@B.test");
+    spool_msg_add_rcpt(m, "carol@c.test", NULL, SPOOL_NOTIFY_NEVER, NULL);
+    store(fx, m);
+    assert_int_equal(strlen(m->id), 14);
+    assert_int_equal(strspn(m->id, alphabet), 14);
+
+    assert_int_equal(spool_get(fx->sp, m->id, &got,
+                               SPOOL_GET_RCPTS | SPOOL_GET_BODY, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_string_equal(got->id, m->id);
+    assert_string_equal(got->sender, "alice@a.test");
+    assert_string_equal(got->envid, "ENV-1");
+    assert_int_equal(got->ret, SPOOL_RET_HDRS);
+    assert_int_equal(got->state, SPOOL_INCOMING);
+    assert_int_equal(got->arrival, 1700000000123456);
+    assert_true(got->created > 1700000000000000);
+    assert_int_equal(got->size, 22);
+    assert_int_equal(got->attempts, 0);
+    assert_int_equal(got->nrcpt, 2);
+    assert_string_equal(got->rcpt[0].address, "bob@b.test");
+    assert_string_equal(got->rcpt[0].orig, "Bob@B.test");
+    assert_string_equal(got->rcpt[0].orcpt, "rfc822;Bob@B.test");
+    assert_int_equal(got->rcpt[0].notify,
+                     SPOOL_NOTIFY_SUCCESS | SPOOL_NOTIFY_FAILURE);
+    assert_int_equal(got->rcpt[0].status, SPOOL_RCPT_PENDING);
+    assert_string_equal(got->rcpt[1].address, "carol@c.test");
+    assert_null(got->rcpt[1].orig);
+    assert_null(got->rcpt[1].orcpt);
+    assert_int_equal(got->rcpt[1].notify, SPOOL_NOTIFY_NEVER);
+    assert_string_equal(got->body, "Subject: hi\r\n\r\nhello\r\n");
+    spool_msg_free(got);
+    spool_msg_free(m);
+
+    /* The null sender, and a binary body with a given size. */
+    m = spool_msg_new();
+    m->sender = strdup("");
+    m->body = malloc(5);
+    memcpy(m->body, "a\0b\0c", 5);
+    m->size = 5;
+    spool_msg_add_rcpt(m, "x@y.test", NULL, 0, NULL);
+    store(fx, m);
+    assert_int_equal(spool_get(fx->sp, m->id, &got, SPOOL_GET_BODY, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_string_equal(got->sender, "");
+    assert_int_equal(got->size, 5);
+    assert_memory_equal(got->body, "a\0b\0c", 5);
+    assert_null(got->rcpt);
+    spool_msg_free(got);
+    spool_msg_free(m);
+}
+
+/* "Queue ids: unique, printable, roughly time-ordered, short". */
+static void test_ids_unique_and_ordered(void **state)
+{
+    struct fixture *fx = *state;
+    char prev[SPOOL_ID_MAX + 1] = "";
+
+    for (int i = 0; i < 300; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 1, "x\r\n");
+
+        store(fx, m);
+        assert_true(strcmp(m->id, prev) > 0);
+        memcpy(prev, m->id, sizeof(prev));
+        spool_msg_free(m);
+    }
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 300);
+}
+
+static void test_get_unknown(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m;
+
+    assert_int_equal(
+        spool_get(fx->sp, "NOSUCHID", &m, 0, fx->why, sizeof(fx->why)), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_string_equal(fx->why, "NOSUCHID: no such message");
+    assert_null(m);
+}
+
+/* "Recipients can be read in batches from any position". */
+static void test_recipient_batches(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m = make_msg("a@a.test", 100, "x\r\n");
+    struct spool_rcpt *r;
+    uint32_t n;
+
+    store(fx, m);
+    assert_int_equal(
+        spool_rcpts(fx->sp, m->id, 37, 10, &r, &n, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(n, 10);
+    assert_string_equal(r[0].address, "r37@x.test");
+    assert_string_equal(r[9].address, "r46@x.test");
+    spool_rcpts_free(r, n);
+    assert_int_equal(
+        spool_rcpts(fx->sp, m->id, 95, 10, &r, &n, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(n, 5);
+    assert_string_equal(r[4].address, "r99@x.test");
+    spool_rcpts_free(r, n);
+    assert_int_equal(
+        spool_rcpts(fx->sp, m->id, 100, 10, &r, &n, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(n, 0);
+    spool_msg_free(m);
+}
+
+struct order {
+    char ids[8][SPOOL_ID_MAX + 1];
+    int n;
+};
+
+static int order_cb(void *ctx, const struct spool_msg *m)
+{
+    struct order *o = ctx;
+
+    snprintf(o->ids[o->n++], sizeof(o->ids[0]), "%s", m->id);
+    return o->n == 8;
+}
+
+/* "Indices to list incoming mail in arrival order, deferred mail by due
+ * time": updates move messages between them. */
+static void test_indices_and_updates(void **state)
+{
+    struct fixture *fx = *state;
+    const int64_t arrival[3] = {3000, 1000, 2000};
+    char ids[3][SPOOL_ID_MAX + 1];
+    struct spool_change ch = {0};
+    struct spool_result res[2];
+    struct order o = {0};
+    struct spool_msg *got;
+
+    for (int i = 0; i < 3; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 2, "x\r\n");
+
+        m->arrival = arrival[i];
+        store(fx, m);
+        snprintf(ids[i], sizeof(ids[i]), "%s", m->id);
+        spool_msg_free(m);
+    }
+    spool_list(fx->sp, SPOOL_INDEX_INCOMING, order_cb, &o, fx->why,
+               sizeof(fx->why));
+    assert_int_equal(o.n, 3);
+    assert_string_equal(o.ids[0], ids[1]);
+    assert_string_equal(o.ids[1], ids[2]);
+    assert_string_equal(o.ids[2], ids[0]);
+
+    /* Defer two, due at 500 and 200; record recipient results. */
+    ch.has_state = 1;
+    ch.state = SPOOL_DEFERRED;
+    ch.has_next_attempt = 1;
+    ch.next_attempt = 500;
+    ch.has_attempts = 1;
+    ch.attempts = 1;
+    res[0] = (struct spool_result){0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok"};
+    res[1] =
+        (struct spool_result){1, SPOOL_RCPT_DEFERRED, 451, "4.3.0 try later"};
+    ch.results = res;
+    ch.nresults = 2;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    ch.next_attempt = 200;
+    ch.nresults = 0;
+    assert_int_equal(
+        spool_update(fx->sp, ids[1], &ch, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 1);
+    memset(&o, 0, sizeof(o));
+    spool_list(fx->sp, SPOOL_INDEX_DEFERRED, order_cb, &o, fx->why,
+               sizeof(fx->why));
+    assert_int_equal(o.n, 2);
+    assert_string_equal(o.ids[0], ids[1]);
+    assert_string_equal(o.ids[1], ids[0]);
+
+    assert_int_equal(spool_get(fx->sp, ids[0], &got, SPOOL_GET_RCPTS, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_int_equal(got->state, SPOOL_DEFERRED);
+    assert_int_equal(got->next_attempt, 500);
+    assert_int_equal(got->attempts, 1);
+    assert_int_equal(got->rcpt[0].status, SPOOL_RCPT_DELIVERED);
+    assert_int_equal(got->rcpt[0].code, 250);
+    assert_string_equal(got->rcpt[0].reason, "2.0.0 ok");
+    assert_int_equal(got->rcpt[1].status, SPOOL_RCPT_DEFERRED);
+    assert_string_equal(got->rcpt[1].reason, "4.3.0 try later");
+    spool_msg_free(got);
+
+    /* Hold remembers where it came from; it leaves every index. */
+    memset(&ch, 0, sizeof(ch));
+    ch.has_state = 1;
+    ch.state = SPOOL_HOLD;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_DEFERRED), 1);
+    assert_int_equal(
+        spool_get(fx->sp, ids[0], &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_HOLD);
+    assert_int_equal(got->held_from, SPOOL_DEFERRED);
+    spool_msg_free(got);
+
+    /* A result for a recipient that does not exist is refused whole. */
+    res[0] = (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok"};
+    ch.results = res;
+    ch.nresults = 1;
+    ch.state = SPOOL_INCOMING;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), -1);
+    assert_string_equal(
+        fx->why, strcat(strcpy((char[64]){0}, ids[0]), ": no such recipient"));
+    assert_int_equal(
+        spool_get(fx->sp, ids[0], &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_HOLD);
+    spool_msg_free(got);
+
+    /* Delete: gone from everything. */
+    assert_int_equal(spool_delete(fx->sp, ids[1], fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_DEFERRED), 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 2);
+    assert_int_equal(
+        spool_get(fx->sp, ids[1], &got, 0, fx->why, sizeof(fx->why)), -1);
+    assert_int_equal(spool_delete(fx->sp, ids[1], fx->why, sizeof(fx->why)),
+                     -1);
+}
+
+/* Group commit: many submitters, few commits, every callback. */
+struct submitted {
+    pthread_mutex_t lock;
+    int ok, failed;
+};
+
+static void submitted_cb(void *ctx, struct spool_msg *m, int status,
+                         const char *why)
+{
+    struct submitted *s = ctx;
+
+    (void)why;
+    pthread_mutex_lock(&s->lock);
+    if (status == 0 && strlen(m->id) == 14)
+        s->ok++;
+    else
+        s->failed++;
+    pthread_mutex_unlock(&s->lock);
+    spool_msg_free(m);
+}
+
+static void *submitter(void *arg)
+{
+    struct fixture *fx = arg;
+
+    for (int i = 0; i < 20; i++) {
+        struct spool_msg *m = make_msg("t@a.test", 3, "threaded\r\n");
+        char why[256];
+
+        if (spool_store(fx->sp, m, why, sizeof(why)) < 0)
+            fail_msg("%s", why);
+        spool_msg_free(m);
+    }
+    return NULL;
+}
+
+static void test_group_commit(void **state)
+{
+    struct fixture *fx = *state;
+    struct submitted s = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    struct spool_stats st;
+    pthread_t t[64];
+
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(spool_submit(fx->sp,
+                                      make_msg("s@a.test", 2, "body\r\n"),
+                                      submitted_cb, &s),
+                         0);
+    reopen(fx, 0); /* closing waits for the committer */
+    assert_int_equal(s.ok, 100);
+    assert_int_equal(s.failed, 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 100);
+
+    for (int i = 0; i < 64; i++)
+        pthread_create(&t[i], NULL, submitter, fx);
+    for (int i = 0; i < 64; i++)
+        pthread_join(t[i], NULL);
+    spool_stats(fx->sp, &st);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 100 + 64 * 20);
+    /* 1280 synchronous stores by 64 threads share commits. */
+    assert_true(st.commits < 1280);
+}
+
+/* Start-up recovery: active goes back to incoming. */
+static void test_recover_active(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m = make_msg("a@a.test", 1, "x\r\n"), *got;
+    struct spool_change ch = {0};
+    struct spool_recovery rec;
+
+    store(fx, m);
+    ch.has_state = 1;
+    ch.state = SPOOL_ACTIVE;
+    assert_int_equal(spool_update(fx->sp, m->id, &ch, fx->why, sizeof(fx->why)),
+                     0);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 0);
+    assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(rec.active_to_incoming, 1);
+    assert_int_equal(rec.corrupt, 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 1);
+    assert_int_equal(
+        spool_get(fx->sp, m->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_INCOMING);
+    spool_msg_free(got);
+    spool_msg_free(m);
+}
+
+/* In a child process (LMDB wants one environment per process), put raw
+ * bytes into one of the spool's databases. */
+static void raw_put(const char *dir, const char *db, const void *key,
+                    size_t klen, const void *val, size_t vlen)
+{
+    pid_t pid = fork();
+    int status;
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        MDB_env *env;
+        MDB_txn *txn;
+        MDB_dbi dbi;
+        MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/db", dir);
+        if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 8) ||
+            mdb_env_open(env, path, 0, 0600) ||
+            mdb_txn_begin(env, NULL, 0, &txn) ||
+            mdb_dbi_open(txn, db, 0, &dbi) || mdb_put(txn, dbi, &k, &v, 0) ||
+            mdb_txn_commit(txn))
+            _exit(1);
+        mdb_env_close(env);
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* "A record that cannot be decoded moves the message to corrupt with the
+ * reason; nothing is deleted silently." */
+static void test_recover_corrupt(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *a = make_msg("a@a.test", 2, "x\r\n");
+    struct spool_msg *b = make_msg("b@a.test", 2, "y\r\n");
+    struct spool_msg *got;
+    struct spool_recovery rec;
+    unsigned char key[20] = {0};
+
+    store(fx, a);
+    store(fx, b);
+    spool_close(fx->sp);
+    fx->sp = NULL;
+    /* a's envelope is junk; b's second recipient is junk. */
+    memcpy(key, a->id, strlen(a->id));
+    raw_put(fx->dir, "msg", key, 16, "\x01\x01\xff\xff\xff", 5);
+    memset(key, 0, sizeof(key));
+    memcpy(key, b->id, strlen(b->id));
+    key[19] = 1;
+    raw_put(fx->dir, "rcpt", key, 20, "\x07junk", 5);
+    reopen(fx, 0);
+
+    assert_int_equal(
+        spool_get(fx->sp, a->id, &got, 0, fx->why, sizeof(fx->why)), -1);
+    assert_int_equal(errno, EILSEQ);
+    assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(rec.corrupt, 2);
+    assert_int_equal(
+        spool_get(fx->sp, a->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_string_equal(got->corrupt_reason,
+                        "envelope record: field 1: length past the end");
+    spool_msg_free(got);
+    assert_int_equal(
+        spool_get(fx->sp, b->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_true(strstr(got->corrupt_reason,
+                       "corrupt recipient record 1: unknown record "
+                       "version 7") != NULL);
+    /* Nothing was deleted: b's first recipient and body are there. */
+    assert_int_equal(got->nrcpt, 2);
+    spool_msg_free(got);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 2);
+    /* A second pass finds nothing more to do. */
+    assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(rec.corrupt + rec.active_to_incoming, 0);
+    spool_msg_free(a);
+    spool_msg_free(b);
+}
+
+/* "the map size is configurable and grows when needed; when ... the map
+ * is full, the submitter gets a temporary failure with a clear reason,
+ * the store stays consistent, and nothing already stored is harmed". */
+static void test_map_grows_then_full(void **state)
+{
+    struct fixture *fx = *state;
+    char *big = malloc(100001);
+    char ids[64][SPOOL_ID_MAX + 1];
+    struct spool_stats st;
+    int stored = 0;
+
+    memset(big, 'x', 100000);
+    big[100000] = 0;
+    fx->cf.map_size_limit = 3 << 20;
+    reopen(fx, 0);
+    for (int i = 0; i < 64; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 1, big);
+        int rc = spool_store(fx->sp, m, fx->why, sizeof(fx->why));
+
+        if (rc == 0)
+            snprintf(ids[stored++], sizeof(ids[0]), "%s", m->id);
+        spool_msg_free(m);
+        if (rc < 0)
+            break;
+    }
+    spool_stats(fx->sp, &st);
+    assert_int_equal(st.map_size, 3 << 20);
+    assert_true(stored > 12); /* more than fit in the first 1 MB */
+    assert_true(stored < 64);
+    assert_string_equal(fx->why, "spool full: the map reached "
+                                 "queue_map_size_limit (3145728 bytes)");
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), stored);
+    for (int i = 0; i < stored; i++) {
+        struct spool_msg *got;
+
+        assert_int_equal(spool_get(fx->sp, ids[i], &got, SPOOL_GET_BODY,
+                                   fx->why, sizeof(fx->why)),
+                         0);
+        assert_int_equal(got->size, 100000);
+        assert_string_equal(got->body, big);
+        spool_msg_free(got);
+    }
+    free(big);
+}
+
+/* A full disk (here: the file size limit): temporary failure, nothing
+ * harmed. */
+static void test_disk_full(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m = make_msg("a@a.test", 1, "small\r\n");
+    char path[128];
+    struct stat st;
+    pid_t pid;
+    int status;
+
+    store(fx, m);
+    spool_close(fx->sp);
+    fx->sp = NULL;
+    snprintf(path, sizeof(path), "%s/db/data.mdb", fx->dir);
+    assert_int_equal(stat(path, &st), 0);
+    pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {(rlim_t)st.st_size + 4096,
+                            (rlim_t)st.st_size + 4096};
+        char *big = malloc(1 << 20);
+        struct spool_msg *m2;
+        char why[256];
+
+        signal(SIGXFSZ, SIG_IGN);
+        setrlimit(RLIMIT_FSIZE, &rl);
+        memset(big, 'y', (1 << 20) - 1);
+        big[(1 << 20) - 1] = 0;
+        m2 = make_msg("b@a.test", 1, big);
+        if (spool_open(&fx->sp, &fx->cf, 0, why, sizeof(why)) < 0)
+            _exit(2);
+        if (spool_store(fx->sp, m2, why, sizeof(why)) == 0)
+            _exit(3);
+        spool_close(fx->sp);
+        spool_msg_free(m2);
+        spool_msg_free(m);
+        free(big);
+        free(fx);
+        if (strcmp(why, "spool: commit: I/O error writing the spool (is the "
+                        "disk full?)") != 0) {
+            fprintf(stderr, "store failed with: %s\n", why);
+            _exit(4);
+        }
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    reopen(fx, 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 1);
+    {
+        struct spool_msg *got;
+
+        assert_int_equal(spool_get(fx->sp, m->id, &got, SPOOL_GET_BODY, fx->why,
+                                   sizeof(fx->why)),
+                         0);
+        assert_string_equal(got->body, "small\r\n");
+        spool_msg_free(got);
+    }
+    spool_msg_free(m);
+}
+
+/* Read-only: reading works, writing is refused with the reason. */
+static void test_readonly(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *m = make_msg("a@a.test", 1, "x\r\n");
+
+    store(fx, m);
+    spool_msg_free(m);
+    reopen(fx, SPOOL_READONLY);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 1);
+    m = make_msg("a@a.test", 1, "x\r\n");
+    assert_int_equal(spool_store(fx->sp, m, fx->why, sizeof(fx->why)), -1);
+    assert_string_equal(fx->why, "spool: opened read-only");
+    spool_msg_free(m);
+}
+
+/* Who may not write the spool gets EACCES (sendmail uses the maildrop). */
+static void test_not_writable(void **state)
+{
+    struct fixture *fx = *state;
+    char db[128];
+    pid_t pid;
+    int status;
+
+    /* As root, become nobody; otherwise take our own write permission. */
+    snprintf(db, sizeof(db), "%s/db", fx->dir);
+    spool_close(fx->sp); /* nothing of ours open in the child */
+    fx->sp = NULL;
+    if (geteuid() != 0)
+        assert_int_equal(chmod(db, 0500), 0);
+    pid = fork();
+    if (pid == 0) {
+        struct spool *sp;
+        char why[256];
+
+        if (geteuid() == 0 && (setgid(65534) < 0 || setuid(65534) < 0))
+            _exit(2);
+        if (spool_open(&sp, &fx->cf, 0, why, sizeof(why)) == 0)
+            _exit(3);
+        _exit(errno == EACCES && strstr(why, "Permission denied") ? 0 : 4);
+    }
+    waitpid(pid, &status, 0);
+    chmod(db, 0700);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_open_missing(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_config cf = {"/nonexistent/sluice", 1 << 20, 0};
+    struct spool *sp;
+
+    assert_int_equal(spool_open(&sp, &cf, 0, fx->why, sizeof(fx->why)), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_string_equal(fx->why,
+                        "spool: /nonexistent/sluice/db: No such file or "
+                        "directory");
+    assert_null(sp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_and_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_unique_and_ordered, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_get_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recipient_batches, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_indices_and_updates, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_active, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_map_grows_then_full, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_writable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_missing, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
