@@ -8,8 +8,17 @@
  *	#include "cli/cli.h"
  *
  *	extern const struct cli_command cli_config_command;
+ *	extern const struct cli_command cli_queue_command, cli_show_command;
+ *	extern const struct cli_command cli_delete_command, cli_hold_command,
+ *			cli_release_command, cli_requeue_command;
+ *	extern const struct cli_command cli_sendmail_command,
+ *			cli_import_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
+ *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
+ *			int flags, struct spool **sp)
+ *	void	cli_spool_config(const struct conf *conf,
+ *			struct spool_config *cf)
  * DESCRIPTION
  *	The sluice command (src/cli/main.c) is a dispatcher: it takes the
  *	global options, then runs one subcommand from its table. A
@@ -25,10 +34,12 @@
  *	cli_conf_open() loads the configuration a subcommand runs with:
  *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
  *	default file (see conf_path()). On error it prints "sluice: " and
- *	the reason to stderr and returns NULL.
+ *	the reason to stderr and returns NULL. cli_spool_open() and
+ *	cli_spool_config() are described in spool_open.c.
  */
 
 #include "conf/conf.h"
+#include "spool/spool.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -51,7 +62,18 @@ struct cli_command {
 };
 
 extern const struct cli_command cli_config_command;
+extern const struct cli_command cli_queue_command;
+extern const struct cli_command cli_show_command;
+extern const struct cli_command cli_delete_command;
+extern const struct cli_command cli_hold_command;
+extern const struct cli_command cli_release_command;
+extern const struct cli_command cli_requeue_command;
+extern const struct cli_command cli_sendmail_command;
+extern const struct cli_command cli_import_command;
 
 struct conf *cli_conf_open(const char *opt_path);
+struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
+                            struct spool **sp);
+void cli_spool_config(const struct conf *conf, struct spool_config *cf);
 
 #endif

@@ -39,9 +39,10 @@ static const struct cli_command version_command = {
 
 /* The subcommands, in the order "sluice help" lists them. */
 static const struct cli_command *const commands[] = {
-    &cli_config_command,
-    &help_command,
-    &version_command,
+    &cli_sendmail_command, &cli_import_command,  &cli_queue_command,
+    &cli_show_command,     &cli_delete_command,  &cli_hold_command,
+    &cli_release_command,  &cli_requeue_command, &cli_config_command,
+    &help_command,         &version_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -108,7 +109,12 @@ int main(int argc, char **argv)
 {
     struct cli cli = {NULL};
     const struct cli_command *cmd;
+    const char *base = strrchr(argv[0], '/');
     int ch;
+
+    /* Installed as the system's sendmail, it is sendmail. */
+    if (strcmp(base ? base + 1 : argv[0], "sendmail") == 0)
+        return cli_sendmail_command.run(&cli, argc, argv);
 
     opterr = 0;
     while ((ch = getopt(argc, argv, "+:c:")) != -1) {

@@ -369,8 +369,13 @@ static int change_run(struct spool *sp, const char *id, change_fn *apply,
         if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
             return -1;
         rc = apply(sp, txn, id, arg, why, whylen);
-        if (rc == 0)
-            return spool_txn_commit(sp, txn, why, whylen);
+        if (rc == 0) {
+            if (spool_txn_commit(sp, txn, why, whylen) == 0)
+                return 0;
+            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
+                return -1;
+            continue;
+        }
         spool_txn_end(sp, txn);
         if (rc == -1)
             return -1;

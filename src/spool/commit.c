@@ -132,8 +132,14 @@ static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
         for (p = batch; p; p = p->next)
             if ((rc = spool_put_msg(sp, txn, p->msg)) != 0)
                 break;
-        if (rc == 0)
-            return spool_txn_commit(sp, txn, why, whylen);
+        if (rc == 0) {
+            /* The commit itself may need pages the map does not have. */
+            if (spool_txn_commit(sp, txn, why, whylen) == 0)
+                return 0;
+            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
+                return -1;
+            continue;
+        }
         spool_txn_end(sp, txn);
         if (rc != MDB_MAP_FULL) {
             spool_why_lmdb(why, whylen, "spool: storing a message", rc);

@@ -1,0 +1,169 @@
+#ifndef SLUICE_INGRESS_H
+#define SLUICE_INGRESS_H
+
+/*
+ * NAME
+ *	ingress 3h - mail coming in: the submit path and the maildrop
+ * SYNOPSIS
+ *	#include "ingress/ingress.h"
+ *
+ *	Reading and preparing a locally submitted message (submit.c):
+ *
+ *	int	submit_read(FILE *in, int dot_ends, uint64_t size_limit,
+ *			struct submit_input *out, char *why, size_t whylen)
+ *	void	submit_input_free(struct submit_input *msg)
+ *
+ *	size_t	submit_header_end(const struct submit_input *msg,
+ *			size_t *body)
+ *	size_t	submit_header_get(const struct submit_input *msg,
+ *			const char *name, char ***values)
+ *	void	submit_header_values_free(char **values)
+ *	size_t	submit_header_remove(struct submit_input *msg,
+ *			const char *name)
+ *
+ *	int	submit_recipients_from_headers(const struct submit_input *msg,
+ *			struct smtp_addr_list *out, char *why, size_t whylen)
+ *	void	submit_remove_bcc(struct submit_input *msg)
+ *	int	submit_add_missing_headers(struct submit_input *msg,
+ *			const char *sender, const char *full_name,
+ *			const char *hostname, time_t now, const char *queue_id)
+ *
+ *	int	submit_parse_notify(const char *text, unsigned *bits)
+ *	int	submit_parse_ret(const char *text, enum spool_ret *ret)
+ *	int	submit_envid_valid(const char *envid)
+ *
+ *	The maildrop directory (maildrop.c):
+ *
+ *	int	maildrop_create(const char *queue_directory, char *why,
+ *			size_t whylen)
+ *	int	maildrop_write(const char *dir, const struct spool_msg *m,
+ *			char *name, size_t namelen, char *why, size_t whylen)
+ *	int	maildrop_read(int dirfd, const char *name,
+ *			struct spool_msg **m, uid_t *owner, char *why,
+ *			size_t whylen)
+ *	int	maildrop_import(const char *queue_directory,
+ *			maildrop_store_fn *store, void *ctx,
+ *			struct maildrop_stats *st, char *why, size_t whylen)
+ * DESCRIPTION
+ *	The ingress/ layer brings mail in: SMTP server sessions (later),
+ *	and the submit path that "sluice sendmail" uses, which reads a
+ *	message from a local program, prepares its headers and hands it
+ *	to the spool, or, for a user who may not write the spool, drops
+ *	it into the maildrop directory for the daemon to import.
+ *
+ *	A submitted message is kept in its stored form: every line ends
+ *	in CRLF, no dot-stuffing (the SMTP client stuffs when it sends).
+ *	submit_read() reads it; the header functions look at and change
+ *	its header section; see submit.c for the details of each.
+ *
+ *	submit_read() returns SUBMIT_OK, or SUBMIT_DATAERR when the input
+ *	is not acceptable (a NUL byte, too big: sendmail exits EX_DATAERR)
+ *	or SUBMIT_TEMPFAIL when reading failed (EX_TEMPFAIL), with the
+ *	reason in why. Both error values are negative.
+ *
+ *	The maildrop (maildrop.c) holds one file per message, written by
+ *	maildrop_write() so that a reader never sees a partial file, read
+ *	back strictly by maildrop_read(), and moved into the spool by
+ *	maildrop_import(), which hands each message to a store function
+ *	and removes the file only once the message is durable there. The
+ *	file format, and why files are mode 0444, are described in
+ *	maildrop.c. maildrop_read() fails with errno EBADMSG for a
+ *	malformed file (the importer sets it aside in maildrop-bad), with
+ *	another errno when the file could not be read (it stays).
+ *
+ *	Functions that can fail for reasons outside the program return a
+ *	negative status with a one-line reason in why; none exits.
+ */
+
+#include "smtp/smtp.h"
+#include "spool/spool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* What submit_read() returns. */
+enum submit_status {
+    SUBMIT_OK = 0,
+    SUBMIT_DATAERR = -1,  /* the message is not acceptable */
+    SUBMIT_TEMPFAIL = -2, /* reading failed; try again later */
+};
+
+/* A message in its stored form. */
+struct submit_input {
+    char *data;  /* CRLF line ends; NUL-terminated, no NUL inside */
+    size_t len;  /* bytes in data, without the terminating NUL */
+    size_t size; /* allocated */
+};
+
+int submit_read(FILE *in, int dot_ends, uint64_t size_limit,
+                struct submit_input *out, char *why, size_t whylen);
+void submit_input_free(struct submit_input *msg);
+
+size_t submit_header_end(const struct submit_input *msg, size_t *body);
+size_t submit_header_get(const struct submit_input *msg, const char *name,
+                         char ***values);
+void submit_header_values_free(char **values);
+size_t submit_header_remove(struct submit_input *msg, const char *name);
+
+int submit_recipients_from_headers(const struct submit_input *msg,
+                                   struct smtp_addr_list *out, char *why,
+                                   size_t whylen);
+void submit_remove_bcc(struct submit_input *msg);
+int submit_add_missing_headers(struct submit_input *msg, const char *sender,
+                               const char *full_name, const char *hostname,
+                               time_t now, const char *queue_id);
+
+/* Limits of RFC 3461: ENVID length, and what the -F name is cut to. */
+#define SUBMIT_ENVID_MAX     100
+#define SUBMIT_FULL_NAME_MAX 256
+
+int submit_parse_notify(const char *text, unsigned *bits);
+int submit_parse_ret(const char *text, enum spool_ret *ret);
+int submit_envid_valid(const char *envid);
+
+/* Directories under queue_directory. */
+#define MAILDROP_DIR     "maildrop"
+#define MAILDROP_BAD_DIR "maildrop-bad"
+
+/* A maildrop file name: this many hex digits (no dot, no suffix). */
+#define MAILDROP_NAME_LEN 16
+
+/*
+ * A maildrop file larger than this is malformed (moved aside): more
+ * than any message sluice accepts, and the importer must not be made
+ * to run out of memory by a local user.
+ */
+#define MAILDROP_SIZE_MAX (1UL << 30)
+
+/* Temporary files older than this (seconds) are counted as stale. */
+#define MAILDROP_STALE_AGE 3600
+
+/*
+ * Store one imported message; owner is the uid that owns its file.
+ * Return 0 once the message is durable, or -1 with a reason in why
+ * (a temporary failure: the file stays for the next import). m still
+ * belongs to the importer, which frees it after the call.
+ */
+typedef int maildrop_store_fn(void *ctx, struct spool_msg *m, uid_t owner,
+                              char *why, size_t whylen);
+
+struct maildrop_stats {
+    unsigned long imported;  /* stored and removed */
+    unsigned long malformed; /* moved to maildrop-bad with a reason */
+    unsigned long failed;    /* left in place: store or I/O failure */
+    unsigned long stale;     /* temporary files older than an hour */
+};
+
+int maildrop_create(const char *queue_directory, char *why, size_t whylen);
+int maildrop_write(const char *dir, const struct spool_msg *m, char *name,
+                   size_t namelen, char *why, size_t whylen);
+int maildrop_read(int dirfd, const char *name, struct spool_msg **m,
+                  uid_t *owner, char *why, size_t whylen);
+int maildrop_import(const char *queue_directory, maildrop_store_fn *store,
+                    void *ctx, struct maildrop_stats *st, char *why,
+                    size_t whylen);
+
+#endif
