@@ -6,6 +6,7 @@
  *	sluice hold ID...|ALL
  *	sluice release ID...|ALL
  *	sluice requeue ID...|ALL
+ *	sluice recover
  * DESCRIPTION
  *	delete removes messages with everything they have. hold stops a
  *	message from being delivered (it leaves the incoming and deferred
@@ -13,6 +14,11 @@
  *	deferred mail due now; incoming mail is due already, held mail
  *	stays held (release it first), corrupt mail cannot be requeued.
  *	ALL means every message in the spool.
+ *
+ *	recover runs the spool's start-up recovery, as the daemon does when
+ *	it starts: mail left active goes back to incoming, and a message
+ *	with a record that cannot be decoded moves to corrupt, with the
+ *	reason (its raw record is kept). It prints what it did.
  *
  *	Each change is a transaction of its own, so the commands are safe
  *	while mail is being stored or delivered. Each message changed is
@@ -179,6 +185,40 @@ static int requeue_run(const struct cli *cli, int argc, char **argv)
 {
     return manage(cli, ACT_REQUEUE, argc, argv);
 }
+
+static int recover_run(const struct cli *cli, int argc, char **argv)
+{
+    struct spool_recovery rec;
+    struct spool *sp;
+    struct conf *conf;
+    char why[512];
+    int rc;
+
+    (void)argv;
+    if (argc != 1) {
+        fprintf(stderr, "usage: sluice recover\n");
+        return CLI_EXIT_USAGE;
+    }
+    if ((conf = cli_spool_open(cli, "recover", SPOOL_NO_COMMITTER, &sp)) ==
+        NULL)
+        return CLI_EXIT_FAIL;
+    conf_free(conf);
+    rc = spool_recover(sp, &rec, why, sizeof(why));
+    if (rc < 0)
+        fprintf(stderr, "sluice: recover: %s\n", why);
+    else
+        printf("active to incoming %ld, corrupt %ld\n", rec.active_to_incoming,
+               rec.corrupt);
+    spool_close(sp);
+    return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+const struct cli_command cli_recover_command = {
+    "recover",
+    "",
+    "start-up recovery of the spool (active mail, corrupt records)",
+    recover_run,
+};
 
 const struct cli_command cli_delete_command = {
     "delete",

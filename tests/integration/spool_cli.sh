@@ -161,6 +161,11 @@ expect "release ALL" 0 "$(s queue | grep -c ' hold ')"
 s delete 2>/dev/null
 expect "delete without id: exit 64" 64 $?
 
+out=$(s recover)
+expect "recover: nothing to do on a healthy spool" "active to incoming 0, corrupt 0" "$out"
+s recover extra 2>/dev/null
+expect "recover with an argument: exit 64" 64 $?
+
 # A user who may not write the spool: the maildrop, then import.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     chmod 755 "$tmp" "$q"
