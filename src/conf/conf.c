@@ -29,9 +29,10 @@
  *	is an override when it ends in the suffix of an overridable
  *	parameter and what comes before the suffix (the transport) is a
  *	non-empty run of [a-z0-9_.-] (the dot is for sluice-sim, whose
- *	per-domain keys are overrides for "transport" sim_domain_DOMAIN). When
- *several suffixes match, the longest wins: smtp_destination_recipient_limit
- *overrides default_destination_recipient_limit (suffix
+ *	per-domain keys are overrides for "transport" sim_domain_DOMAIN).
+ *	When several suffixes match, the longest wins:
+ *	smtp_destination_recipient_limit overrides
+ *	default_destination_recipient_limit (suffix
  *	_destination_recipient_limit) for transport smtp, not
  *	default_recipient_limit (suffix _recipient_limit) for transport
  *	smtp_destination.

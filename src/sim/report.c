@@ -9,8 +9,9 @@
  *	void	sim_report_footer(FILE *fp, int tsv)
  *	double	sim_theoretical_defer_pct(const struct sim_scenario *sc)
  *	void	sim_report_latency_header(FILE *fp, int tsv)
- *	void	sim_report_latency(FILE *fp, int tsv, const struct sim_result
- **res) void	sim_report_sequence(FILE *fp, const struct sim_result *res)
+ *	void	sim_report_latency(FILE *fp, int tsv,
+ *			const struct sim_result *res)
+ *	void	sim_report_sequence(FILE *fp, const struct sim_result *res)
  * DESCRIPTION
  *	The table has the seed's columns: client limit (the destination
  *	concurrency limit), server limit (the 421 limiter if there is one,

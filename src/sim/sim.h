@@ -37,8 +37,9 @@
  *	parameters and the simulator's sim_* keys. sim_scenario_load() reads
  *	a base configuration file (if base is not NULL) and then a scenario
  *	file into sc (name = the scenario's file name without extension);
- *sim_scenario_from_conf() does the same from a conf. sim_transport_params()
- *maps sluice's parameters for a transport to core/'s parameter block.
+ *	sim_scenario_from_conf() does the same from a conf.
+ *	sim_transport_params() maps sluice's parameters for a transport to
+ *	core/'s parameter block.
  *
  *	sim_run() runs the scenario and fills res. With trace non-NULL it
  *	appends to it CSV lines "scenario,time,destination,window,busy"

@@ -10,8 +10,8 @@
  *
  *	void	*world_alloc(size_t size)
  *	int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
- *	void	world_event(struct world *w, core_time_t when, enum ev_type
- *type, struct conn *c, uint32_t gen)
+ *	void	world_event(struct world *w, core_time_t when,
+ *			enum ev_type type, struct conn *c, uint32_t gen)
  *	void	world_delivery_done(struct world *w, struct conn *c,
  *			enum core_hop hop, enum fail_kind kind)
  *	int	world_conn_reusable(const struct world *w, const struct conn *c)

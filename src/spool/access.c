@@ -4,18 +4,24 @@
  * SYNOPSIS
  *	#include "spool/spool.h"
  *
- *	int	spool_get(struct spool *sp, const char *id, struct spool_msg
- ***m, int what, char *why, size_t whylen) int	spool_rcpts(struct spool *sp,
- *const char *id, uint32_t from, uint32_t max, struct spool_rcpt **out, uint32_t
- **count, char *why, size_t whylen) int	spool_list(struct spool *sp, enum
- *spool_index index, spool_list_fn *fn, void *ctx, char *why, size_t whylen) int
- *spool_update(struct spool *sp, const char *id, const struct spool_change *ch,
- *char *why, size_t whylen) int	spool_delete(struct spool *sp, const char *id,
- *char *why, size_t whylen) int	spool_recover(struct spool *sp, struct
- *spool_recovery *rec, char *why, size_t whylen) DESCRIPTION Readers use read
- *transactions: they see a consistent spool and never block the committer.
- *Changes are write transactions of their own (one per call), serialized by LMDB
- *with the committer and with other processes.
+ *	int	spool_get(struct spool *sp, const char *id, struct spool_msg **m,
+ *			int what, char *why, size_t whylen)
+ *	int	spool_rcpts(struct spool *sp, const char *id, uint32_t from,
+ *			uint32_t max, struct spool_rcpt **out, uint32_t *count,
+ *			char *why, size_t whylen)
+ *	int	spool_list(struct spool *sp, enum spool_index index,
+ *			spool_list_fn *fn, void *ctx, char *why, size_t whylen)
+ *	int	spool_update(struct spool *sp, const char *id,
+ *			const struct spool_change *ch, char *why, size_t whylen)
+ *	int	spool_delete(struct spool *sp, const char *id, char *why,
+ *			size_t whylen)
+ *	int	spool_recover(struct spool *sp, struct spool_recovery *rec,
+ *			char *why, size_t whylen)
+ * DESCRIPTION
+ *	Readers use read transactions: they see a consistent spool and
+ *	never block the committer. Changes are write transactions of their
+ *	own (one per call), serialized by LMDB with the committer and with
+ *	other processes.
  *
  *	The index entries follow the state: an incoming message has an
  *	entry keyed by its arrival time, a deferred one an entry keyed by

@@ -21,19 +21,25 @@
  *	int	spool_store(struct spool *sp, struct spool_msg *m, char *why,
  *			size_t whylen)
  *
- *	int	spool_get(struct spool *sp, const char *id, struct spool_msg
- ***m, int what, char *why, size_t whylen) int	spool_rcpts(struct spool *sp,
- *const char *id, uint32_t from, uint32_t max, struct spool_rcpt **out, uint32_t
- **count, char *why, size_t whylen) int	spool_list(struct spool *sp, enum
- *spool_index index, spool_list_fn *fn, void *ctx, char *why, size_t whylen) int
- *spool_update(struct spool *sp, const char *id, const struct spool_change *ch,
- *char *why, size_t whylen) int	spool_delete(struct spool *sp, const char *id,
- *char *why, size_t whylen) int	spool_recover(struct spool *sp, struct
- *spool_recovery *rec, char *why, size_t whylen) void	spool_stats(struct spool
- **sp, struct spool_stats *st) DESCRIPTION The spool keeps messages (envelope,
- *recipients, body) in one LMDB environment under <queue_directory>/db. A
- *message is acknowledged only after the write transaction that holds it is on
- *disk: LMDB runs with its default synchronous commits, never with MDB_NOSYNC or
+ *	int	spool_get(struct spool *sp, const char *id, struct spool_msg **m,
+ *			int what, char *why, size_t whylen)
+ *	int	spool_rcpts(struct spool *sp, const char *id, uint32_t from,
+ *			uint32_t max, struct spool_rcpt **out, uint32_t *count,
+ *			char *why, size_t whylen)
+ *	int	spool_list(struct spool *sp, enum spool_index index,
+ *			spool_list_fn *fn, void *ctx, char *why, size_t whylen)
+ *	int	spool_update(struct spool *sp, const char *id,
+ *			const struct spool_change *ch, char *why, size_t whylen)
+ *	int	spool_delete(struct spool *sp, const char *id, char *why,
+ *			size_t whylen)
+ *	int	spool_recover(struct spool *sp, struct spool_recovery *rec,
+ *			char *why, size_t whylen)
+ *	void	spool_stats(struct spool *sp, struct spool_stats *st)
+ * DESCRIPTION
+ *	The spool keeps messages (envelope, recipients, body) in one LMDB
+ *	environment under <queue_directory>/db. A message is acknowledged
+ *	only after the write transaction that holds it is on disk: LMDB
+ *	runs with its default synchronous commits, never with MDB_NOSYNC or
  *	MDB_WRITEMAP, so a crash at any instant loses no committed message
  *	and shows no partly written one.
  *
