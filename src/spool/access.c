@@ -590,6 +590,10 @@ static int recover_scan(struct spool *sp, struct recover_item **list, char *why,
             struct spool_rcpt *r;
             uint32_t n;
 
+            unsigned char bkey[SPOOL_KEY_ID];
+            MDB_val bk = {SPOOL_KEY_ID, bkey}, bv;
+            int brc;
+
             if (rcpts_read(sp, txn, it->id, 0, m.nrcpt, &r, &n, reason,
                            sizeof(reason)) < 0)
                 snprintf(it->reason, sizeof(it->reason), "%s", reason);
@@ -598,6 +602,15 @@ static int recover_scan(struct spool *sp, struct recover_item **list, char *why,
                          "%u recipient records, expected %u", n, m.nrcpt);
             if (it->reason[0] == 0)
                 spool_rcpts_free(r, n);
+            spool_key_id(bkey, it->id);
+            if (it->reason[0] == 0 &&
+                (brc = mdb_get(txn, sp->body, &bk, &bv)) != 0)
+                snprintf(it->reason, sizeof(it->reason), "body: %s",
+                         brc == MDB_NOTFOUND ? "missing" : mdb_strerror(brc));
+            else if (it->reason[0] == 0 && bv.mv_size != m.size)
+                snprintf(it->reason, sizeof(it->reason),
+                         "body: %zu bytes, expected %llu", bv.mv_size,
+                         (unsigned long long)m.size);
         }
         if (it->reason[0] == 0 && m.state != SPOOL_ACTIVE) {
             free(it);

@@ -220,7 +220,9 @@ void spool_stats(struct spool *sp, struct spool_stats *st)
     pthread_mutex_lock(&sp->lock);
     st->commits = sp->commits;
     pthread_mutex_unlock(&sp->lock);
+    pthread_rwlock_rdlock(&sp->resize);
     st->map_size = sp->map_size;
+    pthread_rwlock_unlock(&sp->resize);
 }
 
 /* Let the committer finish what is queued, then stop it (spool_close()). */

@@ -178,10 +178,15 @@ int spool_open(struct spool **spp, const struct spool_config *cf, int flags,
         spool_close(sp);
         return -1;
     }
-    /* A map grown earlier, by us or another process, stays grown. */
+    /* The map is the configured size, or what is in use if that is more
+     * (LMDB never maps less than the data). */
     mdb_env_info(sp->env, &info);
     if (info.me_mapsize > sp->map_size)
         sp->map_size = info.me_mapsize;
+    /* Readers killed inside a read transaction keep their slot, and with
+     * it every page freed since: let their slots go. */
+    if (!(flags & SPOOL_READONLY))
+        mdb_reader_check(sp->env, NULL);
     if (open_dbs(sp, !(flags & SPOOL_READONLY), why, whylen) < 0) {
         errno = EIO;
         spool_close(sp);
@@ -251,28 +256,40 @@ int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen)
     return 0;
 }
 
+/*
+ * Before growing, free the slots of dead readers: their old snapshots
+ * may be what keeps freed pages from being reused. The size is read and
+ * changed under the resize lock, so two threads that both ran out grow
+ * the map once each, never past the limit.
+ */
 int spool_grow(struct spool *sp, char *why, size_t whylen)
 {
-    uint64_t size = sp->map_size * 2;
-    int rc;
+    uint64_t size;
+    int rc = 0, full = 0;
 
+    mdb_reader_check(sp->env, NULL);
+    pthread_rwlock_wrlock(&sp->resize);
+    size = sp->map_size * 2;
     if (sp->map_size_limit && sp->map_size >= sp->map_size_limit) {
+        full = 1;
+    } else {
+        if (sp->map_size_limit && size > sp->map_size_limit)
+            size = sp->map_size_limit;
+        if ((rc = mdb_env_set_mapsize(sp->env, size)) == 0)
+            sp->map_size = size;
+    }
+    pthread_rwlock_unlock(&sp->resize);
+    if (full) {
         snprintf(why, whylen,
                  "spool full: the map reached queue_map_size_limit (%llu "
                  "bytes)",
                  (unsigned long long)sp->map_size_limit);
         return -1;
     }
-    if (sp->map_size_limit && size > sp->map_size_limit)
-        size = sp->map_size_limit;
-    pthread_rwlock_wrlock(&sp->resize);
-    rc = mdb_env_set_mapsize(sp->env, size);
-    pthread_rwlock_unlock(&sp->resize);
     if (rc) {
         spool_why_lmdb(why, whylen, "spool: growing the map", rc);
         return -1;
     }
-    sp->map_size = size;
     return 0;
 }
 

@@ -541,12 +541,14 @@ static void test_recover_corrupt(void **state)
     struct fixture *fx = *state;
     struct spool_msg *a = make_msg("a@a.test", 2, "x\r\n");
     struct spool_msg *b = make_msg("b@a.test", 2, "y\r\n");
+    struct spool_msg *c = make_msg("c@a.test", 1, "zzzz\r\n");
     struct spool_msg *got;
     struct spool_recovery rec;
     unsigned char key[20] = {0};
 
     store(fx, a);
     store(fx, b);
+    store(fx, c);
     spool_close(fx->sp);
     fx->sp = NULL;
     /* a's envelope is junk; b's second recipient is junk. */
@@ -556,13 +558,22 @@ static void test_recover_corrupt(void **state)
     memcpy(key, b->id, strlen(b->id));
     key[19] = 1;
     raw_put(fx->dir, "rcpt", key, 20, "\x07junk", 5);
+    /* c's body lost its end. */
+    memset(key, 0, sizeof(key));
+    memcpy(key, c->id, strlen(c->id));
+    raw_put(fx->dir, "body", key, 16, "zz", 2);
     reopen(fx, 0);
 
     assert_int_equal(
         spool_get(fx->sp, a->id, &got, 0, fx->why, sizeof(fx->why)), -1);
     assert_int_equal(errno, EILSEQ);
     assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
-    assert_int_equal(rec.corrupt, 2);
+    assert_int_equal(rec.corrupt, 3);
+    assert_int_equal(
+        spool_get(fx->sp, c->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_string_equal(got->corrupt_reason, "body: 2 bytes, expected 6");
+    spool_msg_free(got);
     assert_int_equal(
         spool_get(fx->sp, a->id, &got, 0, fx->why, sizeof(fx->why)), 0);
     assert_int_equal(got->state, SPOOL_CORRUPT);
@@ -579,12 +590,13 @@ static void test_recover_corrupt(void **state)
     assert_int_equal(got->nrcpt, 2);
     spool_msg_free(got);
     assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 0);
-    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 2);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 3);
     /* A second pass finds nothing more to do. */
     assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
     assert_int_equal(rec.corrupt + rec.active_to_incoming, 0);
     spool_msg_free(a);
     spool_msg_free(b);
+    spool_msg_free(c);
 }
 
 /* "the map size is configurable and grows when needed; when ... the map
