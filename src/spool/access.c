@@ -425,6 +425,12 @@ static int update_apply(struct spool *sp, MDB_txn *txn, const char *id,
     return rc;
 }
 
+int spool_apply_change(struct spool *sp, MDB_txn *txn, const char *id,
+                       const struct spool_change *ch, char *why, size_t whylen)
+{
+    return update_apply(sp, txn, id, ch, why, whylen);
+}
+
 int spool_update(struct spool *sp, const char *id,
                  const struct spool_change *ch, char *why, size_t whylen)
 {
@@ -480,6 +486,12 @@ static int delete_apply(struct spool *sp, MDB_txn *txn, const char *id,
         ((rc = prefix_delete(txn, sp->corrupt, id))))
         return rc;
     return 0;
+}
+
+int spool_apply_delete(struct spool *sp, MDB_txn *txn, const char *id,
+                       char *why, size_t whylen)
+{
+    return delete_apply(sp, txn, id, NULL, why, whylen);
 }
 
 int spool_delete(struct spool *sp, const char *id, char *why, size_t whylen)

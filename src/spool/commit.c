@@ -43,10 +43,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum pending_kind {
+    PENDING_NEW,
+    PENDING_CHANGE,
+    PENDING_DELETE,
+};
+
 struct spool_pending {
-    struct spool_msg *msg;
-    spool_done_fn *done;
+    enum pending_kind kind;
+    struct spool_msg *msg;      /* PENDING_NEW */
+    spool_done_fn *done;        /* PENDING_NEW */
+    char id[SPOOL_ID_MAX + 1];  /* PENDING_CHANGE, PENDING_DELETE */
+    struct spool_change change; /* a deep copy */
+    spool_change_done_fn *change_done;
     void *ctx;
+    int status; /* this item's own outcome */
+    char why[256];
     struct spool_pending *next;
 };
 
@@ -113,6 +125,37 @@ done:
 }
 
 /*
+ * A change or delete goes in a nested transaction, so that one that
+ * cannot be applied leaves nothing behind and fails alone. Returns 0 (the
+ * item's own status is in p->status) or an MDB error for the batch.
+ */
+static int item_apply(struct spool *sp, MDB_txn *txn, struct spool_pending *p)
+{
+    MDB_txn *child;
+    int rc;
+
+    p->status = 0;
+    if (p->kind == PENDING_NEW)
+        return spool_put_msg(sp, txn, p->msg);
+    if ((rc = mdb_txn_begin(sp->env, txn, 0, &child)))
+        return rc;
+    rc = p->kind == PENDING_CHANGE
+             ? spool_apply_change(sp, child, p->id, &p->change, p->why,
+                                  sizeof(p->why))
+             : spool_apply_delete(sp, child, p->id, p->why, sizeof(p->why));
+    if (rc == -1) {
+        mdb_txn_abort(child);
+        p->status = -1;
+        return 0;
+    }
+    if (rc) {
+        mdb_txn_abort(child);
+        return rc;
+    }
+    return mdb_txn_commit(child);
+}
+
+/*
  * Write a batch in one transaction, growing the map as needed. 0, or -1
  * with the reason.
  */
@@ -125,12 +168,13 @@ static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
     int rc = 0;
 
     for (p = batch; p; p = p->next)
-        msg_prepare(p->msg, now);
+        if (p->kind == PENDING_NEW)
+            msg_prepare(p->msg, now);
     for (;;) {
         if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
             return -1;
         for (p = batch; p; p = p->next)
-            if ((rc = spool_put_msg(sp, txn, p->msg)) != 0)
+            if ((rc = item_apply(sp, txn, p)) != 0)
                 break;
         if (rc == 0) {
             /* The commit itself may need pages the map does not have. */
@@ -150,14 +194,27 @@ static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
     }
 }
 
+static void pending_free(struct spool_pending *p)
+{
+    for (uint32_t i = 0; i < p->change.nresults; i++)
+        free((char *)p->change.results[i].reason);
+    free((struct spool_result *)p->change.results);
+    free(p);
+}
+
 static void batch_done(struct spool_pending *batch, int status, const char *why)
 {
     struct spool_pending *p;
 
     while ((p = batch) != NULL) {
         batch = p->next;
-        p->done(p->ctx, p->msg, status, status ? why : NULL);
-        free(p);
+        if (p->kind == PENDING_NEW)
+            p->done(p->ctx, p->msg, status, status ? why : NULL);
+        else if (status)
+            p->change_done(p->ctx, p->id, status, why);
+        else
+            p->change_done(p->ctx, p->id, p->status, p->status ? p->why : NULL);
+        pending_free(p);
     }
 }
 
@@ -188,22 +245,14 @@ static void *committer(void *arg)
     return NULL;
 }
 
-int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
-                 void *ctx)
+/* Queue an item for the committer, starting it if need be. */
+static int pending_queue(struct spool *sp, struct spool_pending *p)
 {
-    struct spool_pending *p;
-
-    if (sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER))
-        return -1;
-    p = spool_alloc(sizeof(*p));
-    p->msg = m;
-    p->done = done;
-    p->ctx = ctx;
     pthread_mutex_lock(&sp->lock);
     if (!sp->committer_running) {
         if (pthread_create(&sp->committer, NULL, committer, sp) != 0) {
             pthread_mutex_unlock(&sp->lock);
-            free(p);
+            pending_free(p);
             return -1;
         }
         sp->committer_running = 1;
@@ -213,6 +262,63 @@ int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
     pthread_cond_signal(&sp->wake);
     pthread_mutex_unlock(&sp->lock);
     return 0;
+}
+
+int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
+                 void *ctx)
+{
+    struct spool_pending *p;
+
+    if (sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER))
+        return -1;
+    p = spool_alloc(sizeof(*p));
+    p->kind = PENDING_NEW;
+    p->msg = m;
+    p->done = done;
+    p->ctx = ctx;
+    return pending_queue(sp, p);
+}
+
+static int submit_change(struct spool *sp, enum pending_kind kind,
+                         const char *id, const struct spool_change *ch,
+                         spool_change_done_fn *done, void *ctx)
+{
+    struct spool_pending *p;
+    struct spool_result *results;
+
+    if ((sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER)) ||
+        strlen(id) > SPOOL_ID_MAX)
+        return -1;
+    p = spool_alloc(sizeof(*p));
+    p->kind = kind;
+    snprintf(p->id, sizeof(p->id), "%s", id);
+    if (ch) {
+        p->change = *ch;
+        results = spool_alloc(ch->nresults * sizeof(*results));
+        for (uint32_t i = 0; i < ch->nresults; i++) {
+            results[i] = ch->results[i];
+            results[i].reason = ch->results[i].reason
+                                    ? spool_strdup(ch->results[i].reason)
+                                    : NULL;
+        }
+        p->change.results = results;
+    }
+    p->change_done = done;
+    p->ctx = ctx;
+    return pending_queue(sp, p);
+}
+
+int spool_submit_change(struct spool *sp, const char *id,
+                        const struct spool_change *ch,
+                        spool_change_done_fn *done, void *ctx)
+{
+    return submit_change(sp, PENDING_CHANGE, id, ch, done, ctx);
+}
+
+int spool_submit_delete(struct spool *sp, const char *id,
+                        spool_change_done_fn *done, void *ctx)
+{
+    return submit_change(sp, PENDING_DELETE, id, NULL, done, ctx);
 }
 
 void spool_stats(struct spool *sp, struct spool_stats *st)
@@ -272,8 +378,10 @@ int spool_store(struct spool *sp, struct spool_msg *m, char *why, size_t whylen)
         return -1;
     }
     if (sp->flags & SPOOL_NO_COMMITTER) {
-        struct spool_pending one = {m, NULL, NULL, NULL};
+        struct spool_pending one = {0};
 
+        one.kind = PENDING_NEW;
+        one.msg = m;
         return batch_write(sp, &one, why, whylen);
     }
     if (spool_submit(sp, m, store_done, &w) < 0) {

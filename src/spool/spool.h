@@ -20,6 +20,11 @@
  *			spool_done_fn *done, void *ctx)
  *	int	spool_store(struct spool *sp, struct spool_msg *m, char *why,
  *			size_t whylen)
+ *	int	spool_submit_change(struct spool *sp, const char *id,
+ *			const struct spool_change *ch,
+ *			spool_change_done_fn *done, void *ctx)
+ *	int	spool_submit_delete(struct spool *sp, const char *id,
+ *			spool_change_done_fn *done, void *ctx)
  *
  *	int	spool_get(struct spool *sp, const char *id, struct spool_msg **m,
  *			int what, char *why, size_t whylen)
@@ -63,6 +68,14 @@
  *	"spool full", "disk full"). Many submitters, one fsync: group
  *	commit. spool_store() is the synchronous form: submit and wait; the
  *	caller keeps m.
+ *
+ *	spool_submit_change() and spool_submit_delete() queue a change or a
+ *	delete of a stored message for the same group commit (the daemon's
+ *	delivery results): many messages and state changes share one write
+ *	transaction. Each is applied whole or not at all (a nested
+ *	transaction); one that cannot be (no such message, no such
+ *	recipient) fails alone, with its reason, and the others commit. The
+ *	change is copied; the callback gets the queue id back.
  *
  *	spool_get() reads a message by queue id: its envelope always, its
  *	recipients with SPOOL_GET_RCPTS, its body with SPOOL_GET_BODY.
@@ -199,6 +212,8 @@ struct spool;
 
 typedef void spool_done_fn(void *ctx, struct spool_msg *m, int status,
                            const char *why);
+typedef void spool_change_done_fn(void *ctx, const char *id, int status,
+                                  const char *why);
 typedef int spool_list_fn(void *ctx, const struct spool_msg *m);
 
 int spool_open(struct spool **sp, const struct spool_config *cf, int flags,
@@ -214,6 +229,11 @@ int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
                  void *ctx);
 int spool_store(struct spool *sp, struct spool_msg *m, char *why,
                 size_t whylen);
+int spool_submit_change(struct spool *sp, const char *id,
+                        const struct spool_change *ch,
+                        spool_change_done_fn *done, void *ctx);
+int spool_submit_delete(struct spool *sp, const char *id,
+                        spool_change_done_fn *done, void *ctx);
 
 int spool_get(struct spool *sp, const char *id, struct spool_msg **m, int what,
               char *why, size_t whylen);

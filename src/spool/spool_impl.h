@@ -120,6 +120,12 @@ void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc);
 void spool_committer_stop(struct spool *sp);
 /* Write one new message in txn (commit.c); MDB errors come back as is. */
 int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m);
+/* Apply a change or a delete in txn (access.c): 0, an MDB error, or -1
+ * with the reason (the message or a recipient does not exist). */
+int spool_apply_change(struct spool *sp, MDB_txn *txn, const char *id,
+                       const struct spool_change *ch, char *why, size_t whylen);
+int spool_apply_delete(struct spool *sp, MDB_txn *txn, const char *id,
+                       char *why, size_t whylen);
 /* Index keys of a message's state (access.c). */
 int spool_index_del(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
 int spool_index_put(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);

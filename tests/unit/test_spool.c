@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spool/spool.h"
@@ -411,6 +412,94 @@ static void test_group_commit(void **state)
     assert_true(st.commits < 1280);
 }
 
+/* "many messages and state changes share one write transaction": queued
+ * changes and deletes commit with new messages; one that cannot be
+ * applied fails alone and leaves nothing behind. */
+struct change_seen {
+    pthread_mutex_t lock;
+    int n;
+    char ids[8][SPOOL_ID_MAX + 1];
+    int status[8];
+    char why[8][128];
+};
+
+static void change_cb(void *ctx, const char *id, int status, const char *why)
+{
+    struct change_seen *c = ctx;
+
+    pthread_mutex_lock(&c->lock);
+    snprintf(c->ids[c->n], sizeof(c->ids[0]), "%s", id);
+    c->status[c->n] = status;
+    snprintf(c->why[c->n], sizeof(c->why[0]), "%s", why ? why : "");
+    c->n++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void test_queued_changes(void **state)
+{
+    struct fixture *fx = *state;
+    struct change_seen c = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}}, {0}, {{0}}};
+    struct submitted s = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    struct spool_msg *a = make_msg("a@a.test", 2, "a\r\n");
+    struct spool_msg *b = make_msg("b@a.test", 1, "b\r\n");
+    struct spool_msg *d = make_msg("d@a.test", 1, "d\r\n"), *got;
+    struct spool_result res[2] = {
+        {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok"},
+        {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no"},
+    };
+    struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res};
+    struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res};
+    char why[128];
+
+    store(fx, a);
+    store(fx, b);
+    store(fx, d);
+    /* Queued together, they share the committer's next batches. */
+    assert_int_equal(spool_submit_change(fx->sp, a->id, &defer, change_cb, &c),
+                     0);
+    assert_int_equal(spool_submit_delete(fx->sp, b->id, change_cb, &c), 0);
+    assert_int_equal(
+        spool_submit_change(fx->sp, "NOSUCHID", &defer, change_cb, &c), 0);
+    assert_int_equal(spool_submit_change(fx->sp, d->id, &bad, change_cb, &c),
+                     0);
+    assert_int_equal(spool_submit(fx->sp, make_msg("n@a.test", 1, "n\r\n"),
+                                  submitted_cb, &s),
+                     0);
+    reopen(fx, 0);
+    assert_int_equal(c.n, 4);
+    assert_int_equal(s.ok, 1);
+    assert_string_equal(c.ids[0], a->id);
+    assert_int_equal(c.status[0], 0);
+    assert_int_equal(c.status[1], 0);
+    assert_string_equal(c.ids[2], "NOSUCHID");
+    assert_int_equal(c.status[2], -1);
+    assert_string_equal(c.why[2], "NOSUCHID: no such message");
+    assert_int_equal(c.status[3], -1);
+    snprintf(why, sizeof(why), "%s: no such recipient", d->id);
+    assert_string_equal(c.why[3], why);
+    /* a changed; b gone; d untouched (its first result not applied). */
+    assert_int_equal(spool_get(fx->sp, a->id, &got, SPOOL_GET_RCPTS, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_int_equal(got->state, SPOOL_DEFERRED);
+    assert_int_equal(got->next_attempt, 777);
+    assert_int_equal(got->rcpt[0].status, SPOOL_RCPT_DELIVERED);
+    spool_msg_free(got);
+    assert_int_equal(
+        spool_get(fx->sp, b->id, &got, 0, fx->why, sizeof(fx->why)), -1);
+    assert_int_equal(spool_get(fx->sp, d->id, &got, SPOOL_GET_RCPTS, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_int_equal(got->state, SPOOL_INCOMING);
+    assert_int_equal(got->rcpt[0].status, SPOOL_RCPT_PENDING);
+    spool_msg_free(got);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 3);
+    assert_int_equal(count(fx, SPOOL_INDEX_DEFERRED), 1);
+    spool_msg_free(a);
+    spool_msg_free(b);
+    spool_msg_free(d);
+}
+
 /* "A reader listing the queue while writers commit": every listing is a
  * consistent snapshot, every message in it complete, and it only grows. */
 struct lister {
@@ -473,6 +562,8 @@ static void test_list_while_writing(void **state)
         assert_true(s.n >= last);
         last = s.n;
         listings++;
+        /* Let the writer run: under valgrind threads take turns. */
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     pthread_join(t, NULL);
     assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 400);
@@ -779,6 +870,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_indices_and_updates, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queued_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_while_writing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_recover_active, setup, teardown),
