@@ -20,7 +20,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb
+LIB_PKGS := lmdb libevent libcares
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
