@@ -14,12 +14,24 @@
  *	void	smtp_addr_list_add(struct smtp_addr_list *l, const char *addr)
  *	void	smtp_addr_list_uniq(struct smtp_addr_list *l)
  *	void	smtp_addr_list_free(struct smtp_addr_list *l)
+ *
+ *	void	smtp_reply_init(struct smtp_reply *r)
+ *	int	smtp_reply_line(struct smtp_reply *r, const char *line,
+ *			size_t len)
+ *	void	smtp_reply_free(struct smtp_reply *r)
+ *	unsigned smtp_ehlo_features(const struct smtp_reply *r,
+ *			uint64_t *size_limit)
+ *	void	smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
+ *			smtp_emit_fn *emit, void *ctx)
+ *	void	smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit,
+ *			void *ctx)
  * DESCRIPTION
  *	The smtp/ layer turns protocol text into values and back, without
  *	doing any I/O, so that every codec can be tested to the byte. This
- *	header is the layer's whole public face. So far it holds address
- *	syntax (address.c); command and reply parsing, ESMTP keywords,
- *	enhanced status codes and dot-stuffing will join it.
+ *	header is the layer's whole public face: address syntax
+ *	(address.c); replies, enhanced status codes, EHLO keywords and
+ *	dot-stuffing (reply.c, described there); command parsing for the
+ *	SMTP server will join them.
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
  *	of a To:, Cc: or Bcc: header field (folded or not), and appends
@@ -48,6 +60,7 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Limits of RFC 5321 section 4.5.3.1. */
 #define SMTP_LOCAL_PART_MAX 64
@@ -67,5 +80,46 @@ int smtp_address_valid(const char *addr);
 void smtp_addr_list_add(struct smtp_addr_list *l, const char *addr);
 void smtp_addr_list_uniq(struct smtp_addr_list *l);
 void smtp_addr_list_free(struct smtp_addr_list *l);
+
+#define SMTP_REPLY_MAX_LINES 100
+#define SMTP_REPLY_MAX_TEXT  (64 * 1024)
+
+/* A reply being read, or read. */
+struct smtp_reply {
+    int code;          /* 250, 421, ... */
+    char enhanced[16]; /* "2.1.5", or "" */
+    char *text;        /* the lines' texts joined by spaces */
+    size_t text_len;
+    size_t lines;
+    size_t nline; /* each line's text, cut to 127 bytes */
+    char line[SMTP_REPLY_MAX_LINES][128];
+};
+
+/* EHLO keywords. */
+#define SMTP_EXT_PIPELINING          0x01u
+#define SMTP_EXT_SIZE                0x02u
+#define SMTP_EXT_8BITMIME            0x04u
+#define SMTP_EXT_STARTTLS            0x08u
+#define SMTP_EXT_ENHANCEDSTATUSCODES 0x10u
+#define SMTP_EXT_CHUNKING            0x20u
+#define SMTP_EXT_DSN                 0x40u
+#define SMTP_EXT_SMTPUTF8            0x80u
+
+typedef void smtp_emit_fn(void *ctx, const char *p, size_t len);
+
+/* Dot-stuffing state across calls; zeroed: at a line start. */
+struct smtp_stuffer {
+    int mid_line;
+    char tail[2];
+    uint64_t bytes;
+};
+
+void smtp_reply_init(struct smtp_reply *r);
+int smtp_reply_line(struct smtp_reply *r, const char *line, size_t len);
+void smtp_reply_free(struct smtp_reply *r);
+unsigned smtp_ehlo_features(const struct smtp_reply *r, uint64_t *size_limit);
+void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
+                smtp_emit_fn *emit, void *ctx);
+void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
 
 #endif
