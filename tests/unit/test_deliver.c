@@ -1,0 +1,472 @@
+/*
+ * test_deliver - the SMTP and LMTP client against a scripted server on
+ * loopback: the commands it sends, byte for byte, and how it classifies
+ * each outcome (RFC 5321, RFC 2920 pipelining, RFC 2033 LMTP).
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "deliver/deliver.h"
+
+/*
+ * The scripted server: for each step, read `lines` command lines (a DATA
+ * body counts as one line, up to its final "."), then write `reply`
+ * (which may hold several replies). Everything read is kept in `got`.
+ */
+struct step {
+    int lines;
+    const char *reply;
+};
+
+struct server {
+    int listen_fd;
+    int port;
+    const struct step *script;
+    char got[8192];
+    size_t got_len;
+    pthread_t thread;
+    int close_after; /* close after this many steps (0 = at the end) */
+};
+
+static int read_line(int fd, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    while (n + 1 < len) {
+        ssize_t r = read(fd, buf + n, 1);
+
+        if (r <= 0)
+            return -1;
+        if (buf[n++] == '\n')
+            break;
+    }
+    buf[n] = 0;
+    return (int)n;
+}
+
+static void *server_run(void *arg)
+{
+    struct server *sv = arg;
+    int fd = accept(sv->listen_fd, NULL, NULL);
+    char line[2048];
+    int in_data = 0;
+
+    if (fd < 0)
+        return NULL;
+    for (int i = 0; sv->script[i].reply; i++) {
+        for (int l = 0; l < sv->script[i].lines;) {
+            int n = read_line(fd, line, sizeof(line));
+
+            if (n < 0)
+                goto out;
+            if (sv->got_len + n < sizeof(sv->got)) {
+                memcpy(sv->got + sv->got_len, line, n);
+                sv->got_len += n;
+                sv->got[sv->got_len] = 0;
+            }
+            if (in_data) {
+                if (strcmp(line, ".\r\n") == 0) {
+                    in_data = 0;
+                    l++;
+                }
+                continue;
+            }
+            if (strncmp(line, "DATA", 4) == 0 &&
+                strstr(sv->script[i].reply, "354") != NULL &&
+                l + 1 == sv->script[i].lines)
+                in_data = 0;
+            l++;
+        }
+        if (write(fd, sv->script[i].reply, strlen(sv->script[i].reply)) < 0)
+            goto out;
+        if (strstr(sv->script[i].reply, "354 ") != NULL)
+            in_data = 1;
+        if (sv->close_after && i + 1 == sv->close_after)
+            goto out;
+    }
+    /* Drain until the client closes. */
+    while (read_line(fd, line, sizeof(line)) > 0) {
+        if (sv->got_len + strlen(line) < sizeof(sv->got)) {
+            strcat(sv->got, line);
+            sv->got_len += strlen(line);
+        }
+    }
+out:
+    close(fd);
+    return NULL;
+}
+
+static void server_start(struct server *sv, const struct step *script)
+{
+    struct sockaddr_in sin = {0};
+    socklen_t len = sizeof(sin);
+    int one = 1;
+
+    memset(sv, 0, sizeof(*sv));
+    sv->script = script;
+    sv->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(sv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(sv->listen_fd, (struct sockaddr *)&sin, sizeof(sin)),
+                     0);
+    assert_int_equal(listen(sv->listen_fd, 4), 0);
+    getsockname(sv->listen_fd, (struct sockaddr *)&sin, &len);
+    sv->port = ntohs(sin.sin_port);
+    pthread_create(&sv->thread, NULL, server_run, sv);
+}
+
+static void server_stop(struct server *sv)
+{
+    shutdown(sv->listen_fd, SHUT_RDWR);
+    close(sv->listen_fd);
+    pthread_join(sv->thread, NULL);
+}
+
+static void addr_of(struct deliver_addr *a, const char *host, int port)
+{
+    struct sockaddr_in *sin = (struct sockaddr_in *)&a->sa;
+
+    memset(a, 0, sizeof(*a));
+    snprintf(a->host, sizeof(a->host), "%s", host);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons((uint16_t)port);
+    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a->salen = sizeof(*sin);
+}
+
+/* A port where nothing listens: bound, never listening. */
+static int dead_port(int *fd)
+{
+    struct sockaddr_in sin = {0};
+    socklen_t len = sizeof(sin);
+
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(*fd, (struct sockaddr *)&sin, sizeof(sin));
+    getsockname(*fd, (struct sockaddr *)&sin, &len);
+    return ntohs(sin.sin_port);
+}
+
+static struct deliver_result *result;
+
+static void done_cb(void *ctx, struct deliver_result *res)
+{
+    (void)ctx;
+    result = res;
+}
+
+static const struct deliver_rcpt two_rcpts[] = {
+    {"a@x.test", NULL, 0},
+    {"b@x.test", NULL, 0},
+};
+
+static struct deliver_result *deliver(const struct deliver_addr *addrs,
+                                      size_t naddrs, enum deliver_proto proto,
+                                      const char *body, int timeout_ms)
+{
+    struct event_base *base = event_base_new();
+    struct deliver_request req = {0};
+
+    req.proto = proto;
+    req.helo_name = "client.test";
+    req.sender = "s@y.test";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.body = body;
+    req.size = strlen(body);
+    req.addrs = addrs;
+    req.naddrs = naddrs;
+    req.session_limit = 2;
+    req.timeouts = (struct deliver_timeouts){timeout_ms, timeout_ms, timeout_ms,
+                                             timeout_ms, timeout_ms, timeout_ms,
+                                             timeout_ms, timeout_ms};
+    result = NULL;
+    deliver_start(base, &req, done_cb, NULL);
+    event_base_dispatch(base);
+    event_base_free(base);
+    assert_non_null(result);
+    return result;
+}
+
+#define GREETING "220 mx.test ESMTP\r\n"
+#define EHLO_PIPE                                                              \
+    "250-mx.test\r\n250-PIPELINING\r\n250-SIZE 1000000\r\n250 8BITMIME\r\n"
+
+/* RFC 2920: MAIL, the RCPTs and DATA in one go; a body line starting
+ * with "." stuffed; the transaction's outcome per recipient. */
+static void test_pipelined_delivery(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {4, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n550 5.1.1 <b@x.test>: no\r\n"
+            "354 go\r\n"},
+        {1, "250 2.0.0 Ok: queued as ABC\r\n"},
+        {1, "221 2.0.0 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver(&a, 1, DELIVER_SMTP, "Subject: x\r\n\r\n.dot\r\nend\r\n", 5000);
+    server_stop(&sv);
+    assert_string_equal(sv.got, "EHLO client.test\r\n"
+                                "MAIL FROM:<s@y.test> SIZE=25\r\n"
+                                "RCPT TO:<a@x.test>\r\n"
+                                "RCPT TO:<b@x.test>\r\n"
+                                "DATA\r\n"
+                                "Subject: x\r\n\r\n..dot\r\nend\r\n.\r\n"
+                                "QUIT\r\n");
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_int_equal(r->rcpt[0].code, 250);
+    assert_string_equal(r->rcpt[0].text, "250 2.0.0 Ok: queued as ABC");
+    assert_int_equal(r->rcpt[1].status, DELIVER_BOUNCE);
+    assert_string_equal(r->rcpt[1].enhanced, "5.1.1");
+    assert_string_equal(r->rcpt[1].text,
+                        "host mx.test[127.0.0.1] said: 550 5.1.1 <b@x.test>: "
+                        "no (in reply to RCPT TO command)");
+    assert_true(strncmp(r->relay, "mx.test[127.0.0.1]:", 19) == 0);
+    deliver_result_free(r);
+}
+
+/* Without PIPELINING each command waits for its reply; EHLO refused
+ * falls back to HELO; 4xx defers. */
+static void test_lockstep_helo_fallback(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, "502 5.5.2 no EHLO\r\n"},
+        {1, "250 mx.test\r\n"},
+        {1, "250 Ok\r\n"},
+        {1, "451 4.3.0 later\r\n"},
+        {1, "250 Ok\r\n"},
+        {1, "354 go\r\n"},
+        {1, "250 Ok\r\n"},
+        {1, "221 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver(&a, 1, DELIVER_SMTP, "hi", 5000);
+    server_stop(&sv);
+    assert_string_equal(sv.got, "EHLO client.test\r\n"
+                                "HELO client.test\r\n"
+                                "MAIL FROM:<s@y.test>\r\n"
+                                "RCPT TO:<a@x.test>\r\n"
+                                "RCPT TO:<b@x.test>\r\n"
+                                "DATA\r\n"
+                                "hi\r\n.\r\n"
+                                "QUIT\r\n");
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_string_equal(r->rcpt[0].enhanced, "4.3.0");
+    assert_int_equal(r->rcpt[1].status, DELIVER_OK);
+    deliver_result_free(r);
+}
+
+/* A rejected MAIL decides every recipient; the pipelined RCPT and DATA
+ * replies are read and ignored. */
+static void test_mail_rejected(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {4, "553 5.7.1 sender rejected\r\n503 5.5.1 no\r\n503 5.5.1 no\r\n"
+            "503 5.5.1 no\r\n"},
+        {1, "221 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver(&a, 1, DELIVER_SMTP, "hi\r\n", 5000);
+    server_stop(&sv);
+    assert_int_equal(r->hop_ok, 1);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(r->rcpt[i].status, DELIVER_BOUNCE);
+        assert_string_equal(r->rcpt[i].text,
+                            "host mx.test[127.0.0.1] said: 553 5.7.1 sender "
+                            "rejected (in reply to MAIL FROM command)");
+    }
+    assert_non_null(strstr(sv.got, "QUIT\r\n"));
+    deliver_result_free(r);
+}
+
+/* "greeting not 2xx" and "connection refused" are hop failures: the
+ * next address is tried; when none is left, every recipient is deferred
+ * with the last reason. */
+static void test_fallback_and_hop_failure(void **state)
+{
+    static const struct step refuse[] = {
+        {0, "421 4.3.2 busy\r\n"},
+        {0, NULL},
+    };
+    static const struct step ok[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {4, "250 Ok\r\n250 Ok\r\n250 Ok\r\n354 go\r\n"},
+        {1, "250 Ok\r\n"},
+        {1, "221 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server busy, good;
+    struct deliver_addr a[2];
+    struct deliver_result *r;
+    int fd, port = dead_port(&fd);
+
+    (void)state;
+    /* Refused, then accepted: delivered through the second. */
+    addr_of(&a[0], "mx1.test", port);
+    server_start(&good, ok);
+    addr_of(&a[1], "mx2.test", good.port);
+    r = deliver(a, 2, DELIVER_SMTP, "hi\r\n", 5000);
+    server_stop(&good);
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_true(strncmp(r->relay, "mx2.test[127.0.0.1]:", 20) == 0);
+    deliver_result_free(r);
+
+    /* A 421 greeting, then nothing listening: a hop failure. */
+    server_start(&busy, refuse);
+    addr_of(&a[0], "mx1.test", busy.port);
+    addr_of(&a[1], "mx2.test", port);
+    r = deliver(a, 2, DELIVER_SMTP, "hi\r\n", 5000);
+    server_stop(&busy);
+    close(fd);
+    assert_int_equal(r->hop_ok, 0);
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_int_equal(r->rcpt[1].status, DELIVER_DEFER);
+    {
+        char want[128];
+
+        snprintf(want, sizeof(want),
+                 "connect to mx2.test[127.0.0.1]:%d: Connection refused", port);
+        assert_string_equal(r->hop_reason, want);
+        assert_string_equal(r->rcpt[0].text, want);
+    }
+    deliver_result_free(r);
+}
+
+/* A server that never greets: the greeting timeout. */
+static void test_greeting_timeout(void **state)
+{
+    static const struct step silent[] = {
+        {1, ""}, /* waits for a line that never comes */
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, silent);
+    addr_of(&a, "slow.test", sv.port);
+    r = deliver(&a, 1, DELIVER_SMTP, "hi\r\n", 300);
+    server_stop(&sv);
+    assert_int_equal(r->hop_ok, 0);
+    assert_string_equal(r->hop_reason,
+                        "conversation with slow.test[127.0.0.1] timed out "
+                        "while receiving the initial server greeting");
+    deliver_result_free(r);
+}
+
+/* A connection lost in the middle of the transaction is a hop failure
+ * for the recipients not yet decided. */
+static void test_lost_mid_transaction(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},     {1, "250 mx.test\r\n"},
+        {1, "250 Ok\r\n"}, {1, "550 5.1.1 no such user\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    sv.close_after = 4;
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver(&a, 1, DELIVER_SMTP, "hi\r\n", 5000);
+    server_stop(&sv);
+    assert_int_equal(r->hop_ok, 0);
+    assert_int_equal(r->rcpt[0].status, DELIVER_BOUNCE);
+    assert_int_equal(r->rcpt[1].status, DELIVER_DEFER);
+    assert_string_equal(r->rcpt[1].text, "lost connection with "
+                                         "mx.test[127.0.0.1] while sending "
+                                         "RCPT TO");
+    deliver_result_free(r);
+}
+
+/* LMTP: LHLO, and one reply per accepted recipient after the body. */
+static void test_lmtp(void **state)
+{
+    static const struct step script[] = {
+        {0, "220 lmtp.test LMTP\r\n"},
+        {1, EHLO_PIPE},
+        {4, "250 Ok\r\n250 Ok\r\n250 Ok\r\n354 go\r\n"},
+        {1, "250 2.0.0 a delivered\r\n452 4.2.2 b over quota\r\n"},
+        {1, "221 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "lmtp.test", sv.port);
+    r = deliver(&a, 1, DELIVER_LMTP, "hi\r\n", 5000);
+    server_stop(&sv);
+    assert_true(strncmp(sv.got, "LHLO client.test\r\n", 18) == 0);
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_int_equal(r->rcpt[1].status, DELIVER_DEFER);
+    assert_string_equal(r->rcpt[1].enhanced, "4.2.2");
+    deliver_result_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipelined_delivery),
+        cmocka_unit_test(test_lockstep_helo_fallback),
+        cmocka_unit_test(test_mail_rejected),
+        cmocka_unit_test(test_fallback_and_hop_failure),
+        cmocka_unit_test(test_greeting_timeout),
+        cmocka_unit_test(test_lost_mid_transaction),
+        cmocka_unit_test(test_lmtp),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
