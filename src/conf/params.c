@@ -16,9 +16,13 @@
  *	a tuned Postfix scheduler configuration carries over; see
  *	doc/sluice.conf.5 for the meaning of each parameter. The rule for
  *	suffixes is Postfix's: default_X is overridden by <transport>_X,
- *	and a few parameters without the default_ prefix
+ *	a few parameters without the default_ prefix
  *	(initial_destination_concurrency, concurrency_feedback_rounding)
- *	are overridden by <transport>_<name>.
+ *	are overridden by <transport>_<name>, and the SMTP client's smtp_X
+ *	(timeouts, MX limits, connection reuse, smtp_helo_name) by
+ *	<transport>_X, so that smtp_X is both the global value and that of
+ *	transport smtp. No suffix may end another one in a way that makes
+ *	an existing name change meaning: test_conf.c checks the pairs.
  *
  *	Keep the table sorted by subject, not by name: "sluice config"
  *	sorts its output itself.
@@ -58,6 +62,14 @@
 #define CHOICE(name, def, sfx, choices, sum)                                   \
     {                                                                          \
         name, CONF_CHOICE, def, sfx, 0, 0, 0, choices, sum                     \
+    }
+#define STRING(name, def, sfx, sum)                                            \
+    {                                                                          \
+        name, CONF_STRING, def, sfx, 0, 0, 0, NULL, sum                        \
+    }
+#define LIST(name, def, sfx, sum)                                              \
+    {                                                                          \
+        name, CONF_LIST, def, sfx, 0, 0, 0, NULL, sum                          \
     }
 
 const struct conf_def conf_params[] = {
@@ -140,19 +152,54 @@ const struct conf_def conf_params[] = {
     TIME("in_flow_delay", "1s", NULL, 's',
          "ingress pause when the queue manager falls behind (0 = none)"),
 
+    /* Routing: transports, the transport table, the relay host. */
+    LIST("transports",
+         "smtp:smtp, relay:smtp, lmtp:lmtp, discard:discard, "
+         "error:error",
+         NULL, "declared transports as NAME:TYPE (smtp, lmtp, discard, error)"),
+    STRING("default_transport", "smtp", NULL,
+           "transport for mail that the transport table does not route"),
+    STRING("relayhost", "", NULL,
+           "next hop of the default transport (empty: the recipient domain)"),
+    STRING("transport_maps", "", NULL,
+           "transport table file: PATTERN TRANSPORT:NEXTHOP (empty: none)"),
+
     /* SMTP client. */
     BOOL("smtp_connection_cache_on_demand", "yes", NULL,
          "reuse connections to destinations with a backlog"),
-    TIME("smtp_connection_cache_time_limit", "2s", NULL, 's',
+    TIME("smtp_connection_cache_time_limit", "2s",
+         "_connection_cache_time_limit", 's',
          "how long an idle connection is kept for reuse"),
-    TIME("smtp_connection_reuse_time_limit", "300s", NULL, 's',
+    TIME("smtp_connection_reuse_time_limit", "300s",
+         "_connection_reuse_time_limit", 's',
          "how long one connection may be reused"),
-    INT("smtp_connection_reuse_count_limit", "0", NULL, 0, 1000000L,
+    INT("smtp_connection_reuse_count_limit", "0",
+        "_connection_reuse_count_limit", 0, 1000000L,
         "how many deliveries one connection may carry (0 = no limit)"),
-    INT("smtp_mx_address_limit", "5", NULL, 0, 1000,
+    INT("smtp_mx_address_limit", "5", "_mx_address_limit", 0, 1000,
         "addresses tried per delivery (0 = no limit)"),
-    INT("smtp_mx_session_limit", "2", NULL, 0, 1000,
+    INT("smtp_mx_session_limit", "2", "_mx_session_limit", 0, 1000,
         "sessions attempted per delivery (0 = no limit)"),
+    TIME("smtp_connect_timeout", "30s", "_connect_timeout", 's',
+         "time limit for a TCP connection to be established"),
+    TIME("smtp_helo_timeout", "300s", "_helo_timeout", 's',
+         "time limit for the greeting and the EHLO/HELO/LHLO reply"),
+    TIME("smtp_mail_timeout", "300s", "_mail_timeout", 's',
+         "time limit for the reply to MAIL FROM"),
+    TIME("smtp_rcpt_timeout", "300s", "_rcpt_timeout", 's',
+         "time limit for the reply to RCPT TO"),
+    TIME("smtp_data_init_timeout", "120s", "_data_init_timeout", 's',
+         "time limit for the reply to DATA"),
+    TIME("smtp_data_xfer_timeout", "180s", "_data_xfer_timeout", 's',
+         "time limit for sending a piece of the message content"),
+    TIME("smtp_data_done_timeout", "600s", "_data_done_timeout", 's',
+         "time limit for the reply to the final \".\""),
+    TIME("smtp_quit_timeout", "300s", "_quit_timeout", 's',
+         "time limit for the reply to QUIT"),
+    STRING("smtp_helo_name", "$myhostname", "_helo_name",
+           "name sent in EHLO, HELO or LHLO (empty: the system's host name)"),
+    LIST("dns_servers", "", NULL,
+         "DNS resolvers as ip, ip:port or [ipv6]:port (empty: the system's)"),
 
     /* Messages. */
     INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,

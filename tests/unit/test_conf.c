@@ -134,6 +134,31 @@ static const struct {
     {"in_flow_delay", 1000, 's'},
     {"smtp_connection_cache_time_limit", 2000, 's'},
     {"smtp_connection_reuse_time_limit", 300000, 's'},
+    {"smtp_connect_timeout", 30000, 's'},
+    {"smtp_helo_timeout", 300000, 's'},
+    {"smtp_mail_timeout", 300000, 's'},
+    {"smtp_rcpt_timeout", 300000, 's'},
+    {"smtp_data_init_timeout", 120000, 's'},
+    {"smtp_data_xfer_timeout", 180000, 's'},
+    {"smtp_data_done_timeout", 600000, 's'},
+    {"smtp_quit_timeout", 300000, 's'},
+};
+
+/* String and list parameters with their defaults as written. */
+static const struct {
+    const char *name;
+    enum conf_type type;
+    const char *defval;
+} string_defaults[] = {
+    {"transports", CONF_LIST,
+     "smtp:smtp, relay:smtp, lmtp:lmtp, discard:discard, error:error"},
+    {"default_transport", CONF_STRING, "smtp"},
+    {"relayhost", CONF_STRING, ""},
+    {"transport_maps", CONF_STRING, ""},
+    {"smtp_helo_name", CONF_STRING, "$myhostname"},
+    {"dns_servers", CONF_LIST, ""},
+    {"queue_directory", CONF_STRING, "/var/spool/sluice"},
+    {"myhostname", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -163,6 +188,20 @@ static const struct {
     {"default_process_limit", "_process_limit"},
     {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
     {"default_scheduler", "_scheduler"},
+    {"smtp_connection_cache_time_limit", "_connection_cache_time_limit"},
+    {"smtp_connection_reuse_time_limit", "_connection_reuse_time_limit"},
+    {"smtp_connection_reuse_count_limit", "_connection_reuse_count_limit"},
+    {"smtp_mx_address_limit", "_mx_address_limit"},
+    {"smtp_mx_session_limit", "_mx_session_limit"},
+    {"smtp_connect_timeout", "_connect_timeout"},
+    {"smtp_helo_timeout", "_helo_timeout"},
+    {"smtp_mail_timeout", "_mail_timeout"},
+    {"smtp_rcpt_timeout", "_rcpt_timeout"},
+    {"smtp_data_init_timeout", "_data_init_timeout"},
+    {"smtp_data_xfer_timeout", "_data_xfer_timeout"},
+    {"smtp_data_done_timeout", "_data_done_timeout"},
+    {"smtp_quit_timeout", "_quit_timeout"},
+    {"smtp_helo_name", "_helo_name"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -183,16 +222,24 @@ static void test_table_has_every_parameter(void **state)
     (void)state;
     /*
      * 19 integers (the reference table's 18, and
-     * smtp_connection_reuse_count_limit), 13 times, 2 booleans, 2
-     * feedbacks, 2 choices (concurrency_feedback_rounding,
-     * default_scheduler), and the spool's 2 integers and 2 strings
-     * (queue_map_size, queue_map_size_limit, queue_directory, myhostname).
+     * smtp_connection_reuse_count_limit), 21 times (13, and the SMTP
+     * client's 8 timeouts), 2 booleans, 2 feedbacks, 2 choices
+     * (concurrency_feedback_rounding, default_scheduler), the spool's 2
+     * integers and 2 strings (queue_map_size, queue_map_size_limit,
+     * queue_directory, myhostname), and routing's and the SMTP client's
+     * 4 strings and 2 lists (default_transport, relayhost,
+     * transport_maps, smtp_helo_name, transports, dns_servers).
      */
-    assert_int_equal(conf_param_count, 42);
+    assert_int_equal(conf_param_count, 56);
+    assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
+                         NELEM(string_defaults) + NELEM(others) + 2,
+                     conf_param_count);
     for (i = 0; i < NELEM(int_defaults); i++)
         assert_non_null(def_find(int_defaults[i].name));
     for (i = 0; i < NELEM(time_defaults); i++)
         assert_non_null(def_find(time_defaults[i].name));
+    for (i = 0; i < NELEM(string_defaults); i++)
+        assert_non_null(def_find(string_defaults[i].name));
     for (i = 0; i < NELEM(others); i++)
         assert_non_null(def_find(others[i]));
     for (i = 0; i < conf_param_count; i++) {
@@ -230,6 +277,11 @@ static void test_table_types_and_units(void **state)
     assert_int_equal(def->type, CONF_CHOICE);
     assert_string_equal(def->choices, "seed|postfix3");
     assert_string_equal(def->defval, "seed");
+    for (i = 0; i < NELEM(string_defaults); i++) {
+        def = def_find(string_defaults[i].name);
+        assert_int_equal(def->type, string_defaults[i].type);
+        assert_string_equal(def->defval, string_defaults[i].defval);
+    }
 }
 
 static void test_table_suffixes(void **state)
@@ -335,9 +387,19 @@ static void test_defaults_are_defaults(void **state)
         assert_int_equal(info.non_default, 0);
         assert_int_equal(info.is_override, 0);
         assert_string_equal(info.value, conf_params[i].defval);
-        assert_string_equal(info.expanded, conf_params[i].defval);
+        if (strchr(conf_params[i].defval, '$') == NULL)
+            assert_string_equal(info.expanded, conf_params[i].defval);
         assert_null(info.file);
     }
+    /* The one default with a reference: myhostname, empty by default. */
+    assert_int_equal(conf_lookup(conf, "smtp_helo_name", &info), 0);
+    assert_string_equal(info.value, "$myhostname");
+    assert_string_equal(info.expanded, "");
+    set_ok(conf, "myhostname", "mx.example.com");
+    assert_string_equal(conf_str(conf, NULL, "smtp_helo_name"),
+                        "mx.example.com");
+    assert_string_equal(conf_str(conf, "relay", "smtp_helo_name"),
+                        "mx.example.com");
 }
 
 static void test_override_and_fallback(void **state)
@@ -430,6 +492,133 @@ static void test_longest_suffix_wins(void **state)
     assert_int_equal(
         conf_int(conf, "smtp_destination_extra", "default_recipient_limit"),
         20000);
+}
+
+/*
+ * The SMTP client's parameters are named smtp_X and overridden by
+ * <transport>_X: smtp_X is the global value and transport smtp's.
+ */
+static void test_smtp_client_overrides(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    set_ok(conf, "relay_connect_timeout", "5s");
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_connect_timeout"), 5000);
+    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_connect_timeout"), 30000);
+    assert_int_equal(conf_time_ms(conf, "lmtp", "smtp_connect_timeout"), 30000);
+    assert_int_equal(conf_time_ms(conf, NULL, "relay_connect_timeout"), 5000);
+    set_ok(conf, "smtp_connect_timeout", "10s");
+    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_connect_timeout"), 10000);
+    assert_int_equal(conf_time_ms(conf, "lmtp", "smtp_connect_timeout"), 10000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_connect_timeout"), 5000);
+
+    set_ok(conf, "lmtp_mx_address_limit", "1");
+    assert_int_equal(conf_int(conf, "lmtp", "smtp_mx_address_limit"), 1);
+    assert_int_equal(conf_int(conf, "smtp", "smtp_mx_address_limit"), 5);
+    assert_int_equal(conf_int(conf, "lmtp", "smtp_mx_session_limit"), 2);
+    assert_int_equal(conf_lookup(conf, "lmtp_mx_address_limit", &info), 0);
+    assert_string_equal(info.def->name, "smtp_mx_address_limit");
+    assert_int_equal(info.is_override, 1);
+
+    /* Each suffix reaches its own parameter and no other. */
+    set_ok(conf, "relay_data_init_timeout", "1s");
+    set_ok(conf, "relay_data_xfer_timeout", "2s");
+    set_ok(conf, "relay_data_done_timeout", "3s");
+    set_ok(conf, "relay_helo_timeout", "4s");
+    set_ok(conf, "relay_mail_timeout", "6s");
+    set_ok(conf, "relay_rcpt_timeout", "7s");
+    set_ok(conf, "relay_quit_timeout", "8s");
+    set_ok(conf, "relay_connection_cache_time_limit", "9s");
+    set_ok(conf, "relay_connection_reuse_time_limit", "10s");
+    set_ok(conf, "relay_connection_reuse_count_limit", "11");
+    set_ok(conf, "relay_mx_session_limit", "12");
+    set_ok(conf, "relay_helo_name", "relay.example.com");
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_init_timeout"),
+                     1000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_xfer_timeout"),
+                     2000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_done_timeout"),
+                     3000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_helo_timeout"), 4000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_mail_timeout"), 6000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_rcpt_timeout"), 7000);
+    assert_int_equal(conf_time_ms(conf, "relay", "smtp_quit_timeout"), 8000);
+    assert_int_equal(
+        conf_time_ms(conf, "relay", "smtp_connection_cache_time_limit"), 9000);
+    assert_int_equal(
+        conf_time_ms(conf, "relay", "smtp_connection_reuse_time_limit"), 10000);
+    assert_int_equal(
+        conf_int(conf, "relay", "smtp_connection_reuse_count_limit"), 11);
+    assert_int_equal(conf_int(conf, "relay", "smtp_mx_session_limit"), 12);
+    assert_int_equal(conf_int(conf, "relay", "smtp_mx_address_limit"), 5);
+    assert_string_equal(conf_str(conf, "relay", "smtp_helo_name"),
+                        "relay.example.com");
+    assert_string_equal(conf_str(conf, "smtp", "smtp_helo_name"), "");
+    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_data_init_timeout"),
+                     120000);
+    assert_int_equal(conf_override_count(conf), 14);
+
+    /* Type checks apply to overrides too. */
+    set_fails(conf, "relay_connect_timeout", "soon",
+              "relay_connect_timeout: bad value \"soon\": expected a time "
+              "like 300s, 5m, 1h");
+    set_fails(conf, "lmtp_mx_address_limit", "-1",
+              "lmtp_mx_address_limit: bad value \"-1\": expected an integer "
+              "between 0 and 1000");
+    /* Global-only neighbours stay global-only. */
+    set_fails(conf, "relay_connection_cache_on_demand", "no",
+              "unknown parameter \"relay_connection_cache_on_demand\"");
+    set_fails(conf, "relay_dns_servers", "127.0.0.1",
+              "unknown parameter \"relay_dns_servers\"");
+}
+
+/*
+ * A new suffix must not take over names that meant something else: the
+ * only suffixes that end other suffixes, and the only global names that
+ * end in another parameter's suffix, are these known ones (where the
+ * longest suffix, or the exact global name, wins).
+ */
+static void test_suffixes_unambiguous(void **state)
+{
+    static const char *expected[] = {
+        "_destination_recipient_limit ends _recipient_limit",
+        "_extra_recipient_limit ends _recipient_limit",
+        "default_destination_recipient_limit ends _recipient_limit",
+        "default_extra_recipient_limit ends _recipient_limit",
+        "qmgr_message_recipient_limit ends _recipient_limit",
+    };
+    char found[NELEM(expected) + 1][128];
+    const char *a;
+    const char *b;
+    size_t nfound = 0;
+    size_t i;
+    size_t j;
+    size_t k;
+
+    (void)state;
+    for (i = 0; i < conf_param_count; i++) {
+        for (j = 0; j < conf_param_count; j++) {
+            if (i == j || (b = conf_params[j].suffix) == NULL)
+                continue;
+            for (k = 0; k < 2; k++) {
+                a = k == 0 ? conf_params[i].suffix : conf_params[i].name;
+                if (a == NULL || strlen(a) <= strlen(b) ||
+                    strcmp(a + strlen(a) - strlen(b), b) != 0)
+                    continue;
+                assert_true(nfound < NELEM(expected));
+                snprintf(found[nfound++], sizeof(found[0]), "%s ends %s", a, b);
+            }
+        }
+    }
+    assert_int_equal(nfound, NELEM(expected));
+    for (i = 0; i < NELEM(expected); i++) {
+        for (j = 0; j < nfound; j++)
+            if (strcmp(found[j], expected[i]) == 0)
+                break;
+        if (j == nfound)
+            fail_msg("missing: %s", expected[i]);
+    }
 }
 
 static void test_global_name_matches_first(void **state)
@@ -1179,6 +1368,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_longest_suffix_wins, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_smtp_client_overrides, setup,
+                                        teardown),
+        cmocka_unit_test(test_suffixes_unambiguous),
         cmocka_unit_test_setup_teardown(test_global_name_matches_first, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_override_name_syntax, setup,

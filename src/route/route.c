@@ -1,0 +1,326 @@
+/*
+ * NAME
+ *	route 3 - routing tables: load, resolve, transports
+ * SYNOPSIS
+ *	#include "route/route.h"
+ *
+ *	struct route_table *route_load(const struct conf *conf, char *why,
+ *			size_t whylen)
+ *	void	route_free(struct route_table *t)
+ *	int	route_resolve(const struct route_table *t, const char *address,
+ *			struct route_result *out, char *why, size_t whylen)
+ *
+ *	int	route_transport_count(const struct route_table *t)
+ *	const struct route_transport *route_transport_at(
+ *			const struct route_table *t, int i)
+ *	const struct route_transport *route_transport_find(
+ *			const struct route_table *t, const char *name)
+ * DESCRIPTION
+ *	See route.h for the contract. The plan: everything that can be
+ *	wrong is found by route_load(), once, so that route_resolve() (run
+ *	for every recipient) only parses the recipient's domain and does
+ *	at most one hash lookup per label plus one for "*". A table is
+ *	never changed after route_load(): many threads may resolve with
+ *	one table at once.
+ *
+ *	The "transports" list is NAME:TYPE words separated by commas or
+ *	white space. A transport name must be usable as the prefix of a
+ *	per-transport override ([a-z0-9_-]); a name declared twice, an
+ *	unknown type or a word without a colon is an error that quotes the
+ *	word.
+ *
+ *	The relay host applies to the default transport only, and only
+ *	when that transport is smtp or lmtp: a transport table result never
+ *	goes to the relay host, so "example.com :" (or "example.com smtp:")
+ *	sends a domain directly even when a relay host is set. A default
+ *	transport of type discard or error gets an empty text.
+ */
+
+#include "route/route.h"
+#include "route/route_impl.h"
+
+#include "conf/conf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUOTED 96
+
+static const struct {
+    const char *name;
+    enum route_type type;
+} types[] = {
+    {"smtp", ROUTE_SMTP},
+    {"lmtp", ROUTE_LMTP},
+    {"discard", ROUTE_DISCARD},
+    {"error", ROUTE_ERROR},
+};
+
+#define NTYPES (sizeof(types) / sizeof(types[0]))
+
+void route_free(struct route_table *t)
+{
+    int i;
+
+    if (t == NULL)
+        return;
+    for (i = 0; i < t->ntransports; i++)
+        free((char *)t->transports[i].name);
+    free(t->transports);
+    route_hop_free(&t->relay);
+    route_map_free(t->map);
+    free(t);
+}
+
+static int transport_index(const struct route_table *t, const char *name,
+                           size_t len)
+{
+    int i;
+
+    for (i = 0; i < t->ntransports; i++)
+        if (strncmp(t->transports[i].name, name, len) == 0 &&
+            t->transports[i].name[len] == 0)
+            return i;
+    return -1;
+}
+
+/* One NAME:TYPE word of "transports". */
+static int transport_add(struct route_table *t, const char *word, size_t len,
+                         char *why, size_t whylen)
+{
+    const char *colon = memchr(word, ':', len);
+    char quoted[QUOTED];
+    size_t nlen;
+    size_t i;
+
+    route_quote(quoted, sizeof(quoted), word, len);
+    if (colon == NULL) {
+        snprintf(why, whylen, "transports: bad entry %s: expected NAME:TYPE",
+                 quoted);
+        return -1;
+    }
+    nlen = (size_t)(colon - word);
+    if (!route_transport_name_valid(word, nlen)) {
+        snprintf(why, whylen,
+                 "transports: bad entry %s: a transport name is 1 to %d of "
+                 "a-z, 0-9, _ and -",
+                 quoted, ROUTE_NAME_MAX);
+        return -1;
+    }
+    for (i = 0; i < NTYPES; i++)
+        if (strlen(types[i].name) == len - nlen - 1 &&
+            memcmp(types[i].name, colon + 1, len - nlen - 1) == 0)
+            break;
+    if (i == NTYPES) {
+        snprintf(why, whylen,
+                 "transports: bad entry %s: unknown type: expected smtp, "
+                 "lmtp, discard or error",
+                 quoted);
+        return -1;
+    }
+    if (transport_index(t, word, nlen) >= 0) {
+        snprintf(why, whylen,
+                 "transports: transport \"%.*s\" is declared "
+                 "twice",
+                 (int)nlen, word);
+        return -1;
+    }
+    t->transports = route_xrealloc(t->transports, (size_t)(t->ntransports + 1) *
+                                                      sizeof(*t->transports));
+    t->transports[t->ntransports].name = route_xstrndup(word, nlen);
+    t->transports[t->ntransports].type = types[i].type;
+    t->ntransports++;
+    return 0;
+}
+
+static int transports_load(struct route_table *t, const char *list, char *why,
+                           size_t whylen)
+{
+    static const char seps[] = ", \t\r\n\v\f";
+    size_t len;
+
+    for (list += strspn(list, seps); *list; list += strspn(list, seps)) {
+        len = strcspn(list, seps);
+        if (transport_add(t, list, len, why, whylen) < 0)
+            return -1;
+        list += len;
+    }
+    return 0;
+}
+
+static int defaults_load(struct route_table *t, const struct conf *conf,
+                         char *why, size_t whylen)
+{
+    const char *name = conf_str(conf, NULL, "default_transport");
+    const char *relay = conf_str(conf, NULL, "relayhost");
+    char quoted[QUOTED];
+    char problem[256];
+
+    if ((t->default_transport = transport_index(t, name, strlen(name))) < 0) {
+        route_quote(quoted, sizeof(quoted), name, strlen(name));
+        snprintf(why, whylen,
+                 "default_transport: %s is not a declared transport (see "
+                 "transports)",
+                 quoted);
+        return -1;
+    }
+    if (route_hop_parse(relay, ROUTE_SMTP, &t->relay, problem,
+                        sizeof(problem)) < 0) {
+        route_quote(quoted, sizeof(quoted), relay, strlen(relay));
+        snprintf(why, whylen, "relayhost: bad value %s: %s", quoted, problem);
+        return -1;
+    }
+    return 0;
+}
+
+struct route_table *route_load(const struct conf *conf, char *why,
+                               size_t whylen)
+{
+    const char *transports = conf_str(conf, NULL, "transports");
+    const char *maps = conf_str(conf, NULL, "transport_maps");
+    struct route_table *t = route_xmalloc(sizeof(*t));
+
+    memset(t, 0, sizeof(*t));
+    if (transports_load(t, transports, why, whylen) < 0 ||
+        defaults_load(t, conf, why, whylen) < 0 ||
+        route_map_load(t, maps, why, whylen) < 0) {
+        route_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int route_transport_count(const struct route_table *t)
+{
+    return t->ntransports;
+}
+
+const struct route_transport *route_transport_at(const struct route_table *t,
+                                                 int i)
+{
+    return i >= 0 && i < t->ntransports ? t->transports + i : NULL;
+}
+
+const struct route_transport *route_transport_find(const struct route_table *t,
+                                                   const char *name)
+{
+    int i = transport_index(t, name, strlen(name));
+
+    return i >= 0 ? t->transports + i : NULL;
+}
+
+/* The recipient's domain, parsed. */
+struct domain {
+    char key[ROUTE_DOMAIN_MAX + 1]; /* lookup key: name or "[ipv4]" */
+    enum route_domain kind;
+};
+
+static int address_parse(const char *address, struct domain *d, char *why,
+                         size_t whylen)
+{
+    const char *at;
+    char quoted[QUOTED];
+    const char *problem;
+
+    if (address == NULL || *address == 0) {
+        snprintf(why, whylen, "the null address has no route");
+        return -1;
+    }
+    if ((at = strrchr(address, '@')) == NULL)
+        problem = "no @domain";
+    else if (at == address)
+        problem = "empty local part";
+    else if (at[1] == 0)
+        problem = "empty domain";
+    else if (route_domain_parse(at + 1, strlen(at + 1), d->key, &d->kind) < 0)
+        problem = at[1] == '[' ? "bad address literal: expected [IPv4] or "
+                                 "[IPv6:address]"
+                               : "bad domain";
+    else
+        return 0;
+    route_quote(quoted, sizeof(quoted), address, strlen(address));
+    snprintf(why, whylen, "bad address %s: %s", quoted, problem);
+    return -1;
+}
+
+/* The entry that routes domain d, or NULL for the default route. */
+static const struct route_entry *lookup(const struct route_map *m,
+                                        const struct domain *d)
+{
+    const struct route_entry *e;
+    const char *dot;
+
+    if (m == NULL)
+        return NULL;
+    if ((e = route_map_find(m, d->key)) != NULL)
+        return e;
+    if (d->kind == ROUTE_DOMAIN_NAME)
+        for (dot = strchr(d->key, '.'); dot; dot = strchr(dot + 1, '.'))
+            if ((e = route_map_find(m, dot)) != NULL)
+                return e;
+    return m->wildcard >= 0 ? m->entries + m->wildcard : NULL;
+}
+
+/* The host of a domain used as next hop: the name, or the bare address. */
+static void domain_host(const struct domain *d, char *out, size_t len)
+{
+    const char *key = d->key;
+    size_t klen = strlen(key);
+
+    if (d->kind == ROUTE_DOMAIN_NAME) {
+        snprintf(out, len, "%s", key);
+        return;
+    }
+    key++, klen -= 2; /* the brackets */
+    if (d->kind == ROUTE_DOMAIN_IPV6)
+        key += 5, klen -= 5; /* "ipv6:" */
+    snprintf(out, len, "%.*s", (int)klen, key);
+}
+
+static void result_fill(const struct route_table *t, int transport,
+                        const struct route_hop *hop, const struct domain *d,
+                        struct route_result *out)
+{
+    const struct route_transport *tr = t->transports + transport;
+    size_t used;
+
+    snprintf(out->transport, sizeof(out->transport), "%s", tr->name);
+    out->type = tr->type;
+    out->port = 0;
+    out->mx = 0;
+    if (tr->type == ROUTE_DISCARD || tr->type == ROUTE_ERROR) {
+        snprintf(out->nexthop, sizeof(out->nexthop), "%s",
+                 hop && hop->host ? hop->host : "");
+    } else if (hop && hop->host) {
+        snprintf(out->nexthop, sizeof(out->nexthop), "%s", hop->host);
+        out->port = hop->port;
+        out->mx = tr->type == ROUTE_SMTP && !hop->bracketed;
+    } else {
+        domain_host(d, out->nexthop, sizeof(out->nexthop));
+        out->mx = tr->type == ROUTE_SMTP && d->kind == ROUTE_DOMAIN_NAME;
+    }
+    used = (size_t)snprintf(out->key, sizeof(out->key), "%s:", tr->name);
+    route_nexthop_format(out, out->key + used, sizeof(out->key) - used);
+}
+
+int route_resolve(const struct route_table *t, const char *address,
+                  struct route_result *out, char *why, size_t whylen)
+{
+    const struct route_entry *e;
+    enum route_type type;
+    struct domain d;
+
+    if (address_parse(address, &d, why, whylen) < 0)
+        return -1;
+    out->address = address;
+    if ((e = lookup(t->map, &d)) != NULL) {
+        result_fill(t, e->transport, &e->hop, &d, out);
+    } else {
+        type = t->transports[t->default_transport].type;
+        result_fill(t, t->default_transport,
+                    type == ROUTE_SMTP || type == ROUTE_LMTP ? &t->relay : NULL,
+                    &d, out);
+    }
+    return 0;
+}
