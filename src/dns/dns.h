@@ -1,0 +1,197 @@
+#ifndef SLUICE_DNS_H
+#define SLUICE_DNS_H
+
+/*
+ * NAME
+ *	dns 3 - asynchronous MX, A and AAAA resolution with a TTL cache
+ * SYNOPSIS
+ *	#include "dns/dns.h"
+ *
+ *	struct dns_resolver *dns_create(struct event_base *base,
+ *			const struct dns_config *cf, char *why, size_t whylen)
+ *	void	dns_free(struct dns_resolver *r)
+ *
+ *	int	dns_lookup_mx(struct dns_resolver *r, const char *domain,
+ *			dns_done_fn *done, void *ctx)
+ *	int	dns_lookup_host(struct dns_resolver *r, const char *host,
+ *			dns_done_fn *done, void *ctx)
+ *	void	dns_result_free(struct dns_result *res)
+ *
+ *	void	dns_set_clock(struct dns_resolver *r, dns_clock_fn *now,
+ *			void *ctx)
+ *	void	dns_stats(const struct dns_resolver *r, struct dns_stats *st)
+ * DESCRIPTION
+ *	A resolver runs c-ares on a libevent loop: one event per socket
+ *	that c-ares opens (its socket state callback), one timer for its
+ *	retransmissions and timeouts. No threads, nothing blocks. It
+ *	belongs to the thread that runs base and is not thread-safe: a
+ *	loop per thread needs a resolver per loop.
+ *
+ *	dns_create() asks the name servers in cf->servers ("ip[:port]"
+ *	separated by commas, an IPv6 address with a port in brackets:
+ *	"[::1]:53"), or, when that is NULL or empty, those of
+ *	/etc/resolv.conf (c-ares reads its options too). cf->timeout_ms
+ *	and cf->tries, when not 0, replace the per-try timeout (doubled
+ *	at each round of the server list) and the number of tries.
+ *	cf->cache_size bounds the cache (0: 100,000 answers). cf->seed
+ *	seeds the shuffling of equal preferences (0: from the clock and
+ *	the process id), so that tests can fix the order. On error it
+ *	returns NULL with the reason in why. dns_free() ends every lookup
+ *	still outstanding (see below) and frees everything.
+ *
+ *	dns_lookup_mx() finds where mail for domain goes. It asks for the
+ *	MX records (following CNAMEs), then for the A and AAAA records of
+ *	each exchanger, and calls done with a result listing the
+ *	exchangers that have addresses: by preference, lowest first;
+ *	exchangers of equal preference in random order (RFC 5321,
+ *	5.1); each exchanger's IPv4 addresses in the order received,
+ *	then its IPv6 addresses in the order received. An exchanger
+ *	listed twice is kept once, at its best preference; at most
+ *	DNS_MAX_HOSTS exchangers are kept, the best ones. An exchanger
+ *	named by an IP address is taken as that address, as the
+ *	reference does (the host's name is then the address's text).
+ *
+ *	dns_lookup_host() finds the addresses of one host (a [host]
+ *	nexthop): a result with that one host, preference 0. An IP
+ *	address (also in brackets, "[192.0.2.1]", "[IPv6:2001:db8::1]")
+ *	is its own answer and asks no name server; a name in brackets is
+ *	the name.
+ *
+ *	Both return 0, or -1 when the resolver is being freed (done is
+ *	then never called). Otherwise done is called exactly once, never
+ *	from inside the call that started the lookup (a cached answer
+ *	or an address is delivered on the next turn of the loop), so
+ *	callers never see reentrancy. done owns the result and frees it
+ *	with dns_result_free(), now or later; it may start new lookups.
+ *
+ *	Outcomes and their reasons, in the reference's words:
+ * .IP DNS_OK
+ *	At least one host with at least one address. A domain without MX
+ *	records (NOERROR, no data) is its own exchanger, preference 0
+ *	(RFC 5321, 5.1, "implicit MX"): implicit_mx is then set.
+ * .IP DNS_PERMFAIL
+ *	The domain does not exist (NXDOMAIN): "Host or domain name not
+ *	found. Name service error for name=D type=MX: Host not found",
+ *	dsn 5.4.4. A null MX (RFC 7505: an MX record whose exchanger is
+ *	".", whatever else is listed): "Domain D does not accept mail
+ *	(nullMX)", dsn 5.1.0. A name that is not a domain name: "Name
+ *	service error for D: invalid host or domain name", dsn 5.4.4,
+ *	without a query. No exchanger
+ *	has an address, and every exchanger's A and AAAA lookups were
+ *	answered (NXDOMAIN or no data): the reason of the first exchanger
+ *	in order, e.g. "Host or domain name not found. Name service error
+ *	for name=H type=A: Host not found", dsn 5.4.4. A FORMERR answer
+ *	("Non-recoverable error", 5.4.3) and a CNAME chain longer than 10
+ *	("Name server loop for N") also fail for good.
+ * .IP DNS_TEMPFAIL
+ *	SERVFAIL, REFUSED, a timeout, an unreachable server: "Host or
+ *	domain name not found. Name service error for name=N type=T: Host
+ *	not found, try again", dsn 4.4.3; a malformed answer: "Name
+ *	service error for name=N type=T: Malformed or unexpected name
+ *	server reply". No exchanger has an address and at least one of
+ *	their lookups failed this way: that exchanger's reason (a
+ *	temporary failure outweighs permanent ones, as in the
+ *	reference). A lookup still outstanding when its resolver is
+ *	freed: "resolver shut down", dsn 4.4.3, called from dns_free()
+ *	(one whose result was known but not yet delivered gets it then).
+ * .PP
+ *	An exchanger without addresses is left out when another one has
+ *	some: the reference ignores such hosts "as long as we are able to
+ *	look up any host address". When none has any, the failure is
+ *	permanent only if every exchanger is known not to have one (the
+ *	reference's default, smtp_defer_if_no_mx_address_found = no),
+ *	else temporary. An NXDOMAIN for the domain's MX ends the lookup
+ *	without asking for its A records (a name that does not exist has
+ *	no records of any type, RFC 2308), where the reference would ask
+ *	and report type=A.
+ *
+ *	The cache holds each answer, per name and record type, for its
+ *	TTL: the smallest TTL of the records used, CNAMEs of the chain
+ *	included, at most one day. A result is put together from cached
+ *	answers (an exchanger shared by many domains is looked up once),
+ *	so each of its parts lives by its own TTL. NXDOMAIN and no-data
+ *	answers are kept for the negative TTL of RFC 2308 (the smaller of
+ *	the SOA record's TTL and its minimum field, when the server sends
+ *	the SOA) or else 60 seconds, at most one hour. Temporary failures
+ *	are never kept. Questions already on the wire are not asked twice:
+ *	a second lookup waits for the same answer. When the cache is full
+ *	the least recently used answer goes. Time is a monotonic clock
+ *	(immune to wall-clock steps), or what dns_set_clock() installs
+ *	(now(ctx) in milliseconds; NULL restores the default), for tests.
+ *
+ *	dns_stats() reports counters: queries sent, answers taken from the
+ *	cache, lookups started, answers in the cache.
+ */
+
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define DNS_MAX_HOSTS 64 /* exchangers kept per domain, at most */
+
+struct dns_config {
+    const char *servers; /* "ip[:port],..."; NULL or "": resolv.conf */
+    int timeout_ms;      /* per try, 0: resolv.conf or c-ares default */
+    int tries;           /* 0: resolv.conf or c-ares default */
+    size_t cache_size;   /* answers kept, 0: 100,000 */
+    uint64_t seed;       /* equal-preference shuffling, 0: random */
+};
+
+enum dns_status {
+    DNS_OK,
+    DNS_TEMPFAIL,
+    DNS_PERMFAIL,
+};
+
+struct dns_addr {
+    struct sockaddr_storage sa; /* AF_INET or AF_INET6, port 0 */
+    socklen_t salen;
+    char text[INET6_ADDRSTRLEN]; /* "192.0.2.1", "2001:db8::1" */
+};
+
+struct dns_host {
+    char *name; /* as listed (lower case, no final dot) */
+    int pref;   /* MX preference; 0 for an implicit MX or a host */
+    size_t naddr;
+    struct dns_addr *addr; /* IPv4 as received, then IPv6 */
+};
+
+struct dns_result {
+    enum dns_status status;
+    char *name;      /* the domain or host asked for */
+    char *why;       /* the reason when not DNS_OK, else "" */
+    char dsn[8];     /* "5.4.4", "4.4.3", ... when not DNS_OK, else "" */
+    int implicit_mx; /* the domain is its own exchanger */
+    size_t nhost;    /* 0 unless DNS_OK */
+    struct dns_host *host;
+};
+
+struct dns_stats {
+    uint64_t queries;    /* questions sent to name servers */
+    uint64_t cache_hits; /* answers taken from the cache */
+    uint64_t lookups;    /* dns_lookup_mx() and dns_lookup_host() */
+    size_t cached;       /* answers in the cache now */
+};
+
+struct dns_resolver;
+
+typedef void dns_done_fn(void *ctx, struct dns_result *res);
+typedef int64_t dns_clock_fn(void *ctx);
+
+struct dns_resolver *dns_create(struct event_base *base,
+                                const struct dns_config *cf, char *why,
+                                size_t whylen);
+void dns_free(struct dns_resolver *r);
+
+int dns_lookup_mx(struct dns_resolver *r, const char *domain, dns_done_fn *done,
+                  void *ctx);
+int dns_lookup_host(struct dns_resolver *r, const char *host, dns_done_fn *done,
+                    void *ctx);
+void dns_result_free(struct dns_result *res);
+
+void dns_set_clock(struct dns_resolver *r, dns_clock_fn *now, void *ctx);
+void dns_stats(const struct dns_resolver *r, struct dns_stats *st);
+
+#endif
