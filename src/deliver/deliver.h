@@ -112,7 +112,7 @@ struct deliver_result {
     char *hop_reason; /* when not */
     size_t nrcpt;
     struct deliver_rcpt_result *rcpt;
-    char relay[320];  /* "host[addr]:port", or "none" */
+    char relay[512];  /* "host[addr]:port", or "none" */
     double conn_time; /* seconds: connection setup (c of delays=) */
     double xfer_time; /* seconds: transmission (d of delays=) */
 };

@@ -93,7 +93,7 @@ struct deliver_session {
     char *decided;      /* per recipient: a final result is set */
     char *accepted_flag;
     size_t skip; /* replies to ignore after a rejected MAIL */
-    char peer[300];
+    char peer[400];
     struct timeval start, handshake_done;
     char last_failure[600];
 };
