@@ -147,7 +147,7 @@ static size_t sink_dump(struct sink *sk, char *buf, size_t len)
 #define NEED_SINK(sk, o1, o2)                                                  \
     do {                                                                       \
         if (sink_start(sk, o1, o2) < 0) {                                      \
-            print_message("# SKIP %s: cannot run %s\n", __func__, SINK);      \
+            print_message("# SKIP %s: cannot run %s\n", __func__, SINK);       \
             return;                                                            \
         }                                                                      \
     } while (0)
