@@ -12,6 +12,10 @@
  *			deliver_done_fn *done, void *ctx)
  *	void	deliver_cancel(struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
+ *
+ *	void	deliver_log_line(char *buf, size_t len,
+ *			const struct deliver_log_entry *e)
+ *	void	deliver_format_delay(char *buf, size_t len, double seconds)
  * DESCRIPTION
  *	deliver_start() delivers one entry (a message to some recipients of
  *	one destination) over SMTP or LMTP, asynchronously on the libevent
@@ -47,8 +51,36 @@
  *	smtp_data_done_timeout, smtp_quit_timeout); a timeout ends the
  *	connection as a loss.
  *
+ *	The discard and error agents need no network: discard reports every
+ *	recipient delivered (status sent, dsn 2.0.0) with the request's
+ *	reason (the transport's nexthop) as text, "discarded" when there is
+ *	none; error reports every recipient bounced with the reason as text,
+ *	or deferred when the reason starts with a 4.X.Y status code (a
+ *	leading X.Y.Z code becomes the dsn; 5.0.0 or 4.0.0 otherwise). Both
+ *	have hop_ok 1 and relay "none", and call done from the loop like the
+ *	network agents.
+ *
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
+ *
+ *	deliver_log_line() writes the log line of one recipient's outcome
+ *	in the reference's form, truncated to fit len (always terminated):
+ *
+ *	ID: to=<rcpt>, orig_to=<orcpt>, relay=R, conn_use=N, delay=T,
+ *	delays=a/b/c/d, dsn=X.Y.Z, status=sent|deferred|bounced (text)
+ *
+ *	orig_to appears when the original recipient differs (ignoring case)
+ *	from the address, conn_use when the connection had carried earlier
+ *	deliveries (N counts this one). delay is arrival to done; a is
+ *	arrival to the active queue, b the wait in the active queue until
+ *	the agent took it, c the connection set-up and d the transmission.
+ *	Times missing from the entry (zero) shift the rest as the reference
+ *	does: with no handoff, b runs to done; with no connection, d runs
+ *	from the handoff.
+ *
+ *	deliver_format_delay() formats a duration as the reference's logs
+ *	do: at most two decimals, two significant digits below ten seconds,
+ *	whole seconds above, rounded half up, trailing zeros left out.
  */
 
 #include <event2/event.h>
@@ -59,6 +91,8 @@
 enum deliver_proto {
     DELIVER_SMTP,
     DELIVER_LMTP,
+    DELIVER_DISCARD,
+    DELIVER_ERROR,
 };
 
 enum deliver_status {
@@ -95,7 +129,8 @@ struct deliver_request {
     size_t size;
     const struct deliver_addr *addrs;
     size_t naddrs;
-    int session_limit; /* connections at most (smtp_mx_session_limit) */
+    int session_limit;  /* connections at most (smtp_mx_session_limit) */
+    const char *reason; /* discard and error: the text, or NULL */
     struct deliver_timeouts timeouts; /* milliseconds */
 };
 
@@ -126,5 +161,21 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       deliver_done_fn *done, void *ctx);
 void deliver_cancel(struct deliver_session *s);
 void deliver_result_free(struct deliver_result *res);
+
+struct deliver_log_entry {
+    const char *queue_id;
+    const char *recipient;
+    const char *orig_recipient; /* or NULL */
+    const char *relay;          /* "host[addr]:port" or "none" */
+    int conn_use;               /* deliveries on this connection so far */
+    const char *dsn;
+    enum deliver_status status;
+    const char *text;
+    /* Seconds since the epoch; 0 where the step did not happen. */
+    double arrival, active, handoff, conn_done, done;
+};
+
+void deliver_log_line(char *buf, size_t len, const struct deliver_log_entry *e);
+void deliver_format_delay(char *buf, size_t len, double seconds);
 
 #endif

@@ -10,6 +10,9 @@
  *	void	deliver_cancel(struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
  * DESCRIPTION
+ *	The discard and error agents share the session and its deferred
+ *	callback (local_deliver()); they never touch the network.
+ *
  *	A session walks these states, each with its timeout, over a libevent
  *	bufferevent:
  *
@@ -673,6 +676,45 @@ static void try_next_address(struct deliver_session *s, const char *reason)
     connect_current(s);
 }
 
+/*
+ * The discard and error agents: no network, every recipient gets the
+ * same outcome from the request's reason (the transport's nexthop).
+ */
+static void local_deliver(struct deliver_session *s)
+{
+    const char *reason = s->req.reason ? s->req.reason : "";
+    size_t code = smtp_enhanced_code(reason, strlen(reason));
+    char enhanced[16] = "";
+    const char *text = reason + code;
+    enum deliver_status status;
+
+    if (code > 0 && code < sizeof(enhanced)) {
+        memcpy(enhanced, reason, code);
+        enhanced[code] = 0;
+    } else {
+        text = reason;
+    }
+    while (*text == ' ')
+        text++;
+    if (s->req.proto == DELIVER_DISCARD) {
+        status = DELIVER_OK;
+        snprintf(enhanced, sizeof(enhanced), "2.0.0");
+        if (*reason == 0)
+            text = "discarded";
+        else
+            text = reason;
+    } else {
+        status = enhanced[0] == '4' ? DELIVER_DEFER : DELIVER_BOUNCE;
+        if (enhanced[0] == '2')
+            enhanced[0] = 0; /* an error never succeeds */
+        if (*text == 0)
+            text = "delivery refused by the error transport";
+    }
+    s->res->hop_ok = 1;
+    rcpt_set_rest(s, status, 0, enhanced, text);
+    session_finish(s);
+}
+
 struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx)
@@ -712,7 +754,9 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->finish = event_new(base, -1, 0, finish_cb, s);
     smtp_reply_init(&s->reply);
     gettimeofday(&s->start, NULL);
-    if (req->naddrs == 0)
+    if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
+        local_deliver(s);
+    else if (req->naddrs == 0)
         hop_fail(s, "no address to deliver to");
     else
         connect_current(s);

@@ -8,6 +8,7 @@
  *	int	smtp_reply_line(struct smtp_reply *r, const char *line,
  *			size_t len)
  *	void	smtp_reply_free(struct smtp_reply *r)
+ *	size_t	smtp_enhanced_code(const char *p, size_t len)
  *	unsigned smtp_ehlo_features(const struct smtp_reply *r,
  *			uint64_t *size_limit)
  *	void	smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
@@ -26,6 +27,10 @@
  *	starts with one, and its text: the lines' texts joined by a space,
  *	as log lines and bounces quote it. smtp_reply_free() frees the text
  *	and makes the reply ready for the next one.
+ *
+ *	smtp_enhanced_code() returns the length of the enhanced status code
+ *	("X.Y.Z", X 2, 4 or 5, followed by a space or the end) at the start
+ *	of p, or 0 when there is none.
  *
  *	smtp_ehlo_features() reads the keywords of an EHLO reply (every line
  *	but the first): PIPELINING, SIZE (with its limit, 0 if none),
@@ -56,7 +61,7 @@ void smtp_reply_free(struct smtp_reply *r)
 }
 
 /* The length of "X.Y.Z" at the start of text (X 2, 4 or 5), or 0. */
-static size_t enhanced_code(const char *p, size_t len)
+size_t smtp_enhanced_code(const char *p, size_t len)
 {
     size_t i = 2;
 
@@ -112,7 +117,7 @@ int smtp_reply_line(struct smtp_reply *r, const char *line, size_t len)
         return -1;
     r->code = code;
     if (r->lines == 0) {
-        size_t e = len > 4 ? enhanced_code(line + 4, len - 4) : 0;
+        size_t e = len > 4 ? smtp_enhanced_code(line + 4, len - 4) : 0;
 
         if (e > 0 && e < sizeof(r->enhanced)) {
             memcpy(r->enhanced, line + 4, e);

@@ -19,6 +19,7 @@
  *	int	smtp_reply_line(struct smtp_reply *r, const char *line,
  *			size_t len)
  *	void	smtp_reply_free(struct smtp_reply *r)
+ *	size_t	smtp_enhanced_code(const char *p, size_t len)
  *	unsigned smtp_ehlo_features(const struct smtp_reply *r,
  *			uint64_t *size_limit)
  *	void	smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
@@ -117,6 +118,7 @@ struct smtp_stuffer {
 void smtp_reply_init(struct smtp_reply *r);
 int smtp_reply_line(struct smtp_reply *r, const char *line, size_t len);
 void smtp_reply_free(struct smtp_reply *r);
+size_t smtp_enhanced_code(const char *p, size_t len);
 unsigned smtp_ehlo_features(const struct smtp_reply *r, uint64_t *size_limit);
 void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
                 smtp_emit_fn *emit, void *ctx);

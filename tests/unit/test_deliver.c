@@ -456,6 +456,106 @@ static void test_lmtp(void **state)
     deliver_result_free(r);
 }
 
+static struct deliver_result *deliver_local(enum deliver_proto proto,
+                                            const char *reason)
+{
+    struct event_base *base = event_base_new();
+    struct deliver_request req = {0};
+    struct deliver_session *s;
+
+    req.proto = proto;
+    req.sender = "s@y.test";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.body = "Subject: x\r\n\r\nbody\r\n";
+    req.size = strlen(req.body);
+    req.reason = reason;
+    result = NULL;
+    s = deliver_start(base, &req, done_cb, NULL);
+    assert_non_null(s);
+    /* Never from inside deliver_start(). */
+    assert_null(result);
+    event_base_dispatch(base);
+    event_base_free(base);
+    assert_non_null(result);
+    assert_int_equal(result->hop_ok, 1);
+    assert_int_equal(result->nrcpt, 2);
+    assert_string_equal(result->relay, "none");
+    return result;
+}
+
+/* discard: every recipient delivered, with the nexthop as the text. */
+static void test_discard(void **state)
+{
+    struct deliver_result *r;
+
+    (void)state;
+    r = deliver_local(DELIVER_DISCARD, NULL);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(r->rcpt[i].status, DELIVER_OK);
+        assert_string_equal(r->rcpt[i].enhanced, "2.0.0");
+        assert_string_equal(r->rcpt[i].text, "discarded");
+    }
+    deliver_result_free(r);
+    r = deliver_local(DELIVER_DISCARD, "x.test");
+    assert_string_equal(r->rcpt[1].text, "x.test");
+    deliver_result_free(r);
+}
+
+/* error: bounce with the nexthop as the reason; a leading 4.X.Y defers,
+ * a leading X.Y.Z becomes the dsn and leaves the text. */
+static void test_error(void **state)
+{
+    struct deliver_result *r;
+
+    (void)state;
+    r = deliver_local(DELIVER_ERROR, "mail for x.test is not accepted here");
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(r->rcpt[i].status, DELIVER_BOUNCE);
+        assert_string_equal(r->rcpt[i].enhanced, "5.0.0");
+        assert_string_equal(r->rcpt[i].text,
+                            "mail for x.test is not accepted here");
+    }
+    deliver_result_free(r);
+    r = deliver_local(DELIVER_ERROR, "4.3.2 maintenance until noon");
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_string_equal(r->rcpt[0].enhanced, "4.3.2");
+    assert_string_equal(r->rcpt[0].text, "maintenance until noon");
+    deliver_result_free(r);
+    r = deliver_local(DELIVER_ERROR, "5.1.1");
+    assert_int_equal(r->rcpt[1].status, DELIVER_BOUNCE);
+    assert_string_equal(r->rcpt[1].enhanced, "5.1.1");
+    assert_string_equal(r->rcpt[1].text, "delivery refused by the error "
+                                         "transport");
+    deliver_result_free(r);
+    r = deliver_local(DELIVER_ERROR, NULL);
+    assert_int_equal(r->rcpt[0].status, DELIVER_BOUNCE);
+    assert_string_equal(r->rcpt[0].text, "delivery refused by the error "
+                                         "transport");
+    deliver_result_free(r);
+}
+
+/* A local delivery cancelled before the loop runs never calls back. */
+static void test_local_cancel(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct deliver_request req = {0};
+    struct deliver_session *s;
+
+    (void)state;
+    req.proto = DELIVER_DISCARD;
+    req.sender = "";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.body = "";
+    result = NULL;
+    s = deliver_start(base, &req, done_cb, NULL);
+    deliver_cancel(s);
+    event_base_dispatch(base);
+    event_base_free(base);
+    assert_null(result);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +566,9 @@ int main(void)
         cmocka_unit_test(test_greeting_timeout),
         cmocka_unit_test(test_lost_mid_transaction),
         cmocka_unit_test(test_lmtp),
+        cmocka_unit_test(test_discard),
+        cmocka_unit_test(test_error),
+        cmocka_unit_test(test_local_cancel),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
