@@ -737,8 +737,10 @@ struct deliver_session *deliver_start(struct event_base *base,
         rcpt[i].orcpt = req->rcpt[i].orcpt ? xstrdup(req->rcpt[i].orcpt) : NULL;
     }
     s->req.rcpt = rcpt;
-    memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
+    if (req->naddrs > 0)
+        memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
     s->req.addrs = addrs;
+    s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
     memcpy(body, req->body, req->size);
     body[req->size] = 0;
     s->req.body = body;
@@ -775,6 +777,7 @@ void deliver_cancel(struct deliver_session *s)
     free((char *)s->req.helo_name);
     free((char *)s->req.sender);
     free((char *)s->req.envid);
+    free((char *)s->req.reason);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);
         free((char *)s->req.rcpt[i].orcpt);
