@@ -13,6 +13,11 @@
  *	void	deliver_cancel(struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
  *
+ *	struct deliver_cache *deliver_cache_create(struct event_base *base,
+ *			const struct deliver_cache_params *p)
+ *	void	deliver_cache_free(struct deliver_cache *c)
+ *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ *
  *	void	deliver_log_line(char *buf, size_t len,
  *			const struct deliver_log_entry *e)
  *	void	deliver_format_delay(char *buf, size_t len, double seconds)
@@ -59,6 +64,26 @@
  *	leading X.Y.Z code becomes the dsn; 5.0.0 or 4.0.0 otherwise). Both
  *	have hop_ok 1 and relay "none", and call done from the loop like the
  *	network agents.
+ *
+ *	Connection reuse: with a cache and a cache_key in the request (the
+ *	destination: requests with the same key may share connections), a
+ *	delivery first takes an idle connection cached under that key and
+ *	goes straight to MAIL FROM; it counts as neither a session nor an
+ *	address tried. A cached connection found dead (closed, reset or
+ *	silent before the first reply) is closed and the delivery connects
+ *	afresh, as if there had been none: not a failure of the
+ *	destination. A delivery that ends its transaction cleanly (after
+ *	the end-of-data replies) puts its connection in the cache instead
+ *	of sending QUIT, unless the connection is older than reuse_ms
+ *	(smtp_connection_reuse_time_limit) or has carried more than
+ *	reuse_count_limit deliveries after its first (the reference's
+ *	reuse count limit; 0: no limit). An idle connection is closed with
+ *	a QUIT after idle_ms (smtp_connection_cache_time_limit; 0 disables
+ *	caching), and at once when the server speaks or closes it.
+ *	conn_use in the result counts the deliveries the connection has
+ *	carried, this one included (1 for a fresh connection).
+ *	deliver_cache_count() is the number of idle connections;
+ *	deliver_cache_free() closes them all, each with a QUIT.
  *
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
@@ -131,6 +156,8 @@ struct deliver_request {
     size_t naddrs;
     int session_limit;  /* connections at most (smtp_mx_session_limit) */
     const char *reason; /* discard and error: the text, or NULL */
+    struct deliver_cache *cache;      /* connection reuse, or NULL */
+    const char *cache_key;            /* the destination, or NULL: no reuse */
     struct deliver_timeouts timeouts; /* milliseconds */
 };
 
@@ -150,17 +177,31 @@ struct deliver_result {
     char relay[512];  /* "host[addr]:port", or "none" */
     double conn_time; /* seconds: connection setup (c of delays=) */
     double xfer_time; /* seconds: transmission (d of delays=) */
+    int conn_use;     /* deliveries on the connection, this one included */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);
 
 struct deliver_session;
+struct deliver_cache;
+
+struct deliver_cache_params {
+    int idle_ms;           /* smtp_connection_cache_time_limit */
+    int reuse_ms;          /* smtp_connection_reuse_time_limit */
+    int reuse_count_limit; /* reuses after the first delivery, 0 = any */
+};
 
 struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx);
 void deliver_cancel(struct deliver_session *s);
 void deliver_result_free(struct deliver_result *res);
+
+struct deliver_cache *
+deliver_cache_create(struct event_base *base,
+                     const struct deliver_cache_params *p);
+void deliver_cache_free(struct deliver_cache *c);
+size_t deliver_cache_count(const struct deliver_cache *c);
 
 struct deliver_log_entry {
     const char *queue_id;

@@ -33,7 +33,7 @@
  *	See deliver.h for the outcome.
  */
 
-#include "deliver/deliver.h"
+#include "deliver/deliver_impl.h"
 #include "smtp/smtp.h"
 
 #include <errno.h>
@@ -99,6 +99,10 @@ struct deliver_session {
     char peer[400];
     struct timeval start, handshake_done;
     char last_failure[600];
+    int reused;          /* the connection came from the cache */
+    size_t replies;      /* complete replies on this connection */
+    struct timeval born; /* when this connection was made */
+    int uses;            /* deliveries it carried, this one included */
 };
 
 static double elapsed(const struct timeval *from)
@@ -212,6 +216,7 @@ static void session_finish(struct deliver_session *s)
 {
     session_close(s);
     s->state = ST_DONE;
+    s->res->conn_use = s->handshake_ok ? s->uses : 0;
     if (s->handshake_ok)
         s->res->conn_time =
             (s->handshake_done.tv_sec - s->start.tv_sec) +
@@ -252,6 +257,7 @@ static void send_line(struct deliver_session *s, const char *fmt, ...)
 }
 
 static void try_next_address(struct deliver_session *s, const char *reason);
+static void reconnect_fresh(struct deliver_session *s);
 
 /* The connection is lost or timed out in the current state. */
 static void connection_lost(struct deliver_session *s, int timed_out)
@@ -281,6 +287,9 @@ static void connection_lost(struct deliver_session *s, int timed_out)
     if (s->state == ST_QUIT) {
         /* Everything was decided; a lost QUIT changes nothing. */
         session_finish(s);
+    } else if (s->reused && s->replies == 0) {
+        /* A cached connection that died while idle: not a failure. */
+        reconnect_fresh(s);
     } else if (s->state <= ST_HELO) {
         try_next_address(s, reason);
     } else {
@@ -388,25 +397,36 @@ static void on_greeting(struct deliver_session *s)
     timer_arm(s, s->req.timeouts.helo);
 }
 
+/*
+ * The handshake is done (or skipped, on a cached connection): refuse a
+ * message the server said it cannot take, or start the transaction.
+ */
+static void handshake_passed(struct deliver_session *s)
+{
+    char reason[600];
+
+    if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
+        s->req.size > s->size_limit) {
+        snprintf(reason, sizeof(reason),
+                 "message size %zu exceeds size limit %llu of server %s",
+                 s->req.size, (unsigned long long)s->size_limit, s->peer);
+        gettimeofday(&s->handshake_done, NULL);
+        s->handshake_ok = 1;
+        s->res->hop_ok = 1;
+        rcpt_set_rest(s, DELIVER_BOUNCE, 552, "5.3.4", reason);
+        send_quit(s);
+        return;
+    }
+    start_transaction(s);
+}
+
 static void on_ehlo(struct deliver_session *s)
 {
     char reason[600];
 
     if (s->reply.code / 100 == 2) {
         s->features = smtp_ehlo_features(&s->reply, &s->size_limit);
-        if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
-            s->req.size > s->size_limit) {
-            snprintf(reason, sizeof(reason),
-                     "message size %zu exceeds size limit %llu of server %s",
-                     s->req.size, (unsigned long long)s->size_limit, s->peer);
-            gettimeofday(&s->handshake_done, NULL);
-            s->handshake_ok = 1;
-            s->res->hop_ok = 1;
-            rcpt_set_rest(s, DELIVER_BOUNCE, 552, "5.3.4", reason);
-            send_quit(s);
-            return;
-        }
-        start_transaction(s);
+        handshake_passed(s);
         return;
     }
     if (s->req.proto == DELIVER_SMTP && s->state == ST_EHLO) {
@@ -510,6 +530,32 @@ static void on_data(struct deliver_session *s)
     send_quit(s);
 }
 
+/*
+ * After the end-of-data replies the connection is between transactions:
+ * keep it for the next delivery to this destination, or say QUIT.
+ */
+static void end_transaction(struct deliver_session *s)
+{
+    struct deliver_conn conn;
+
+    if (s->req.cache == NULL || s->req.cache_key == NULL ||
+        !deliver_cache_may_keep(s->req.cache, &s->born, s->uses)) {
+        send_quit(s);
+        return;
+    }
+    memset(&conn, 0, sizeof(conn));
+    conn.bev = s->bev;
+    snprintf(conn.peer, sizeof(conn.peer), "%s", s->peer);
+    snprintf(conn.relay, sizeof(conn.relay), "%s", s->res->relay);
+    conn.features = s->features;
+    conn.size_limit = s->size_limit;
+    conn.born = s->born;
+    conn.uses = s->uses;
+    s->bev = NULL; /* the cache's now */
+    deliver_cache_put(s->req.cache, s->req.cache_key, &conn);
+    session_finish(s);
+}
+
 static void on_dot(struct deliver_session *s)
 {
     char text[SMTP_REPLY_MAX_TEXT / 8];
@@ -545,11 +591,12 @@ static void on_dot(struct deliver_session *s)
     } else {
         data_rejected(s, "end of DATA");
     }
-    send_quit(s);
+    end_transaction(s);
 }
 
 static void on_reply(struct deliver_session *s)
 {
+    s->replies++;
     if (s->skip > 0) {
         if (--s->skip == 0)
             send_quit(s);
@@ -624,6 +671,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
+        gettimeofday(&s->born, NULL);
         peer_name(s);
         s->state = ST_GREETING;
         timer_arm(s, s->req.timeouts.helo);
@@ -650,6 +698,9 @@ static void connect_current(struct deliver_session *s)
     s->sessions++;
     s->state = ST_CONNECT;
     s->features = 0;
+    s->reused = 0;
+    s->replies = 0;
+    s->uses = 1;
     s->bev = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (s->bev == NULL) {
         hop_fail(s, "cannot create a socket");
@@ -674,6 +725,46 @@ static void try_next_address(struct deliver_session *s, const char *reason)
         return;
     }
     connect_current(s);
+}
+
+/*
+ * A cached connection died before its first reply: forget it and begin
+ * again on a new connection. Nothing was decided (no reply came), so
+ * the transaction state starts over.
+ */
+static void reconnect_fresh(struct deliver_session *s)
+{
+    session_close(s);
+    s->handshake_ok = 0;
+    s->res->hop_ok = 0;
+    s->pipelined = 0;
+    s->rcpt_replied = 0;
+    s->accepted = 0;
+    s->skip = 0;
+    memset(s->accepted_flag, 0, s->req.nrcpt);
+    snprintf(s->res->relay, sizeof(s->res->relay), "none");
+    gettimeofday(&s->start, NULL);
+    if (s->req.naddrs == 0)
+        hop_fail(s, "no address to deliver to");
+    else
+        connect_current(s);
+}
+
+/* Take over a cached connection: straight to the transaction. */
+static void adopt(struct deliver_session *s, const struct deliver_conn *conn)
+{
+    s->bev = conn->bev;
+    s->reused = 1;
+    s->replies = 0;
+    s->uses = conn->uses + 1;
+    s->born = conn->born;
+    s->features = conn->features;
+    s->size_limit = conn->size_limit;
+    snprintf(s->peer, sizeof(s->peer), "%s", conn->peer);
+    snprintf(s->res->relay, sizeof(s->res->relay), "%s", conn->relay);
+    bufferevent_setcb(s->bev, read_cb, NULL, event_cb, s);
+    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+    handshake_passed(s);
 }
 
 /*
@@ -720,6 +811,7 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       deliver_done_fn *done, void *ctx)
 {
     struct deliver_session *s = xcalloc(1, sizeof(*s));
+    struct deliver_conn conn;
     struct deliver_rcpt *rcpt = xcalloc(req->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = xcalloc(req->naddrs, sizeof(*addrs));
     char *body = malloc(req->size + 1);
@@ -741,6 +833,7 @@ struct deliver_session *deliver_start(struct event_base *base,
         memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
     s->req.addrs = addrs;
     s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
+    s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
     memcpy(body, req->body, req->size);
     body[req->size] = 0;
     s->req.body = body;
@@ -758,6 +851,8 @@ struct deliver_session *deliver_start(struct event_base *base,
     gettimeofday(&s->start, NULL);
     if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
         local_deliver(s);
+    else if (deliver_cache_take(req->cache, req->cache_key, &conn))
+        adopt(s, &conn);
     else if (req->naddrs == 0)
         hop_fail(s, "no address to deliver to");
     else
@@ -778,6 +873,7 @@ void deliver_cancel(struct deliver_session *s)
     free((char *)s->req.sender);
     free((char *)s->req.envid);
     free((char *)s->req.reason);
+    free((char *)s->req.cache_key);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);
         free((char *)s->req.rcpt[i].orcpt);

@@ -25,7 +25,8 @@
 /*
  * The scripted server: for each step, read `lines` command lines (a DATA
  * body counts as one line, up to its final "."), then write `reply`
- * (which may hold several replies). Everything read is kept in `got`.
+ * (which may hold several replies). A step with lines -1 closes the
+ * connection and accepts the next one. Everything read is kept in `got`.
  */
 struct step {
     int lines;
@@ -40,6 +41,7 @@ struct server {
     size_t got_len;
     pthread_t thread;
     int close_after; /* close after this many steps (0 = at the end) */
+    int accepted;    /* connections closed by a -1 step */
 };
 
 static int read_line(int fd, char *buf, size_t len)
@@ -68,6 +70,14 @@ static void *server_run(void *arg)
     if (fd < 0)
         return NULL;
     for (int i = 0; sv->script[i].reply; i++) {
+        if (sv->script[i].lines < 0) {
+            close(fd);
+            sv->accepted++;
+            in_data = 0;
+            if ((fd = accept(sv->listen_fd, NULL, NULL)) < 0)
+                return NULL;
+            continue;
+        }
         for (int l = 0; l < sv->script[i].lines;) {
             int n = read_line(fd, line, sizeof(line));
 
@@ -535,6 +545,195 @@ static void test_error(void **state)
     deliver_result_free(r);
 }
 
+/* Connection reuse: deliveries share one event loop and one cache. */
+static struct event_base *reuse_base;
+
+static void reuse_done_cb(void *ctx, struct deliver_result *res)
+{
+    (void)ctx;
+    result = res;
+    event_base_loopbreak(reuse_base);
+}
+
+static struct deliver_result *deliver_cached(const struct deliver_addr *a,
+                                             struct deliver_cache *cache)
+{
+    struct deliver_request req = {0};
+
+    req.proto = DELIVER_SMTP;
+    req.helo_name = "client.test";
+    req.sender = "s@y.test";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.body = "Subject: x\r\n\r\nbody\r\n";
+    req.size = strlen(req.body);
+    req.addrs = a;
+    req.naddrs = 1;
+    req.session_limit = 1; /* a dead cached connection must not count */
+    req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
+                                             5000, 5000, 5000, 5000};
+    req.cache = cache;
+    req.cache_key = "smtp:x.test";
+    result = NULL;
+    deliver_start(reuse_base, &req, reuse_done_cb, NULL);
+    event_base_dispatch(reuse_base);
+    assert_non_null(result);
+    return result;
+}
+
+/* Run the loop for ms milliseconds. */
+static void run_for(int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    event_base_loopexit(reuse_base, &tv);
+    event_base_dispatch(reuse_base);
+}
+
+#define TXN_STEPS                                                              \
+    {4, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.1.5 Ok\r\n354 go\r\n"},         \
+    {                                                                          \
+        1, "250 2.0.0 Ok: queued\r\n"                                          \
+    }
+
+static void all_sent(const struct deliver_result *r)
+{
+    assert_int_equal(r->hop_ok, 1);
+    for (size_t i = 0; i < r->nrcpt; i++)
+        assert_int_equal(r->rcpt[i].status, DELIVER_OK);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* A connection that finished a delivery carries the next one for the
+ * same destination: no new greeting, no EHLO, straight to MAIL. */
+static void test_reuse(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    reuse_base = event_base_new();
+    cache = deliver_cache_create(reuse_base, &p);
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 2);
+    assert_true(strncmp(r->relay, "mx.test[127.0.0.1]:", 19) == 0);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    deliver_cache_free(cache); /* says QUIT */
+    server_stop(&sv);
+    event_base_free(reuse_base);
+    assert_int_equal(count_of(sv.got, "EHLO"), 1);
+    assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
+    assert_int_equal(sv.accepted, 0);
+    assert_true(strcmp(sv.got + strlen(sv.got) - 6, "QUIT\r\n") == 0);
+}
+
+/* A cached connection the server closed is replaced by a new one; that is
+ * not a failure of the destination and not one of its sessions. */
+static void test_reuse_dead_connection(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, {-1, ""},
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    reuse_base = event_base_new();
+    cache = deliver_cache_create(reuse_base, &p);
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    deliver_result_free(r);
+    /* The loop does not run between the two: the cache cannot know. */
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    deliver_cache_free(cache);
+    server_stop(&sv);
+    event_base_free(reuse_base);
+    assert_int_equal(sv.accepted, 1);
+    assert_int_equal(count_of(sv.got, "EHLO"), 2);
+}
+
+/* Idle connections: dropped when the server closes them, closed with a
+ * QUIT after the cache time limit; the limits on reuse hold. */
+static void test_reuse_limits(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},      {1, EHLO_PIPE},     TXN_STEPS,     TXN_STEPS,
+        {1, "221 Bye\r\n"}, {-1, ""},           {0, GREETING}, {1, EHLO_PIPE},
+        TXN_STEPS,          {1, "221 Bye\r\n"}, {-1, ""},      {0, GREETING},
+        {1, EHLO_PIPE},     TXN_STEPS,          {-1, ""},      {0, NULL},
+    };
+    struct deliver_cache_params p = {200, 300000, 1};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    reuse_base = event_base_new();
+    cache = deliver_cache_create(reuse_base, &p);
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    /* A reuse count limit of 1: two deliveries, then QUIT. */
+    r = deliver_cached(&a, cache);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    r = deliver_cached(&a, cache);
+    assert_int_equal(r->conn_use, 2);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    /* Cached, then closed with a QUIT when idle for 200 ms. */
+    r = deliver_cached(&a, cache);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    run_for(500);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    /* Cached, then closed by the server: gone at once. */
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    run_for(100);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    deliver_cache_free(cache);
+    server_stop(&sv);
+    event_base_free(reuse_base);
+    assert_int_equal(sv.accepted, 3);
+    assert_int_equal(count_of(sv.got, "QUIT"), 2);
+}
+
 /* A local delivery cancelled before the loop runs never calls back. */
 static void test_local_cancel(void **state)
 {
@@ -569,6 +768,9 @@ int main(void)
         cmocka_unit_test(test_discard),
         cmocka_unit_test(test_error),
         cmocka_unit_test(test_local_cancel),
+        cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_reuse_dead_connection),
+        cmocka_unit_test(test_reuse_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

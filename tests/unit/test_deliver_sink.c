@@ -156,19 +156,21 @@ static struct deliver_result *result;
 
 static void done_cb(void *ctx, struct deliver_result *res)
 {
-    (void)ctx;
     result = res;
+    event_base_loopbreak(ctx);
 }
 
-static struct deliver_result *deliver(int port, enum deliver_proto proto,
-                                      const char *body)
+/* One delivery on base, through cache (or none). */
+static struct deliver_result *deliver_on(struct event_base *base,
+                                         struct deliver_cache *cache, int port,
+                                         enum deliver_proto proto,
+                                         const char *body)
 {
     static const struct deliver_rcpt rcpt[] = {
         {"one@sink.test", NULL, 0},
         {"two@sink.test", NULL, 0},
         {"three@sink.test", NULL, 0},
     };
-    struct event_base *base = event_base_new();
     struct deliver_request req = {0};
     struct deliver_addr a = {0};
     struct sockaddr_in *sin = (struct sockaddr_in *)&a.sa;
@@ -190,12 +192,23 @@ static struct deliver_result *deliver(int port, enum deliver_proto proto,
     req.session_limit = 1;
     req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
                                              5000, 5000, 5000, 5000};
+    req.cache = cache;
+    req.cache_key = "smtp:sink.test";
     result = NULL;
-    deliver_start(base, &req, done_cb, NULL);
+    deliver_start(base, &req, done_cb, base);
     event_base_dispatch(base);
-    event_base_free(base);
     assert_non_null(result);
     return result;
+}
+
+static struct deliver_result *deliver(int port, enum deliver_proto proto,
+                                      const char *body)
+{
+    struct event_base *base = event_base_new();
+    struct deliver_result *r = deliver_on(base, NULL, port, proto, body);
+
+    event_base_free(base);
+    return r;
 }
 
 static const char body[] = "From: sender@client.test\r\n"
@@ -279,6 +292,37 @@ static void test_lmtp_sink(void **state)
     deliver_result_free(r);
 }
 
+/* Connection reuse against a real server: three deliveries, one
+ * connection, one greeting. */
+static void test_smtp_sink_reuse(void **state)
+{
+    struct deliver_cache_params p = {2000, 300000, 0};
+    struct event_base *base = event_base_new();
+    struct deliver_cache *cache = deliver_cache_create(base, &p);
+    struct sink sk;
+    struct deliver_result *r;
+
+    (void)state;
+    if (sink_start(&sk, NULL, NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        deliver_cache_free(cache);
+        event_base_free(base);
+        return;
+    }
+    for (int use = 1; use <= 3; use++) {
+        r = deliver_on(base, cache, sk.port, DELIVER_SMTP, body);
+        assert_int_equal(r->hop_ok, 1);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(r->rcpt[i].status, DELIVER_OK);
+        assert_int_equal(r->conn_use, use);
+        deliver_result_free(r);
+        assert_int_equal(deliver_cache_count(cache), 1);
+    }
+    deliver_cache_free(cache);
+    event_base_free(base);
+    sink_stop(&sk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_smtp_sink_rcpt_rejected),
         cmocka_unit_test(test_smtp_sink_421_at_ehlo),
         cmocka_unit_test(test_lmtp_sink),
+        cmocka_unit_test(test_smtp_sink_reuse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,184 @@
+/*
+ * NAME
+ *	cache 3 - idle SMTP and LMTP connections kept for the next delivery
+ * SYNOPSIS
+ *	#include "deliver/deliver.h"
+ *
+ *	struct deliver_cache *deliver_cache_create(struct event_base *base,
+ *			const struct deliver_cache_params *p)
+ *	void	deliver_cache_free(struct deliver_cache *c)
+ *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ * DESCRIPTION
+ *	See deliver.h for the public face and deliver_impl.h for what the
+ *	client uses. Idle connections sit in one list, most recently cached
+ *	first, so that a lookup finds the freshest connection for a key and
+ *	the oldest ones are the ones left to time out. The list is short (at
+ *	most one idle connection per delivery slot that just finished), so a
+ *	linear search costs less than keeping an index.
+ */
+
+#include "deliver/deliver_impl.h"
+
+#include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+struct cached {
+    TAILQ_ENTRY(cached) link;
+    struct deliver_cache *cache;
+    char *key;
+    struct deliver_conn conn;
+    struct event *idle;
+};
+
+struct deliver_cache {
+    struct event_base *base;
+    struct deliver_cache_params params;
+    TAILQ_HEAD(, cached) list;
+    size_t count;
+};
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+
+    if (p == NULL)
+        abort();
+    return p;
+}
+
+struct deliver_cache *deliver_cache_create(struct event_base *base,
+                                           const struct deliver_cache_params *p)
+{
+    struct deliver_cache *c = xcalloc(1, sizeof(*c));
+
+    c->base = base;
+    c->params = *p;
+    TAILQ_INIT(&c->list);
+    return c;
+}
+
+/* Unlink and free an entry; quit says whether to say goodbye first. */
+static void drop(struct cached *e, int quit)
+{
+    struct deliver_cache *c = e->cache;
+    evutil_socket_t fd;
+
+    TAILQ_REMOVE(&c->list, e, link);
+    c->count--;
+    /*
+     * Say QUIT (best effort, never blocking: the socket is idle) and shut
+     * the socket down now: libevent closes it only when the loop next
+     * runs, and the server should not have to wait for that.
+     */
+    fd = bufferevent_getfd(e->conn.bev);
+    if (fd >= 0) {
+        if (quit)
+            (void)send(fd, "QUIT\r\n", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
+        shutdown(fd, SHUT_RDWR);
+    }
+    bufferevent_free(e->conn.bev);
+    event_free(e->idle);
+    free(e->key);
+    free(e);
+}
+
+void deliver_cache_free(struct deliver_cache *c)
+{
+    if (c == NULL)
+        return;
+    while (!TAILQ_EMPTY(&c->list))
+        drop(TAILQ_FIRST(&c->list), 1);
+    free(c);
+}
+
+size_t deliver_cache_count(const struct deliver_cache *c)
+{
+    return c ? c->count : 0;
+}
+
+int deliver_cache_may_keep(const struct deliver_cache *c,
+                           const struct timeval *born, int uses)
+{
+    struct timeval now;
+    double age;
+
+    if (c == NULL || c->params.idle_ms <= 0)
+        return 0;
+    if (c->params.reuse_count_limit > 0 && uses > c->params.reuse_count_limit)
+        return 0;
+    gettimeofday(&now, NULL);
+    age = (double)(now.tv_sec - born->tv_sec) * 1000.0 +
+          (double)(now.tv_usec - born->tv_usec) / 1000.0;
+    return age < (double)c->params.reuse_ms;
+}
+
+/* An idle connection that speaks or closes is of no further use. */
+static void idle_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    drop(arg, 0);
+}
+
+static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    drop(arg, 0);
+}
+
+static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    drop(arg, 1);
+}
+
+void deliver_cache_put(struct deliver_cache *c, const char *key,
+                       const struct deliver_conn *conn)
+{
+    struct cached *e = xcalloc(1, sizeof(*e));
+    struct timeval tv = {c->params.idle_ms / 1000,
+                         (c->params.idle_ms % 1000) * 1000};
+
+    e->cache = c;
+    e->key = strdup(key);
+    if (e->key == NULL)
+        abort();
+    e->conn = *conn;
+    e->idle = evtimer_new(c->base, idle_timer_cb, e);
+    bufferevent_setcb(e->conn.bev, idle_read_cb, NULL, idle_event_cb, e);
+    bufferevent_set_timeouts(e->conn.bev, NULL, NULL);
+    bufferevent_enable(e->conn.bev, EV_READ);
+    evtimer_add(e->idle, &tv);
+    TAILQ_INSERT_HEAD(&c->list, e, link);
+    c->count++;
+    /* Anything already read arrived after the last reply: drop it now. */
+    if (evbuffer_get_length(bufferevent_get_input(e->conn.bev)) > 0)
+        drop(e, 0);
+}
+
+int deliver_cache_take(struct deliver_cache *c, const char *key,
+                       struct deliver_conn *out)
+{
+    struct cached *e;
+
+    if (c == NULL || key == NULL)
+        return 0;
+    TAILQ_FOREACH(e, &c->list, link)
+    {
+        if (strcmp(e->key, key) != 0)
+            continue;
+        *out = e->conn;
+        TAILQ_REMOVE(&c->list, e, link);
+        c->count--;
+        bufferevent_setcb(out->bev, NULL, NULL, NULL, NULL);
+        event_free(e->idle);
+        free(e->key);
+        free(e);
+        return 1;
+    }
+    return 0;
+}

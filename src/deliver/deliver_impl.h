@@ -1,0 +1,56 @@
+#ifndef SLUICE_DELIVER_IMPL_H
+#define SLUICE_DELIVER_IMPL_H
+
+/*
+ * NAME
+ *	deliver_impl 3h - what the SMTP client and the connection cache share
+ * SYNOPSIS
+ *	#include "deliver/deliver_impl.h"
+ *
+ *	int	deliver_cache_may_keep(const struct deliver_cache *c,
+ *			const struct timeval *born, int uses)
+ *	void	deliver_cache_put(struct deliver_cache *c, const char *key,
+ *			const struct deliver_conn *conn)
+ *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
+ *			struct deliver_conn *out)
+ * DESCRIPTION
+ *	A deliver_conn is an open SMTP or LMTP connection between two
+ *	transactions: its bufferevent, what the server offered and how long
+ *	and how much it has been used.
+ *
+ *	deliver_cache_may_keep() says whether a connection born at born
+ *	that has carried uses deliveries may be cached
+ *	(smtp_connection_reuse_time_limit and the reuse count limit).
+ *	deliver_cache_put() stores a copy of conn under key and owns its
+ *	bufferevent from then on; an idle connection is closed (with a
+ *	QUIT) after the cache time limit, and dropped at once if the
+ *	server says anything or closes it. deliver_cache_take() moves the
+ *	most recently cached connection for key into out and returns 1, or
+ *	returns 0 when there is none; the caller then owns the bufferevent
+ *	and must set its callbacks.
+ */
+
+#include "deliver/deliver.h"
+
+#include <event2/bufferevent.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+struct deliver_conn {
+    struct bufferevent *bev;
+    char peer[400];  /* "host[addr]", for reasons */
+    char relay[512]; /* "host[addr]:port", for relay= */
+    unsigned features;
+    uint64_t size_limit;
+    struct timeval born; /* connected */
+    int uses;            /* deliveries carried so far */
+};
+
+int deliver_cache_may_keep(const struct deliver_cache *c,
+                           const struct timeval *born, int uses);
+void deliver_cache_put(struct deliver_cache *c, const char *key,
+                       const struct deliver_conn *conn);
+int deliver_cache_take(struct deliver_cache *c, const char *key,
+                       struct deliver_conn *out);
+
+#endif
