@@ -165,8 +165,9 @@ const struct conf_def conf_params[] = {
            "transport table file: PATTERN TRANSPORT:NEXTHOP (empty: none)"),
 
     /* SMTP client. */
-    BOOL("smtp_connection_cache_on_demand", "yes", NULL,
-         "reuse connections to destinations with a backlog"),
+    BOOL("smtp_connection_cache_on_demand", "yes",
+         "_connection_cache_on_demand",
+         "keep connections open for the next delivery to the same destination"),
     TIME("smtp_connection_cache_time_limit", "2s",
          "_connection_cache_time_limit", 's',
          "how long an idle connection is kept for reuse"),
@@ -175,7 +176,7 @@ const struct conf_def conf_params[] = {
          "how long one connection may be reused"),
     INT("smtp_connection_reuse_count_limit", "0",
         "_connection_reuse_count_limit", 0, 1000000L,
-        "how many deliveries one connection may carry (0 = no limit)"),
+        "how many times one connection may be reused (0 = no limit)"),
     INT("smtp_mx_address_limit", "5", "_mx_address_limit", 0, 1000,
         "addresses tried per delivery (0 = no limit)"),
     INT("smtp_mx_session_limit", "2", "_mx_session_limit", 0, 1000,

@@ -11,8 +11,6 @@
  *			const struct conf *conf, const char *name, char *why,
  *			size_t whylen)
  *	void	sim_scenario_free(struct sim_scenario *sc)
- *	void	sim_transport_params(const struct conf *conf,
- *			const char *transport, struct core_transport_params *p)
  * DESCRIPTION
  *	A scenario file is a sluice configuration file: the client side
  *	uses sluice's own parameters (per-transport overrides included),
@@ -41,6 +39,7 @@
  *	what loading allocated.
  */
 
+#include "qmgr/qmgr.h"
 #include "sim/sim.h"
 
 #include <ctype.h>
@@ -113,67 +112,6 @@ static void *scenario_alloc(size_t size)
         exit(75);
     }
     return p;
-}
-
-static enum core_feedback_form feedback_form(enum conf_feedback_form form)
-{
-    switch (form) {
-    case CONF_FEEDBACK_CONCURRENCY:
-        return CORE_FEEDBACK_CONCURRENCY;
-    case CONF_FEEDBACK_SQRT_CONCURRENCY:
-        return CORE_FEEDBACK_SQRT_CONCURRENCY;
-    default:
-        return CORE_FEEDBACK_CONSTANT;
-    }
-}
-
-static struct core_feedback feedback(const struct conf *conf,
-                                     const char *transport, const char *name)
-{
-    struct conf_feedback fb = conf_feedback(conf, transport, name);
-    struct core_feedback out = {feedback_form(fb.form), fb.value};
-
-    return out;
-}
-
-void sim_transport_params(const struct conf *conf, const char *transport,
-                          struct core_transport_params *p)
-{
-    const char *t = transport;
-
-    core_transport_params_init(p);
-    p->initial_concurrency =
-        (int)conf_int(conf, t, "initial_destination_concurrency");
-    p->concurrency_limit =
-        (int)conf_int(conf, t, "default_destination_concurrency_limit");
-    p->positive =
-        feedback(conf, t, "default_destination_concurrency_positive_feedback");
-    p->negative =
-        feedback(conf, t, "default_destination_concurrency_negative_feedback");
-    p->failed_cohort_limit = (int)conf_int(
-        conf, t, "default_destination_concurrency_failed_cohort_limit");
-    p->rounding = strcmp(conf_str(conf, t, "concurrency_feedback_rounding"),
-                         "postfix3") == 0
-                      ? CORE_ROUNDING_POSTFIX3
-                      : CORE_ROUNDING_SEED;
-    p->destination_rate_delay =
-        conf_time_ms(conf, t, "default_destination_rate_delay");
-    p->transport_rate_delay =
-        conf_time_ms(conf, t, "default_transport_rate_delay");
-    p->dead_backoff = conf_time_ms(conf, NULL, "minimal_backoff_time");
-    p->process_limit = (int)conf_int(conf, t, "default_process_limit");
-    p->feedback_debug =
-        conf_bool(conf, NULL, "destination_concurrency_feedback_debug");
-    p->recipient_limit =
-        (int)conf_int(conf, t, "default_destination_recipient_limit");
-    p->slot_cost = (int)conf_int(conf, t, "default_delivery_slot_cost");
-    p->slot_loan = (int)conf_int(conf, t, "default_delivery_slot_loan");
-    p->slot_discount = (int)conf_int(conf, t, "default_delivery_slot_discount");
-    p->min_slots = (int)conf_int(conf, t, "default_minimum_delivery_slots");
-    p->scheduler =
-        strcmp(conf_str(conf, t, "default_scheduler"), "round_robin") == 0
-            ? &core_policy_round_robin
-            : &core_policy_preemptive;
 }
 
 /* The server model of a domain: the sim_* keys, or its overrides. */
@@ -379,7 +317,7 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
     snprintf(sc->name, sizeof(sc->name), "%s", name);
     snprintf(sc->transport, sizeof(sc->transport), "%s",
              conf_str(conf, NULL, "sim_transport"));
-    sim_transport_params(conf, sc->transport, &sc->params);
+    qmgr_core_params(conf, sc->transport, &sc->params);
     if (*workload) {
         char path[1024];
 

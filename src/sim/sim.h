@@ -19,8 +19,6 @@
  *	void	sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
  *	void	sim_report_footer(FILE *fp, int tsv)
  *	double	sim_theoretical_defer_pct(const struct sim_scenario *sc)
- *	void	sim_transport_params(const struct conf *conf,
- *			const char *transport, struct core_transport_params *p)
  * DESCRIPTION
  *	The simulator runs one delivery run of a scenario in virtual time
  *	(milliseconds): a client (the real core/ scheduler with a
@@ -38,8 +36,8 @@
  *	a base configuration file (if base is not NULL) and then a scenario
  *	file into sc (name = the scenario's file name without extension);
  *	sim_scenario_from_conf() does the same from a conf.
- *	sim_transport_params() maps sluice's parameters for a transport to
- *	core/'s parameter block.
+ *	The client's parameters come from qmgr_core_params(), the daemon's
+ *	own mapping of a transport's parameters to core/.
  *
  *	sim_run() runs the scenario and fills res. With trace non-NULL it
  *	appends to it CSV lines "scenario,time,destination,window,busy"
@@ -152,8 +150,6 @@ int sim_scenario_load(struct sim_scenario *sc, const char *base,
 int sim_scenario_from_conf(struct sim_scenario *sc, const struct conf *conf,
                            const char *name, char *why, size_t whylen);
 void sim_scenario_free(struct sim_scenario *sc);
-void sim_transport_params(const struct conf *conf, const char *transport,
-                          struct core_transport_params *p);
 void sim_run(const struct sim_scenario *sc, struct sim_result *res,
              FILE *trace);
 void sim_result_free(struct sim_result *res);

@@ -188,6 +188,7 @@ static const struct {
     {"default_process_limit", "_process_limit"},
     {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
     {"default_scheduler", "_scheduler"},
+    {"smtp_connection_cache_on_demand", "_connection_cache_on_demand"},
     {"smtp_connection_cache_time_limit", "_connection_cache_time_limit"},
     {"smtp_connection_reuse_time_limit", "_connection_reuse_time_limit"},
     {"smtp_connection_reuse_count_limit", "_connection_reuse_count_limit"},
@@ -534,6 +535,7 @@ static void test_smtp_client_overrides(void **state)
     set_ok(conf, "relay_connection_reuse_count_limit", "11");
     set_ok(conf, "relay_mx_session_limit", "12");
     set_ok(conf, "relay_helo_name", "relay.example.com");
+    set_ok(conf, "relay_connection_cache_on_demand", "no");
     assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_init_timeout"),
                      1000);
     assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_xfer_timeout"),
@@ -557,7 +559,11 @@ static void test_smtp_client_overrides(void **state)
     assert_string_equal(conf_str(conf, "smtp", "smtp_helo_name"), "");
     assert_int_equal(conf_time_ms(conf, "smtp", "smtp_data_init_timeout"),
                      120000);
-    assert_int_equal(conf_override_count(conf), 14);
+    assert_int_equal(
+        conf_bool(conf, "relay", "smtp_connection_cache_on_demand"), 0);
+    assert_int_equal(conf_bool(conf, "smtp", "smtp_connection_cache_on_demand"),
+                     1);
+    assert_int_equal(conf_override_count(conf), 15);
 
     /* Type checks apply to overrides too. */
     set_fails(conf, "relay_connect_timeout", "soon",
@@ -567,8 +573,6 @@ static void test_smtp_client_overrides(void **state)
               "lmtp_mx_address_limit: bad value \"-1\": expected an integer "
               "between 0 and 1000");
     /* Global-only neighbours stay global-only. */
-    set_fails(conf, "relay_connection_cache_on_demand", "no",
-              "unknown parameter \"relay_connection_cache_on_demand\"");
     set_fails(conf, "relay_dns_servers", "127.0.0.1",
               "unknown parameter \"relay_dns_servers\"");
 }

@@ -1,0 +1,51 @@
+#ifndef SLUICE_QMGR_H
+#define SLUICE_QMGR_H
+
+/*
+ * NAME
+ *	qmgr 3h - the queue manager: the imperative shell around core/
+ * SYNOPSIS
+ *	#include "qmgr/qmgr.h"
+ *
+ *	void	qmgr_core_params(const struct conf *conf,
+ *			const char *transport, struct core_transport_params *p)
+ *	void	qmgr_deliver_settings(const struct conf *conf,
+ *			const char *transport, struct qmgr_deliver_settings *d)
+ * DESCRIPTION
+ *	qmgr/ feeds the active queue from the spool, hands entries to the
+ *	delivery agents and applies their results to the spool and to
+ *	core/. This header grows with it; for now it holds the mapping from
+ *	configuration to the other layers, which sits here because qmgr/ is
+ *	the layer that may use both conf/ and core/ (the simulator uses the
+ *	same mapping, so a scenario runs with the daemon's settings).
+ *
+ *	qmgr_core_params() fills the scheduler's parameters of a transport:
+ *	each default_* parameter, or its <transport>_* override.
+ *
+ *	qmgr_deliver_settings() fills the delivery client's settings of a
+ *	transport: the smtp_* timeouts, address and session limits,
+ *	connection cache limits and HELO name, or their <transport>_*
+ *	overrides (an lmtp transport named "lmtp" thus reads lmtp_* first,
+ *	then smtp_*). With smtp_connection_cache_on_demand off, connections
+ *	are not cached (cache.idle_ms is 0). Times are milliseconds; the
+ *	HELO name points into conf.
+ */
+
+#include "conf/conf.h"
+#include "core/core.h"
+#include "deliver/deliver.h"
+
+struct qmgr_deliver_settings {
+    struct deliver_timeouts timeouts;
+    int address_limit; /* smtp_mx_address_limit, 0 = no limit */
+    int session_limit; /* smtp_mx_session_limit, 0 = no limit */
+    struct deliver_cache_params cache;
+    const char *helo_name; /* smtp_helo_name */
+};
+
+void qmgr_core_params(const struct conf *conf, const char *transport,
+                      struct core_transport_params *p);
+void qmgr_deliver_settings(const struct conf *conf, const char *transport,
+                           struct qmgr_deliver_settings *d);
+
+#endif
