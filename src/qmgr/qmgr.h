@@ -11,6 +11,9 @@
  *			const char *transport, struct core_transport_params *p)
  *	void	qmgr_deliver_settings(const struct conf *conf,
  *			const char *transport, struct qmgr_deliver_settings *d)
+ *
+ *	size_t	qmgr_addresses(const struct dns_result *res, unsigned port,
+ *			int limit, struct deliver_addr *out, size_t max)
  * DESCRIPTION
  *	qmgr/ feeds the active queue from the spool, hands entries to the
  *	delivery agents and applies their results to the spool and to
@@ -29,11 +32,19 @@
  *	then smtp_*). With smtp_connection_cache_on_demand off, connections
  *	are not cached (cache.idle_ms is 0). Times are milliseconds; the
  *	HELO name points into conf.
+ *
+ *	qmgr_addresses() lists the addresses a delivery tries from a DNS
+ *	answer: every exchanger's addresses in the answer's order (by MX
+ *	preference; IPv4 before IPv6 within a host), each with its host's
+ *	name and the given port, at most limit of them (0: no limit,
+ *	smtp_mx_address_limit) and at most max. It returns how many it
+ *	wrote: 0 for an answer that is not DNS_OK.
  */
 
 #include "conf/conf.h"
 #include "core/core.h"
 #include "deliver/deliver.h"
+#include "dns/dns.h"
 
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;
@@ -47,5 +58,7 @@ void qmgr_core_params(const struct conf *conf, const char *transport,
                       struct core_transport_params *p);
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,
                            struct qmgr_deliver_settings *d);
+size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
+                      struct deliver_addr *out, size_t max);
 
 #endif

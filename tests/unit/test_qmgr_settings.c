@@ -2,7 +2,9 @@
  * test_qmgr_settings - a transport's parameters as core/ and deliver/ get
  * them: the reference's names and defaults (postfix-reference-notes.md),
  * per-transport overrides in the <transport>_<suffix> form, and LMTP
- * transports inheriting the smtp_* client settings.
+ * transports inheriting the smtp_* client settings; and a DNS answer
+ * turned into the addresses a delivery tries, in order, at most
+ * smtp_mx_address_limit of them (RFC 5321 5.1: by preference).
  */
 
 #include <setjmp.h>
@@ -12,7 +14,11 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+
+#include <stdio.h>
 
 #include "qmgr/qmgr.h"
 
@@ -130,6 +136,76 @@ static void test_deliver_overrides(void **state)
     conf_free(conf);
 }
 
+static void dns_addr_set(struct dns_addr *a, const char *text)
+{
+    memset(a, 0, sizeof(*a));
+    snprintf(a->text, sizeof(a->text), "%s", text);
+    if (strchr(text, ':')) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&a->sa;
+
+        sin6->sin6_family = AF_INET6;
+        inet_pton(AF_INET6, text, &sin6->sin6_addr);
+        a->salen = sizeof(*sin6);
+    } else {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&a->sa;
+
+        sin->sin_family = AF_INET;
+        inet_pton(AF_INET, text, &sin->sin_addr);
+        a->salen = sizeof(*sin);
+    }
+}
+
+static unsigned port_of(const struct deliver_addr *a)
+{
+    if (a->sa.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)&a->sa)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)&a->sa)->sin_port);
+}
+
+static void test_addresses_from_dns(void **state)
+{
+    struct dns_addr a1[2], a2[1], a3[2];
+    struct dns_host hosts[3] = {
+        {"mx1.example.com", 10, 2, a1},
+        {"mx2.example.com", 20, 1, a2},
+        {"mx3.example.com", 30, 2, a3},
+    };
+    struct dns_result res = {DNS_OK, "example.com", "", "", 0, 3, hosts};
+    struct deliver_addr out[8];
+    size_t n;
+
+    (void)state;
+    dns_addr_set(&a1[0], "192.0.2.1");
+    dns_addr_set(&a1[1], "2001:db8::1");
+    dns_addr_set(&a2[0], "192.0.2.2");
+    dns_addr_set(&a3[0], "192.0.2.3");
+    dns_addr_set(&a3[1], "192.0.2.4");
+    /* In order, each with its host's name and the port. */
+    n = qmgr_addresses(&res, 2525, 0, out, 8);
+    assert_int_equal(n, 5);
+    assert_string_equal(out[0].host, "mx1.example.com");
+    assert_int_equal(out[0].sa.ss_family, AF_INET);
+    assert_int_equal(port_of(&out[0]), 2525);
+    assert_string_equal(out[1].host, "mx1.example.com");
+    assert_int_equal(out[1].sa.ss_family, AF_INET6);
+    assert_int_equal(port_of(&out[1]), 2525);
+    assert_int_equal(out[1].salen, sizeof(struct sockaddr_in6));
+    assert_string_equal(out[2].host, "mx2.example.com");
+    assert_string_equal(out[4].host, "mx3.example.com");
+    assert_int_equal(port_of(&out[4]), 2525);
+    /* smtp_mx_address_limit: the best ones. */
+    n = qmgr_addresses(&res, 25, 3, out, 8);
+    assert_int_equal(n, 3);
+    assert_string_equal(out[2].host, "mx2.example.com");
+    assert_int_equal(port_of(&out[2]), 25);
+    /* Never more than the room given. */
+    n = qmgr_addresses(&res, 25, 0, out, 2);
+    assert_int_equal(n, 2);
+    /* A failed lookup has no addresses. */
+    res.status = DNS_TEMPFAIL;
+    assert_int_equal(qmgr_addresses(&res, 25, 0, out, 8), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_core_overrides),
         cmocka_unit_test(test_deliver_defaults),
         cmocka_unit_test(test_deliver_overrides),
+        cmocka_unit_test(test_addresses_from_dns),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
