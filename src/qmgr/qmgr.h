@@ -14,6 +14,11 @@
  *
  *	size_t	qmgr_addresses(const struct dns_result *res, unsigned port,
  *			int limit, struct deliver_addr *out, size_t max)
+ *
+ *	void	qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r)
+ *	enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r,
+ *			int deferred, int null_sender, int64_t arrival,
+ *			int64_t now, int64_t *next_attempt)
  * DESCRIPTION
  *	qmgr/ feeds the active queue from the spool, hands entries to the
  *	delivery agents and applies their results to the spool and to
@@ -39,6 +44,18 @@
  *	name and the given port, at most limit of them (0: no limit,
  *	smtp_mx_address_limit) and at most max. It returns how many it
  *	wrote: 0 for an answer that is not DNS_OK.
+ *
+ *	qmgr_retry_params() reads minimal_backoff_time, maximal_backoff_time,
+ *	maximal_queue_lifetime and bounce_queue_lifetime (microseconds, the
+ *	spool's unit). qmgr_retry_decide() says what becomes of a message
+ *	whose last in-core entry is done: QMGR_DONE when no recipient was
+ *	deferred (the caller removes it once every recipient is final);
+ *	QMGR_EXPIRE when some were and the message is older than its
+ *	lifetime (bounce_queue_lifetime for the null sender; a lifetime of
+ *	0 means one attempt only): the deferred recipients are returned;
+ *	else QMGR_RETRY, with *next_attempt = now + the message's age,
+ *	clamped to the backoff bounds, so that the wait about doubles from
+ *	one attempt to the next.
  */
 
 #include "conf/conf.h"
@@ -58,6 +75,22 @@ void qmgr_core_params(const struct conf *conf, const char *transport,
                       struct core_transport_params *p);
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,
                            struct qmgr_deliver_settings *d);
+/* What becomes of a message whose in-core entries are all done. */
+enum qmgr_fate {
+    QMGR_DONE,   /* nothing deferred */
+    QMGR_RETRY,  /* deferred until *next_attempt */
+    QMGR_EXPIRE, /* too old: return the deferred recipients */
+};
+
+struct qmgr_retry {
+    int64_t min_backoff, max_backoff; /* microseconds */
+    int64_t lifetime, bounce_lifetime;
+};
+
+void qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r);
+enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r, int deferred,
+                                 int null_sender, int64_t arrival, int64_t now,
+                                 int64_t *next_attempt);
 size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
                       struct deliver_addr *out, size_t max);
 
