@@ -15,6 +15,11 @@
  *	size_t	qmgr_addresses(const struct dns_result *res, unsigned port,
  *			int limit, struct deliver_addr *out, size_t max)
  *
+ *	struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
+ *	void	qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn,
+ *			void *ctx)
+ *	void	qmgr_inbox_free(struct qmgr_inbox *in)
+ *
  *	void	qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r)
  *	enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r,
  *			int deferred, int null_sender, int64_t arrival,
@@ -44,6 +49,16 @@
  *	name and the given port, at most limit of them (0: no limit,
  *	smtp_mx_address_limit) and at most max. It returns how many it
  *	wrote: 0 for an answer that is not DNS_OK.
+ *
+ *	An inbox hands work to the thread that runs base from any thread
+ *	(the spool's committer calls back from its own thread, and the
+ *	queue manager's state belongs to the loop). qmgr_inbox_post() never
+ *	blocks for long and never runs fn itself: fn(ctx) runs on the loop
+ *	thread, items from one thread in the order posted.
+ *	qmgr_inbox_create() returns NULL when it cannot get a pipe.
+ *	qmgr_inbox_free(), called on the loop thread once no other thread
+ *	posts any more, first runs whatever is still waiting: nothing
+ *	posted is lost.
  *
  *	qmgr_retry_params() reads minimal_backoff_time, maximal_backoff_time,
  *	maximal_queue_lifetime and bounce_queue_lifetime (microseconds, the
@@ -86,6 +101,13 @@ struct qmgr_retry {
     int64_t min_backoff, max_backoff; /* microseconds */
     int64_t lifetime, bounce_lifetime;
 };
+
+struct qmgr_inbox;
+typedef void qmgr_inbox_fn(void *ctx);
+
+struct qmgr_inbox *qmgr_inbox_create(struct event_base *base);
+void qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn, void *ctx);
+void qmgr_inbox_free(struct qmgr_inbox *in);
 
 void qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r);
 enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r, int deferred,
