@@ -7,6 +7,16 @@
  * SYNOPSIS
  *	#include "qmgr/qmgr.h"
  *
+ *	struct qmgr *qmgr_create(struct event_base *base,
+ *			const struct conf *conf, struct spool *sp,
+ *			const struct route_table *routes,
+ *			struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
+ *	void	qmgr_wake(struct qmgr *q)
+ *	int	qmgr_idle(const struct qmgr *q)
+ *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+ *	void	qmgr_stop(struct qmgr *q)
+ *	void	qmgr_free(struct qmgr *q)
+ *
  *	void	qmgr_core_params(const struct conf *conf,
  *			const char *transport, struct core_transport_params *p)
  *	void	qmgr_deliver_settings(const struct conf *conf,
@@ -27,10 +37,40 @@
  * DESCRIPTION
  *	qmgr/ feeds the active queue from the spool, hands entries to the
  *	delivery agents and applies their results to the spool and to
- *	core/. This header grows with it; for now it holds the mapping from
- *	configuration to the other layers, which sits here because qmgr/ is
- *	the layer that may use both conf/ and core/ (the simulator uses the
- *	same mapping, so a scenario runs with the daemon's settings).
+ *	core/, on the libevent loop base.
+ *
+ *	qmgr_create() starts a queue manager on an open spool (with its
+ *	committer), a routing table and a resolver, all the caller's and
+ *	all outliving it. It loads messages at once: incoming ones first,
+ *	alternating with deferred ones whose retry time has come, at most
+ *	qmgr_message_active_limit in memory; it looks again whenever a
+ *	message leaves memory, every queue_run_delay, and on qmgr_wake()
+ *	(new mail was stored). Each recipient's outcome is written to the
+ *	spool (group commit) and logged through log in the reference's form
+ *	(deliver_log_line()); a message whose recipients are all final is
+ *	removed ("ID: removed"), one with deferred recipients waits for its
+ *	retry time (qmgr_retry_decide()) or, too old, has them bounced
+ *	("message expired") and is removed. No bounce message is sent to
+ *	the sender yet: the bounce is in the log and the spool record only.
+ *	A recipient that cannot be routed is bounced (5.1.3); DNS answers
+ *	are applied per entry: a temporary failure defers its recipients
+ *	and counts as a connection failure of the destination (negative
+ *	feedback), a permanent one bounces them.
+ *
+ *	qmgr_idle() is true when nothing is in memory, nothing is being
+ *	delivered, and the last look at the spool found nothing to load.
+ *	qmgr_stats() reports counters since creation.
+ *
+ *	Stopping, in this order: qmgr_stop() (nothing new starts, agents in
+ *	flight are abandoned: their recipients stay as they are on disk and
+ *	are delivered again later), then dns_free() of the resolver (lookups
+ *	in flight end), then spool_close() (writes already submitted are
+ *	committed), then qmgr_free().
+ *
+ *	The mapping from configuration to the other layers sits here
+ *	because qmgr/ is the layer that may use both conf/ and core/ (the
+ *	simulator uses the same mapping, so a scenario runs with the
+ *	daemon's settings).
  *
  *	qmgr_core_params() fills the scheduler's parameters of a transport:
  *	each default_* parameter, or its <transport>_* override.
@@ -77,6 +117,36 @@
 #include "core/core.h"
 #include "deliver/deliver.h"
 #include "dns/dns.h"
+
+struct spool;
+struct route_table;
+struct qmgr;
+
+enum qmgr_log_level {
+    QMGR_LOG_INFO,
+    QMGR_LOG_WARNING,
+};
+
+typedef void qmgr_log_fn(void *ctx, int level, const char *line);
+
+struct qmgr_stats {
+    long active;    /* messages in memory now */
+    long loaded;    /* messages read from the spool */
+    long delivered; /* recipient outcomes: sent, */
+    long deferred;  /* deferred, */
+    long bounced;   /* bounced */
+    long removed;   /* messages removed, every recipient final */
+    long requeued;  /* messages sent back to wait for a retry */
+};
+
+struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
+                         struct spool *sp, const struct route_table *routes,
+                         struct dns_resolver *dns, qmgr_log_fn *log, void *ctx);
+void qmgr_wake(struct qmgr *q);
+int qmgr_idle(const struct qmgr *q);
+void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
+void qmgr_stop(struct qmgr *q);
+void qmgr_free(struct qmgr *q);
 
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;

@@ -1,0 +1,873 @@
+/*
+ * NAME
+ *	qmgr 3 - the queue manager: spool to core/ to delivery agents and back
+ * SYNOPSIS
+ *	#include "qmgr/qmgr.h"
+ *
+ *	struct qmgr *qmgr_create(struct event_base *base,
+ *			const struct conf *conf, struct spool *sp,
+ *			const struct route_table *routes,
+ *			struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
+ *	void	qmgr_wake(struct qmgr *q)
+ *	int	qmgr_idle(const struct qmgr *q)
+ *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+ *	void	qmgr_free(struct qmgr *q)
+ * DESCRIPTION
+ *	See qmgr.h for the contract. The life of a message in core:
+ *
+ *	load: read from the spool (envelope, recipients, body); each
+ *	recipient not yet final is routed and added to its destination
+ *	queue in core/; a recipient that cannot be routed is bounced, one
+ *	whose queue is dead is deferred with the queue's reason.
+ *
+ *	deliver: core_select() hands out an entry; its destination is
+ *	resolved (MX or host), the agent runs; each recipient's result
+ *	goes to the spool (one change per delivery, in the group commit)
+ *	and to the log; the hop status goes to core/.
+ *
+ *	finish: once core/ says every entry is done and every change of
+ *	the message is committed, the message is removed (every recipient
+ *	final), or deferred with a retry time, or expired (its deferred
+ *	recipients bounced, then removed). Only when that last write is
+ *	committed does the message leave memory, so the feed can never
+ *	load a message twice.
+ *
+ *	The spool calls back from its committer thread: those callbacks
+ *	only post to the inbox, and everything else runs on the loop.
+ */
+
+#include "qmgr/qmgr.h"
+
+#include "route/route.h"
+#include "spool/spool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/time.h>
+
+#define ID_HASH_SIZE 4096
+#define MAX_ADDRS    64
+
+struct qm_msg {
+    struct qmgr *q;
+    char id[SPOOL_ID_MAX + 1];
+    struct spool_msg *sm;
+    struct core_message *cm;
+    double active; /* seconds: entered the active queue */
+    int pending;   /* spool writes not yet committed */
+    int core_done; /* core/ has no entry of it left */
+    int finishing; /* the last write is on its way */
+    char last_reason[512];
+    struct qm_msg *hnext;
+    TAILQ_ENTRY(qm_msg) link;
+};
+
+/* What a destination queue needs to deliver: its route. */
+struct qm_dest {
+    struct route_result route;
+};
+
+struct qm_delivery {
+    struct qmgr *q;
+    struct qm_msg *m;
+    struct core_entry *e;
+    struct qm_dest *dest;
+    double handoff;
+    struct deliver_session *session;
+    int dns_wait;
+    LIST_ENTRY(qm_delivery) link;
+};
+
+struct qmgr {
+    struct event_base *base;
+    const struct conf *conf;
+    struct spool *sp;
+    const struct route_table *routes;
+    struct dns_resolver *dns;
+    qmgr_log_fn *log;
+    void *log_ctx;
+    struct core *core;
+    struct qmgr_inbox *inbox;
+    struct deliver_cache *cache;
+    struct event *feed_ev, *timer_ev, *scan_ev;
+    struct qm_msg *hash[ID_HASH_SIZE];
+    TAILQ_HEAD(, qm_msg) msgs;
+    LIST_HEAD(, qm_delivery) deliveries;
+    long active; /* messages in memory */
+    long limit;  /* qmgr_message_active_limit */
+    int64_t scan_delay_ms;
+    struct qmgr_retry retry;
+    uint64_t next_id;
+    int last_feed_found;
+    int closing; /* qmgr_stop(): start nothing, write nothing */
+    struct qmgr_stats stats;
+};
+
+static double now_sec(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static core_time_t now_ms(void)
+{
+    return (core_time_t)(now_sec() * 1000.0);
+}
+
+static void qlog(struct qmgr *q, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void qlog(struct qmgr *q, int level, const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (q->log)
+        q->log(q->log_ctx, level, line);
+}
+
+/* ---- messages known to the queue manager, by queue id ---- */
+
+static unsigned id_hash(const char *id)
+{
+    unsigned h = 5381;
+
+    for (; *id; id++)
+        h = h * 33 + (unsigned char)*id;
+    return h % ID_HASH_SIZE;
+}
+
+static struct qm_msg *msg_find(struct qmgr *q, const char *id)
+{
+    struct qm_msg *m = q->hash[id_hash(id)];
+
+    while (m && strcmp(m->id, id) != 0)
+        m = m->hnext;
+    return m;
+}
+
+static void msg_forget(struct qm_msg *m)
+{
+    struct qmgr *q = m->q;
+    struct qm_msg **pp = &q->hash[id_hash(m->id)];
+
+    while (*pp != m)
+        pp = &(*pp)->hnext;
+    *pp = m->hnext;
+    TAILQ_REMOVE(&q->msgs, m, link);
+    q->active--;
+    spool_msg_free(m->sm);
+    free(m);
+    event_active(q->feed_ev, 0, 0); /* room for one more */
+}
+
+/* ---- spool writes: committed on the committer thread, seen here ---- */
+
+struct commit_note {
+    struct qm_msg *m;
+    int status;
+    int final; /* the message's last write */
+    char why[256];
+};
+
+static void msg_maybe_finish(struct qm_msg *m);
+
+static void commit_seen(void *arg)
+{
+    struct commit_note *n = arg;
+    struct qm_msg *m = n->m;
+
+    if (m->q->closing) {
+        /* qmgr_free() frees the message; start nothing new now. */
+        m->pending--;
+        free(n);
+        return;
+    }
+    if (n->status != 0)
+        qlog(m->q, QMGR_LOG_WARNING, "%s: cannot update the queue file: %s",
+             m->id, n->why);
+    m->pending--;
+    if (n->final)
+        msg_forget(m);
+    else
+        msg_maybe_finish(m);
+    free(n);
+}
+
+static void commit_done(void *ctx, const char *id, int status, const char *why)
+{
+    struct commit_note *n = ctx;
+
+    (void)id;
+    n->status = status;
+    snprintf(n->why, sizeof(n->why), "%s", why ? why : "");
+    qmgr_inbox_post(n->m->q->inbox, commit_seen, n);
+}
+
+static void msg_write(struct qm_msg *m, const struct spool_change *ch,
+                      int final)
+{
+    struct commit_note *n = calloc(1, sizeof(*n));
+
+    if (n == NULL)
+        abort();
+    n->m = m;
+    n->final = final;
+    m->pending++;
+    if ((ch ? spool_submit_change(m->q->sp, m->id, ch, commit_done, n)
+            : spool_submit_delete(m->q->sp, m->id, commit_done, n)) < 0) {
+        /* The spool is closing: the message stays as it is on disk. */
+        n->status = -1;
+        snprintf(n->why, sizeof(n->why), "spool is shutting down");
+        qmgr_inbox_post(m->q->inbox, commit_seen, n);
+    }
+}
+
+/* ---- recipient results ---- */
+
+static enum spool_rcpt_status spool_status(enum deliver_status s)
+{
+    return s == DELIVER_OK      ? SPOOL_RCPT_DELIVERED
+           : s == DELIVER_DEFER ? SPOOL_RCPT_DEFERRED
+                                : SPOOL_RCPT_BOUNCED;
+}
+
+/* Log one recipient's outcome in the reference's form. */
+static void log_result(struct qm_msg *m, uint32_t i, const char *relay,
+                       int conn_use, const char *dsn, enum deliver_status st,
+                       const char *text, double handoff, double conn_done)
+{
+    struct deliver_log_entry e = {0};
+    char line[2048];
+
+    e.queue_id = m->id;
+    e.recipient = m->sm->rcpt[i].address;
+    e.orig_recipient = m->sm->rcpt[i].orig;
+    e.relay = relay;
+    e.conn_use = conn_use;
+    e.dsn = dsn;
+    e.status = st;
+    e.text = text;
+    e.arrival = (double)m->sm->arrival / 1e6;
+    e.active = m->active;
+    e.handoff = handoff;
+    e.conn_done = conn_done;
+    e.done = now_sec();
+    deliver_log_line(line, sizeof(line), &e);
+    qlog(m->q, QMGR_LOG_INFO, "%s", line);
+    m->q->stats.delivered += st == DELIVER_OK;
+    m->q->stats.deferred += st == DELIVER_DEFER;
+    m->q->stats.bounced += st == DELIVER_BOUNCE;
+}
+
+/* Record outcomes of recipients (indexes idx) in memory and the spool. */
+static void record(struct qm_msg *m, const uint64_t *idx, int n,
+                   const struct deliver_rcpt_result *res,
+                   const struct deliver_rcpt_result *same)
+{
+    struct spool_result *out = calloc((size_t)n, sizeof(*out));
+    struct spool_change ch = {0};
+    char(*reason)[600] = calloc((size_t)n, sizeof(*reason));
+
+    if (out == NULL || reason == NULL)
+        abort();
+    for (int k = 0; k < n; k++) {
+        const struct deliver_rcpt_result *r = same ? same : &res[k];
+        uint32_t i = (uint32_t)idx[k];
+
+        snprintf(reason[k], sizeof(reason[k]), "%s %s", r->enhanced,
+                 r->text ? r->text : "");
+        out[k].rcpt = i;
+        out[k].status = spool_status(r->status);
+        out[k].code = r->code;
+        out[k].reason = reason[k];
+        m->sm->rcpt[i].status = out[k].status;
+        if (r->status == DELIVER_DEFER && r->text)
+            snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->text);
+    }
+    ch.nresults = (uint32_t)n;
+    ch.results = out;
+    msg_write(m, &ch, 0); /* the change is copied */
+    free(out);
+    free(reason);
+}
+
+/* The same outcome for recipients decided without a delivery. */
+static void decide_all(struct qm_msg *m, const uint64_t *idx, int n,
+                       enum deliver_status st, const char *dsn,
+                       const char *text, const char *relay)
+{
+    struct deliver_rcpt_result r = {0};
+
+    r.status = st;
+    snprintf(r.enhanced, sizeof(r.enhanced), "%s", dsn);
+    r.text = (char *)text;
+    for (int k = 0; k < n; k++)
+        log_result(m, (uint32_t)idx[k], relay, 0, dsn, st, text, 0, 0);
+    record(m, idx, n, NULL, &r);
+}
+
+/* ---- the end of a message's stay in core ---- */
+
+static void msg_maybe_finish(struct qm_msg *m)
+{
+    struct qmgr *q = m->q;
+    struct spool_change ch = {0};
+    int64_t now, next = 0;
+    int open = 0;
+
+    if (!m->core_done || m->pending > 0 || m->finishing)
+        return;
+    for (uint32_t i = 0; i < m->sm->nrcpt; i++)
+        open += m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING;
+    now = spool_now();
+    switch (qmgr_retry_decide(&q->retry, open > 0, m->sm->sender[0] == 0,
+                              m->sm->arrival, now, &next)) {
+    case QMGR_DONE:
+        m->finishing = 1;
+        qlog(q, QMGR_LOG_INFO, "%s: removed", m->id);
+        q->stats.removed++;
+        msg_write(m, NULL, 1);
+        return;
+    case QMGR_EXPIRE: {
+        uint64_t *idx = calloc(m->sm->nrcpt, sizeof(*idx));
+        int n = 0;
+        char text[700];
+
+        if (idx == NULL)
+            abort();
+        for (uint32_t i = 0; i < m->sm->nrcpt; i++)
+            if (m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING)
+                idx[n++] = i;
+        snprintf(text, sizeof(text), "message expired: %s",
+                 m->last_reason[0] ? m->last_reason : "not delivered");
+        decide_all(m, idx, n, DELIVER_BOUNCE, "4.4.7", text, "none");
+        free(idx);
+        return; /* finishes again once that is committed: DONE */
+    }
+    case QMGR_RETRY:
+        m->finishing = 1;
+        ch.has_state = 1;
+        ch.state = SPOOL_DEFERRED;
+        ch.has_next_attempt = 1;
+        ch.next_attempt = next;
+        ch.has_attempts = 1;
+        ch.attempts = m->sm->attempts + 1;
+        q->stats.requeued++;
+        msg_write(m, &ch, 1);
+        return;
+    }
+}
+
+/* ---- core/ callbacks ---- */
+
+static void core_log_cb(void *ctx, enum core_log_level level, const char *text)
+{
+    struct qmgr *q = ctx;
+
+    if (level != CORE_LOG_DEBUG)
+        qlog(q, level == CORE_LOG_WARNING ? QMGR_LOG_WARNING : QMGR_LOG_INFO,
+             "%s", text);
+}
+
+static void queue_dead_cb(void *ctx, struct core_queue *cq, const char *reason)
+{
+    qlog(ctx, QMGR_LOG_WARNING, "%s: destination is dead: %s", cq->key, reason);
+}
+
+static void queue_alive_cb(void *ctx, struct core_queue *cq)
+{
+    qlog(ctx, QMGR_LOG_INFO, "%s: destination is alive again", cq->key);
+}
+
+static void entry_deferred_cb(void *ctx, struct core_entry *e,
+                              const char *reason)
+{
+    struct qm_msg *m = e->peer->job->message->ctx;
+
+    (void)ctx;
+    decide_all(m, e->rcpt, e->nrcpt, DELIVER_DEFER, "4.4.1", reason, "none");
+}
+
+static void message_done_cb(void *ctx, struct core_message *cm)
+{
+    struct qm_msg *m = cm->ctx;
+
+    (void)ctx;
+    m->cm = NULL;
+    m->core_done = 1;
+    msg_maybe_finish(m);
+}
+
+/* ---- loading ---- */
+
+static struct core_queue *queue_for(struct qmgr *q,
+                                    const struct route_result *r)
+{
+    struct core_transport *t = core_transport_find(q->core, r->transport);
+    struct core_queue *cq;
+
+    if (t == NULL) {
+        struct core_transport_params p;
+
+        qmgr_core_params(q->conf, r->transport, &p);
+        t = core_transport_create(q->core, r->transport, &p);
+    }
+    if ((cq = core_queue_find(t, r->key)) == NULL) {
+        struct qm_dest *d = calloc(1, sizeof(*d));
+
+        if (d == NULL)
+            abort();
+        d->route = *r;
+        d->route.address = NULL; /* the one field that points outside */
+        cq = core_queue_create(t, r->key);
+        cq->ctx = d;
+    }
+    return cq;
+}
+
+static void msg_load(struct qmgr *q, const char *id)
+{
+    struct qm_msg *m = calloc(1, sizeof(*m));
+    char why[512];
+    uint64_t *bad, *dead;
+    int nbad = 0, ndead = 0;
+    const char *dead_reason = "";
+    unsigned h;
+
+    if (m == NULL)
+        abort();
+    if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS | SPOOL_GET_BODY, why,
+                  sizeof(why)) < 0) {
+        qlog(q, QMGR_LOG_WARNING, "%s: cannot read: %s", id, why);
+        free(m);
+        return;
+    }
+    m->q = q;
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    m->active = now_sec();
+    h = id_hash(m->id);
+    m->hnext = q->hash[h];
+    q->hash[h] = m;
+    TAILQ_INSERT_TAIL(&q->msgs, m, link);
+    q->active++;
+    q->stats.loaded++;
+    m->cm = core_message_create(q->core, ++q->next_id, now_ms(), m);
+    bad = calloc(m->sm->nrcpt + 1, sizeof(*bad));
+    dead = calloc(m->sm->nrcpt + 1, sizeof(*dead));
+    if (bad == NULL || dead == NULL)
+        abort();
+    for (uint32_t i = 0; i < m->sm->nrcpt; i++) {
+        struct route_result r;
+        struct core_queue *cq;
+
+        if (m->sm->rcpt[i].status == SPOOL_RCPT_DELIVERED ||
+            m->sm->rcpt[i].status == SPOOL_RCPT_BOUNCED)
+            continue;
+        if (route_resolve(q->routes, m->sm->rcpt[i].address, &r, why,
+                          sizeof(why)) < 0) {
+            bad[nbad++] = i;
+            continue;
+        }
+        cq = queue_for(q, &r);
+        if (core_message_add(m->cm, cq, i) < 0) {
+            dead[ndead++] = i;
+            dead_reason = cq->dead_reason ? cq->dead_reason : "dead";
+        }
+    }
+    if (nbad > 0)
+        decide_all(m, bad, nbad, DELIVER_BOUNCE, "5.1.3", "bad address syntax",
+                   "none");
+    if (ndead > 0)
+        decide_all(m, dead, ndead, DELIVER_DEFER, "4.4.1", dead_reason, "none");
+    free(bad);
+    free(dead);
+    core_message_release(m->cm); /* may finish it at once */
+}
+
+/* The feed: incoming first, alternating with deferred mail that is due. */
+struct feed_scan {
+    struct qmgr *q;
+    int64_t now;
+    long room;
+    long n;
+    char (*ids)[SPOOL_ID_MAX + 1];
+};
+
+static int feed_collect(void *ctx, const struct spool_msg *sm)
+{
+    struct feed_scan *fs = ctx;
+
+    if (sm->state == SPOOL_DEFERRED && sm->next_attempt > fs->now)
+        return 1; /* by due time: the rest are later still */
+    if (msg_find(fs->q, sm->id) == NULL)
+        snprintf(fs->ids[fs->n++], SPOOL_ID_MAX + 1, "%s", sm->id);
+    return fs->n >= fs->room;
+}
+
+static void dispatch(struct qmgr *q);
+
+static void feed(struct qmgr *q)
+{
+    struct feed_scan in = {q, spool_now(), 0, 0, NULL};
+    struct feed_scan de = in;
+    char why[256];
+    long i, j;
+
+    in.room = de.room = q->limit - q->active;
+    q->last_feed_found = 0;
+    if (in.room <= 0)
+        return;
+    in.ids = calloc((size_t)in.room, sizeof(*in.ids));
+    de.ids = calloc((size_t)de.room, sizeof(*de.ids));
+    if (in.ids == NULL || de.ids == NULL)
+        abort();
+    if (spool_list(q->sp, SPOOL_INDEX_INCOMING, feed_collect, &in, why,
+                   sizeof(why)) < 0 ||
+        spool_list(q->sp, SPOOL_INDEX_DEFERRED, feed_collect, &de, why,
+                   sizeof(why)) < 0)
+        qlog(q, QMGR_LOG_WARNING, "cannot read the queue: %s", why);
+    for (i = j = 0; (i < in.n || j < de.n) && q->active < q->limit;) {
+        if (i < in.n)
+            msg_load(q, in.ids[i++]);
+        if (j < de.n && q->active < q->limit)
+            msg_load(q, de.ids[j++]);
+    }
+    q->last_feed_found = (int)(i + j);
+    free(in.ids);
+    free(de.ids);
+}
+
+/* ---- delivery ---- */
+
+static void delivery_free(struct qm_delivery *d)
+{
+    LIST_REMOVE(d, link);
+    free(d);
+}
+
+static void delivery_done(void *ctx, struct deliver_result *res)
+{
+    struct qm_delivery *d = ctx;
+    struct qmgr *q = d->q;
+    struct qm_msg *m = d->m;
+    double done = now_sec();
+    double conn_done = res->hop_ok ? done - res->xfer_time : 0;
+
+    d->session = NULL;
+    for (int k = 0; k < d->e->nrcpt; k++) {
+        const struct deliver_rcpt_result *r = &res->rcpt[k];
+
+        log_result(m, (uint32_t)d->e->rcpt[k], res->relay, res->conn_use,
+                   r->enhanced, r->status, r->text ? r->text : "", d->handoff,
+                   conn_done);
+    }
+    record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL);
+    core_entry_done(d->e, now_ms(), res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
+                    res->hop_reason);
+    deliver_result_free(res);
+    delivery_free(d);
+    dispatch(q);
+}
+
+/* DNS gave no address: every recipient of the entry gets its answer. */
+static void delivery_dns_failed(struct qm_delivery *d,
+                                const struct dns_result *res)
+{
+    struct qmgr *q = d->q;
+    int temp = res->status != DNS_PERMFAIL;
+
+    decide_all(d->m, d->e->rcpt, d->e->nrcpt,
+               temp ? DELIVER_DEFER : DELIVER_BOUNCE,
+               res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
+               res->why && res->why[0] ? res->why : "no address found", "none");
+    /* A name server that fails is the destination's trouble: negative. */
+    core_entry_done(d->e, now_ms(), temp ? CORE_HOP_FAIL : CORE_HOP_OK,
+                    res->why);
+    delivery_free(d);
+    dispatch(q);
+}
+
+static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
+{
+    struct qmgr *q = d->q;
+    const struct route_result *r = &d->dest->route;
+    struct qmgr_deliver_settings set;
+    struct deliver_request req = {0};
+    struct deliver_rcpt *rcpt = calloc((size_t)d->e->nrcpt, sizeof(*rcpt));
+    struct deliver_addr *addrs = NULL;
+    struct spool_msg *sm = d->m->sm;
+
+    if (rcpt == NULL)
+        abort();
+    qmgr_deliver_settings(q->conf, r->transport, &set);
+    for (int k = 0; k < d->e->nrcpt; k++) {
+        const struct spool_rcpt *sr = &sm->rcpt[d->e->rcpt[k]];
+
+        rcpt[k].address = sr->address;
+        rcpt[k].orcpt = sr->orcpt;
+        rcpt[k].notify = sr->notify;
+    }
+    req.proto = r->type == ROUTE_LMTP      ? DELIVER_LMTP
+                : r->type == ROUTE_DISCARD ? DELIVER_DISCARD
+                : r->type == ROUTE_ERROR   ? DELIVER_ERROR
+                                           : DELIVER_SMTP;
+    req.helo_name = set.helo_name;
+    req.sender = sm->sender;
+    req.envid = sm->envid;
+    req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
+    req.rcpt = rcpt;
+    req.nrcpt = (size_t)d->e->nrcpt;
+    req.body = sm->body;
+    req.size = (size_t)sm->size;
+    req.session_limit = set.session_limit;
+    req.timeouts = set.timeouts;
+    req.reason = r->nexthop;
+    if (res != NULL) {
+        unsigned port = r->port ? r->port : r->type == ROUTE_LMTP ? 24 : 25;
+
+        addrs = calloc(MAX_ADDRS, sizeof(*addrs));
+        if (addrs == NULL)
+            abort();
+        req.addrs = addrs;
+        req.naddrs =
+            qmgr_addresses(res, port, set.address_limit, addrs, MAX_ADDRS);
+        if (set.cache.idle_ms > 0) {
+            req.cache = q->cache;
+            req.cache_key = r->key;
+        }
+    }
+    d->session = deliver_start(q->base, &req, delivery_done, d);
+    free(rcpt);
+    free(addrs);
+}
+
+static void delivery_dns_done(void *ctx, struct dns_result *res)
+{
+    struct qm_delivery *d = ctx;
+
+    d->dns_wait = 0;
+    if (d->q->closing)
+        delivery_free(d); /* the recipients stay as they are on disk */
+    else if (res->status != DNS_OK)
+        delivery_dns_failed(d, res);
+    else
+        delivery_run(d, res);
+    dns_result_free(res);
+}
+
+static void delivery_start(struct qmgr *q, struct core_entry *e)
+{
+    struct qm_delivery *d = calloc(1, sizeof(*d));
+    const struct route_result *r;
+
+    if (d == NULL)
+        abort();
+    d->q = q;
+    d->e = e;
+    d->m = e->peer->job->message->ctx;
+    d->dest = e->peer->queue->ctx;
+    d->handoff = now_sec();
+    LIST_INSERT_HEAD(&q->deliveries, d, link);
+    r = &d->dest->route;
+    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR) {
+        delivery_run(d, NULL);
+        return;
+    }
+    d->dns_wait = 1;
+    if ((r->mx
+             ? dns_lookup_mx(q->dns, r->nexthop, delivery_dns_done, d)
+             : dns_lookup_host(q->dns, r->nexthop, delivery_dns_done, d)) < 0) {
+        /* The resolver is going away with the daemon: leave it queued. */
+        d->dns_wait = 0;
+    }
+}
+
+static void dispatch(struct qmgr *q)
+{
+    struct core_entry *e;
+    core_time_t next;
+    struct timeval tv;
+
+    if (q->closing)
+        return;
+    while ((e = core_select(q->core, now_ms())) != NULL)
+        delivery_start(q, e);
+    next = core_next_timer(q->core);
+    if (next != CORE_TIME_NEVER) {
+        core_time_t wait = next - now_ms();
+
+        if (wait < 0)
+            wait = 0;
+        tv.tv_sec = wait / 1000;
+        tv.tv_usec = (wait % 1000) * 1000;
+        evtimer_add(q->timer_ev, &tv);
+    }
+}
+
+/* ---- events ---- */
+
+static void feed_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct qmgr *q = arg;
+
+    (void)fd;
+    (void)what;
+    feed(q);
+    dispatch(q);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct qmgr *q = arg;
+
+    (void)fd;
+    (void)what;
+    core_run_timers(q->core, now_ms());
+    dispatch(q);
+}
+
+static void scan_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct qmgr *q = arg;
+
+    (void)fd;
+    (void)what;
+    event_active(q->feed_ev, 0, 0);
+}
+
+struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
+                         struct spool *sp, const struct route_table *routes,
+                         struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
+{
+    struct qmgr *q = calloc(1, sizeof(*q));
+    struct core_callbacks cb = {core_log_cb, queue_dead_cb, queue_alive_cb,
+                                entry_deferred_cb, message_done_cb};
+    struct deliver_cache_params cp = {0};
+    struct timeval scan;
+
+    if (q == NULL)
+        return NULL;
+    q->base = base;
+    q->conf = conf;
+    q->sp = sp;
+    q->routes = routes;
+    q->dns = dns;
+    q->log = log;
+    q->log_ctx = ctx;
+    TAILQ_INIT(&q->msgs);
+    LIST_INIT(&q->deliveries);
+    q->limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
+    qmgr_retry_params(conf, &q->retry);
+    /* One cache; each delivery brings its transport's limits. */
+    cp.idle_ms =
+        (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
+    cp.reuse_ms =
+        (int)conf_time_ms(conf, NULL, "smtp_connection_reuse_time_limit");
+    cp.reuse_count_limit =
+        (int)conf_int(conf, NULL, "smtp_connection_reuse_count_limit");
+    q->core = core_create(&cb, q);
+    q->inbox = qmgr_inbox_create(base);
+    q->cache = deliver_cache_create(base, &cp);
+    q->feed_ev = event_new(base, -1, 0, feed_cb, q);
+    q->timer_ev = evtimer_new(base, timer_cb, q);
+    q->scan_ev = event_new(base, -1, EV_PERSIST, scan_cb, q);
+    if (q->inbox == NULL || q->feed_ev == NULL || q->timer_ev == NULL ||
+        q->scan_ev == NULL) {
+        qmgr_free(q);
+        return NULL;
+    }
+    scan.tv_sec = q->scan_delay_ms / 1000;
+    scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
+    event_add(q->scan_ev, &scan);
+    event_active(q->feed_ev, 0, 0);
+    return q;
+}
+
+void qmgr_wake(struct qmgr *q)
+{
+    event_active(q->feed_ev, 0, 0);
+}
+
+int qmgr_idle(const struct qmgr *q)
+{
+    return q->active == 0 && q->last_feed_found == 0 &&
+           LIST_EMPTY(&q->deliveries);
+}
+
+void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+{
+    *st = q->stats;
+    st->active = q->active;
+}
+
+void qmgr_stop(struct qmgr *q)
+{
+    struct qm_delivery *d, *next;
+
+    q->closing = 1;
+    event_del(q->feed_ev);
+    event_del(q->timer_ev);
+    event_del(q->scan_ev);
+    /* Agents stop at once; their recipients stay as they are on disk.
+     * Deliveries waiting for DNS end when the resolver is freed. */
+    for (d = LIST_FIRST(&q->deliveries); d != NULL; d = next) {
+        next = LIST_NEXT(d, link);
+        if (!d->dns_wait) {
+            deliver_cancel(d->session);
+            delivery_free(d);
+        }
+    }
+}
+
+void qmgr_free(struct qmgr *q)
+{
+    struct qm_delivery *d;
+    struct qm_msg *m;
+
+    if (q == NULL)
+        return;
+    if (!q->closing && q->feed_ev && q->timer_ev && q->scan_ev)
+        qmgr_stop(q);
+    q->closing = 1;
+    while ((d = LIST_FIRST(&q->deliveries)) != NULL) {
+        deliver_cancel(d->session);
+        delivery_free(d);
+    }
+    /* Writes committed since qmgr_stop() reported here: let them land. */
+    qmgr_inbox_free(q->inbox);
+    q->inbox = NULL;
+    if (q->core) {
+        for (struct core_transport *t = q->core->transports; t; t = t->next) {
+            struct core_queue *cq;
+
+            TAILQ_FOREACH(cq, &t->queues, link)
+            free(cq->ctx);
+        }
+        core_free(q->core);
+    }
+    while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
+        TAILQ_REMOVE(&q->msgs, m, link);
+        spool_msg_free(m->sm);
+        free(m);
+    }
+    deliver_cache_free(q->cache);
+    if (q->feed_ev)
+        event_free(q->feed_ev);
+    if (q->timer_ev)
+        event_free(q->timer_ev);
+    if (q->scan_ev)
+        event_free(q->scan_ev);
+    free(q);
+}

@@ -1,0 +1,167 @@
+#ifndef SLUICE_SINK_FIXTURE_H
+#define SLUICE_SINK_FIXTURE_H
+
+/*
+ * sink_fixture - Postfix's smtp-sink as a receiving server for tests, on
+ * a free loopback port (../shared/TESTING-PEERS.md), started and stopped
+ * by the test, by its PID. Each message it receives is dumped to a file of
+ * its own in sk->dir.
+ *
+ * Include after cmocka.h.
+ */
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SINK "/usr/sbin/smtp-sink"
+
+struct sink {
+    pid_t pid;
+    int port;
+    char dir[64];
+};
+
+/* Start smtp-sink with extra options on a free port; wait until it
+ * answers. Returns 0, or -1 if it cannot run here. */
+static inline int sink_start(struct sink *sk, const char *opt1,
+                             const char *opt2)
+{
+    char addr[64], dump[128];
+
+    snprintf(sk->dir, sizeof(sk->dir), "/tmp/sluice-sink.XXXXXX");
+    if (mkdtemp(sk->dir) == NULL)
+        return -1;
+    chmod(sk->dir, 0777);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sin = {0};
+        socklen_t len = sizeof(sin);
+
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+        getsockname(fd, (struct sockaddr *)&sin, &len);
+        sk->port = ntohs(sin.sin_port);
+        close(fd);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", sk->port);
+        snprintf(dump, sizeof(dump), "%s/%%M.", sk->dir);
+        if ((sk->pid = fork()) == 0) {
+            const char *argv[12];
+            int n = 0;
+
+            argv[n++] = SINK;
+            if (geteuid() == 0) {
+                argv[n++] = "-u";
+                argv[n++] = "postfix";
+            }
+            argv[n++] = "-d";
+            argv[n++] = dump;
+            if (opt1)
+                argv[n++] = opt1;
+            if (opt2)
+                argv[n++] = opt2;
+            argv[n++] = addr;
+            argv[n++] = "16";
+            argv[n] = NULL;
+            freopen("/dev/null", "w", stderr);
+            execv(SINK, (char *const *)argv);
+            _exit(127);
+        }
+        for (int wait = 0; wait < 100; wait++) {
+            int fd2 = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in to = {0};
+            int status;
+
+            to.sin_family = AF_INET;
+            to.sin_port = htons((uint16_t)sk->port);
+            to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(fd2, (struct sockaddr *)&to, sizeof(to)) == 0) {
+                close(fd2);
+                return 0;
+            }
+            close(fd2);
+            if (waitpid(sk->pid, &status, WNOHANG) == sk->pid)
+                break; /* it exited: port taken, or no smtp-sink */
+            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        }
+        kill(sk->pid, SIGTERM);
+        waitpid(sk->pid, NULL, 0);
+    }
+    return -1;
+}
+
+static inline void sink_stop(struct sink *sk)
+{
+    char cmd[128];
+
+    kill(sk->pid, SIGTERM);
+    waitpid(sk->pid, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", sk->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", sk->dir);
+}
+
+/* The one message smtp-sink dumped, in *buf. */
+static inline size_t sink_dump(struct sink *sk, char *buf, size_t len)
+{
+    DIR *d = opendir(sk->dir);
+    struct dirent *e;
+    size_t n = 0;
+
+    buf[0] = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[400];
+        FILE *fp;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", sk->dir, e->d_name);
+        if ((fp = fopen(path, "r")) != NULL) {
+            n = fread(buf, 1, len - 1, fp);
+            buf[n] = 0;
+            fclose(fp);
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/*
+ * Without smtp-sink (no Postfix installed) a test says so and passes:
+ * tests/run.sh would count cmocka's skip() as a failure. CI installs it.
+ */
+#define NEED_SINK(sk, o1, o2)                                                  \
+    do {                                                                       \
+        if (sink_start(sk, o1, o2) < 0) {                                      \
+            print_message("# SKIP %s: cannot run %s\n", __func__, SINK);       \
+            return;                                                            \
+        }                                                                      \
+    } while (0)
+
+/* How many messages smtp-sink has dumped so far. */
+static inline int sink_count(struct sink *sk)
+{
+    DIR *d = opendir(sk->dir);
+    struct dirent *e;
+    int n = 0;
+
+    while (d && (e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * test_qmgr - the queue manager end to end on loopback: messages stored
+ * in a spool are delivered to Postfix's smtp-sink through core/, the
+ * routing table and the SMTP client; every recipient's outcome reaches
+ * the spool and the log, and a message leaves the spool once every
+ * recipient is final (postfix-reference-notes.md, "Queue life cycle").
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sink_fixture.h"
+
+#include "dns/dns.h"
+#include "qmgr/qmgr.h"
+#include "route/route.h"
+#include "spool/spool.h"
+
+struct world {
+    char dir[64];
+    struct conf *conf;
+    struct spool *sp;
+    struct route_table *routes;
+    struct dns_resolver *dns;
+    struct event_base *base;
+    struct qmgr *q;
+    char *log;
+    size_t log_len;
+};
+
+static void log_cb(void *ctx, int level, const char *line)
+{
+    struct world *w = ctx;
+    size_t n = strlen(line);
+
+    (void)level;
+    w->log = realloc(w->log, w->log_len + n + 2);
+    memcpy(w->log + w->log_len, line, n);
+    w->log_len += n;
+    w->log[w->log_len++] = '\n';
+    w->log[w->log_len] = 0;
+}
+
+/* A spool in a temporary directory and a configuration from pairs. */
+static void world_start(struct world *w, const char *name, ...)
+{
+    struct spool_config cf = {0};
+    struct dns_config dc = {0};
+    char why[512] = "";
+    va_list ap;
+
+    memset(w, 0, sizeof(*w));
+    snprintf(w->dir, sizeof(w->dir), "/tmp/sluice-qmgr.XXXXXX");
+    assert_non_null(mkdtemp(w->dir));
+    w->conf = conf_create();
+    va_start(ap, name);
+    for (; name != NULL; name = va_arg(ap, const char *)) {
+        const char *value = va_arg(ap, const char *);
+
+        if (conf_set(w->conf, name, value, why, sizeof(why)) != 0)
+            fail_msg("conf_set(%s): %s", name, why);
+    }
+    va_end(ap);
+    assert_int_equal(
+        conf_set(w->conf, "queue_directory", w->dir, why, sizeof(why)), 0);
+    if (conf_validate(w->conf, why, sizeof(why)) != 0)
+        fail_msg("conf_validate: %s", why);
+    cf.queue_directory = w->dir;
+    cf.map_size = 16 << 20;
+    if (spool_open(&w->sp, &cf, SPOOL_CREATE, why, sizeof(why)) < 0)
+        fail_msg("spool_open: %s", why);
+    if ((w->routes = route_load(w->conf, why, sizeof(why))) == NULL)
+        fail_msg("route_load: %s", why);
+    w->base = event_base_new();
+    dc.servers = "127.0.0.1:9"; /* never asked: next hops are addresses */
+    if ((w->dns = dns_create(w->base, &dc, why, sizeof(why))) == NULL)
+        fail_msg("dns_create: %s", why);
+}
+
+static void store(struct world *w, const char *sender, int nrcpt,
+                  const char *const *rcpt)
+{
+    struct spool_msg *m = spool_msg_new();
+    char why[256];
+
+    m->sender = strdup(sender);
+    m->body = strdup("From: s@client.test\r\nSubject: qmgr test\r\n\r\nhi\r\n");
+    m->size = strlen(m->body);
+    for (int i = 0; i < nrcpt; i++)
+        assert_int_equal(spool_msg_add_rcpt(m, rcpt[i], NULL, 0, NULL), 0);
+    if (spool_store(w->sp, m, why, sizeof(why)) != 0)
+        fail_msg("spool_store: %s", why);
+    spool_msg_free(m);
+}
+
+static void check_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct world *w = arg;
+
+    (void)fd;
+    (void)what;
+    if (qmgr_idle(w->q))
+        event_base_loopbreak(w->base);
+}
+
+/* Run the queue manager until it is idle, at most limit_s seconds. */
+static void run_until_idle(struct world *w, int limit_s)
+{
+    struct timeval tick = {0, 20000}, limit = {limit_s, 0};
+    struct event *check = event_new(w->base, -1, EV_PERSIST, check_cb, w);
+
+    if (w->q == NULL)
+        w->q =
+            qmgr_create(w->base, w->conf, w->sp, w->routes, w->dns, log_cb, w);
+    assert_non_null(w->q);
+    event_add(check, &tick);
+    event_base_loopexit(w->base, &limit);
+    event_base_dispatch(w->base);
+    event_free(check);
+}
+
+static void world_stop(struct world *w)
+{
+    char cmd[128];
+
+    if (getenv("TEST_QMGR_LOG"))
+        fputs(w->log ? w->log : "", stderr);
+    if (w->q)
+        qmgr_stop(w->q);
+    dns_free(w->dns);
+    spool_close(w->sp);
+    qmgr_free(w->q);
+    route_free(w->routes);
+    event_base_free(w->base);
+    conf_free(w->conf);
+    free(w->log);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", w->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", w->dir);
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; p && (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static int counter(void *ctx, const struct spool_msg *m)
+{
+    (void)m;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int spool_count(struct world *w, enum spool_index index)
+{
+    int n = 0;
+    char why[256];
+
+    assert_int_equal(spool_list(w->sp, index, counter, &n, why, sizeof(why)),
+                     0);
+    return n;
+}
+
+/* 100 messages of 3 recipients in different domains, through a relay
+ * host: each delivered once, every recipient logged as sent, the spool
+ * empty at the end. */
+static void test_delivers_everything(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char relay[64];
+    struct qmgr_stats st;
+
+    (void)state;
+    if (sink_start(&sk, NULL, NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "myhostname", "client.test", NULL);
+    for (int i = 0; i < 100; i++) {
+        char a[3][64];
+        const char *r[3] = {a[0], a[1], a[2]};
+
+        for (int k = 0; k < 3; k++)
+            snprintf(a[k], sizeof(a[k]), "u%d@d%d.test", i, (i + k) % 10);
+        store(&w, "sender@client.test", 3, r);
+    }
+    run_until_idle(&w, 60);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.loaded, 100);
+    assert_int_equal(st.delivered, 300);
+    assert_int_equal(st.deferred + st.bounced, 0);
+    assert_int_equal(st.removed, 100);
+    assert_int_equal(count_of(w.log, "status=sent (250"), 300);
+    assert_int_equal(count_of(w.log, ": removed"), 100);
+    assert_non_null(strstr(w.log, ", relay=127.0.0.1[127.0.0.1]:"));
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    world_stop(&w);
+    /* One transaction per message: its recipients share the relay. */
+    assert_int_equal(sink_count(&sk), 100);
+    sink_stop(&sk);
+}
+
+/* The transport table's discard and error transports, and an address
+ * that cannot be routed: every recipient final, the message removed. */
+static void test_local_outcomes(void **state)
+{
+    struct world w;
+    char table[96], why[64];
+    FILE *fp;
+    static const char *const rcpt[] = {"a@gone.test", "b@bad.test",
+                                       "c@later.test", "nobody"};
+    struct qmgr_stats st;
+
+    (void)state;
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-table.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp, "gone.test discard:\n"
+                "bad.test error:5.1.1 no such domain here\n"
+                "later.test error:4.3.2 try again later\n");
+    fclose(fp);
+    world_start(&w, "transport_maps", table, NULL);
+    (void)why;
+    store(&w, "sender@client.test", 4, rcpt);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    unlink(table);
+    assert_int_equal(st.delivered, 1);
+    assert_int_equal(st.bounced, 2);
+    assert_int_equal(st.deferred, 1);
+    assert_non_null(strstr(w.log, "to=<a@gone.test>, relay=none, delay="));
+    assert_non_null(strstr(w.log, "dsn=2.0.0, status=sent (discarded)"));
+    assert_non_null(strstr(w.log, "to=<b@bad.test>"));
+    assert_non_null(
+        strstr(w.log, "dsn=5.1.1, status=bounced (no such domain here)"));
+    assert_non_null(
+        strstr(w.log, "dsn=4.3.2, status=deferred (try again later)"));
+    assert_non_null(strstr(w.log, "to=<nobody>"));
+    assert_non_null(strstr(w.log, "dsn=5.1.3, status=bounced"));
+    /* One recipient deferred: the message waits for its retry. */
+    assert_int_equal(st.removed, 0);
+    assert_int_equal(st.requeued, 1);
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 1);
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_INCOMING), 0);
+    world_stop(&w);
+}
+
+/* A relay that refuses connections: the recipients are deferred (not
+ * bounced), the destination is declared dead, the messages wait. */
+static void test_unreachable_relay(void **state)
+{
+    struct world w;
+    char relay[64];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {0};
+    socklen_t len = sizeof(sin);
+    static const char *const rcpt[] = {"x@far.test", "y@far.test"};
+    struct qmgr_stats st;
+
+    (void)state;
+    /* A port nobody listens on: bound, never listened to. */
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", ntohs(sin.sin_port));
+    world_start(&w, "relayhost", relay, NULL);
+    for (int i = 0; i < 5; i++)
+        store(&w, "sender@client.test", 2, rcpt);
+    run_until_idle(&w, 30);
+    close(fd);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.delivered + st.bounced, 0);
+    assert_int_equal(st.deferred, 10);
+    assert_int_equal(st.requeued, 5);
+    assert_non_null(strstr(w.log, "status=deferred (connect to 127.0.0.1"));
+    assert_non_null(strstr(w.log, "destination is dead"));
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 5);
+    world_stop(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_delivers_everything),
+        cmocka_unit_test(test_local_outcomes),
+        cmocka_unit_test(test_unreachable_relay),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
