@@ -11,7 +11,8 @@
 #   make format     clang-format every source file
 #
 # Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
-# src/cli/main.c is build/sluice, src/sim/main.c is build/sluice-sim.
+# src/cli/main.c is build/sluice, src/sim/main.c is build/sluice-sim,
+# src/qmgr/main.c is build/sluiced.
 # tests/unit/test_*.c are cmocka programs linked against the library.
 
 PREFIX     ?= /usr/local
@@ -33,12 +34,12 @@ LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 
-MAINS    := src/cli/main.c src/sim/main.c
+MAINS    := src/cli/main.c src/sim/main.c src/qmgr/main.c
 LIB_SRC  := $(filter-out $(MAINS),$(wildcard src/*/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim
+PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
 
 .PHONY: all check asan valgrind demo bench plots install format clean
 all: $(PROGS) $(TESTS)
@@ -55,6 +56,9 @@ $(BUILD)/sluice: $(BUILD)/obj/cli/main.o $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/sluice-sim: $(BUILD)/obj/sim/main.o $(BUILD)/libsluice.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/sluiced: $(BUILD)/obj/qmgr/main.o $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsluice.a

@@ -38,6 +38,7 @@
 
 #include "cli/cli.h"
 #include "ingress/ingress.h"
+#include "qmgr/qmgr.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -330,6 +331,7 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
             fprintf(stderr, "sendmail: %s\n", why);
             return EX_TEMPFAIL;
         }
+        qmgr_wake_send(cf.queue_directory);
         return 0;
     }
     if (errno != EACCES) {
@@ -341,6 +343,7 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
         fprintf(stderr, "sendmail: %s\n", why);
         return EX_TEMPFAIL;
     }
+    qmgr_wake_send(cf.queue_directory);
     return 0;
 }
 
@@ -405,6 +408,8 @@ static int import_run(const struct cli *cli, int argc, char **argv)
         if (rc < 0)
             fprintf(stderr, "sluice: import: %s\n", why);
     }
+    if (st.imported > 0)
+        qmgr_wake_send(cf.queue_directory);
     printf("imported %lu, malformed %lu (moved to %s), failed %lu, stale "
            "temporary files %lu\n",
            st.imported, st.malformed, MAILDROP_BAD_DIR, st.failed, st.stale);

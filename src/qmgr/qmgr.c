@@ -102,7 +102,8 @@ struct qmgr {
     struct qmgr_retry retry;
     uint64_t next_id;
     int last_feed_found;
-    int closing; /* qmgr_stop(): start nothing, write nothing */
+    int closing;  /* qmgr_stop(): start nothing, write nothing */
+    int draining; /* qmgr_drain(): start nothing, finish what runs */
     struct qmgr_stats stats;
 };
 
@@ -699,7 +700,7 @@ static void dispatch(struct qmgr *q)
     core_time_t next;
     struct timeval tv;
 
-    if (q->closing)
+    if (q->closing || q->draining)
         return;
     while ((e = core_select(q->core, now_ms())) != NULL)
         delivery_start(q, e);
@@ -723,6 +724,8 @@ static void feed_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (q->draining)
+        return;
     feed(q);
     dispatch(q);
 }
@@ -810,6 +813,24 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
 {
     *st = q->stats;
     st->active = q->active;
+}
+
+void qmgr_drain(struct qmgr *q)
+{
+    q->draining = 1;
+}
+
+long qmgr_busy(const struct qmgr *q)
+{
+    const struct qm_delivery *d;
+    const struct qm_msg *m;
+    long n = 0;
+
+    LIST_FOREACH(d, &q->deliveries, link)
+    n++;
+    TAILQ_FOREACH(m, &q->msgs, link)
+    n += m->pending;
+    return n;
 }
 
 void qmgr_stop(struct qmgr *q)

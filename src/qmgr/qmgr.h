@@ -14,8 +14,14 @@
  *	void	qmgr_wake(struct qmgr *q)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+ *	void	qmgr_drain(struct qmgr *q)
+ *	long	qmgr_busy(const struct qmgr *q)
  *	void	qmgr_stop(struct qmgr *q)
  *	void	qmgr_free(struct qmgr *q)
+ *
+ *	int	qmgr_wake_listen(const char *queue_directory, char *why,
+ *			size_t whylen)
+ *	void	qmgr_wake_send(const char *queue_directory)
  *
  *	void	qmgr_core_params(const struct conf *conf,
  *			const char *transport, struct core_transport_params *p)
@@ -60,6 +66,19 @@
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
  *	qmgr_stats() reports counters since creation.
+ *
+ *	qmgr_drain() is the polite start of a stop: no delivery starts any
+ *	more, the ones in flight go on and their results are written.
+ *	qmgr_busy() counts what is still going on: deliveries in flight and
+ *	spool writes not yet committed. The daemon drains until that is 0
+ *	or its time bound has passed, then stops.
+ *
+ *	The wake-up socket lets programs that stored mail say so:
+ *	qmgr_wake_listen() binds a datagram socket at
+ *	QUEUE_DIRECTORY/public/wakeup (mode 0666 in a 0755 directory) and
+ *	returns its descriptor (non-blocking), or -1 with a reason;
+ *	qmgr_wake_send() sends it one datagram and ignores every error (no
+ *	daemon: the mail waits for the next start or queue run).
  *
  *	Stopping, in this order: qmgr_stop() (nothing new starts, agents in
  *	flight are abandoned: their recipients stay as they are on disk and
@@ -145,7 +164,11 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
 void qmgr_wake(struct qmgr *q);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
+void qmgr_drain(struct qmgr *q);
+long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);
+int qmgr_wake_listen(const char *queue_directory, char *why, size_t whylen);
+void qmgr_wake_send(const char *queue_directory);
 void qmgr_free(struct qmgr *q);
 
 struct qmgr_deliver_settings {

@@ -1,0 +1,356 @@
+/*
+ * NAME
+ *	sluiced 8 - the sluice delivery daemon
+ * SYNOPSIS
+ *	sluiced [-f] [-c FILE]
+ * DESCRIPTION
+ *	Opens the spool (creating it if needed), puts messages a crash left
+ *	active back in the incoming queue, imports the maildrop, and runs
+ *	the queue manager on one event loop until told to stop. See
+ *	doc/sluiced.8 for the whole story; the parts are:
+ *
+ *	configuration: -c FILE, else $SLUICE_CONFIG, else the default file
+ *	if it exists, else the built-in defaults (conf_path()).
+ *
+ *	logging: with -f, to stderr, one line per event, prefixed with the
+ *	time and "sluiced[PID]:"; without -f the daemon detaches and logs
+ *	to syslog (facility mail).
+ *
+ *	signals: SIGTERM or SIGINT drain (no new deliveries, those in flight
+ *	finish, at most STOP_GRACE_SECONDS) and stop; what was not delivered
+ *	stays in the spool as it was. SIGHUP is logged and otherwise
+ *	ignored: configuration reload is not implemented, restart instead.
+ *
+ *	wake-ups: a datagram on QUEUE_DIRECTORY/public/wakeup (sent by
+ *	"sluice sendmail" and "sluice import" after they store mail) makes
+ *	the daemon import the maildrop and look at the incoming queue at
+ *	once.
+ *
+ *	Exit status: 0 after a stop by signal; 1 when it cannot start (bad
+ *	configuration, spool, routing table), with the reason logged; 64 on
+ *	a usage error.
+ */
+
+#include "dns/dns.h"
+#include "ingress/ingress.h"
+#include "qmgr/qmgr.h"
+#include "route/route.h"
+#include "spool/spool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STOP_GRACE_SECONDS 10
+
+struct daemon {
+    int foreground;
+    struct conf *conf;
+    struct spool *sp;
+    struct route_table *routes;
+    struct dns_resolver *dns;
+    struct event_base *base;
+    struct qmgr *q;
+    const char *queue_directory;
+    int wake_fd;
+    struct event *wake_ev, *stop_check;
+    struct timeval stop_deadline;
+};
+
+static int foreground_log = 1;
+
+static void logv(int prio, const char *fmt, va_list ap)
+{
+    char line[4096];
+    struct timeval tv;
+    struct tm tm;
+    char stamp[32];
+
+    vsnprintf(line, sizeof(line), fmt, ap);
+    if (!foreground_log) {
+        syslog(prio, "%s", line);
+        return;
+    }
+    gettimeofday(&tv, NULL);
+    localtime_r(&tv.tv_sec, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(stderr, "%s.%03ld sluiced[%ld]: %s%s\n", stamp,
+            (long)tv.tv_usec / 1000, (long)getpid(),
+            prio == LOG_WARNING ? "warning: "
+            : prio == LOG_ERR   ? "fatal: "
+                                : "",
+            line);
+}
+
+static void say(int prio, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void say(int prio, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    logv(prio, fmt, ap);
+    va_end(ap);
+}
+
+static void qmgr_log(void *ctx, int level, const char *line)
+{
+    (void)ctx;
+    say(level == QMGR_LOG_WARNING ? LOG_WARNING : LOG_INFO, "%s", line);
+}
+
+static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
+                        size_t whylen)
+{
+    (void)owner;
+    return spool_store(ctx, m, why, whylen);
+}
+
+/* Move the maildrop into the spool; then look at the incoming queue. */
+static void import_and_wake(struct daemon *d)
+{
+    struct maildrop_stats st = {0};
+    char why[512];
+
+    if (maildrop_import(d->queue_directory, import_store, d->sp, &st, why,
+                        sizeof(why)) < 0)
+        say(LOG_WARNING, "maildrop: %s", why);
+    if (st.imported || st.malformed || st.failed)
+        say(LOG_INFO,
+            "maildrop: %lu imported, %lu malformed (set aside), %lu left",
+            st.imported, st.malformed, st.failed);
+    qmgr_wake(d->q);
+}
+
+static void wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+    char buf[64];
+
+    (void)what;
+    while (recv(fd, buf, sizeof(buf), 0) > 0)
+        continue;
+    import_and_wake(arg);
+}
+
+static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct daemon *d = arg;
+    struct timeval now;
+    long busy = qmgr_busy(d->q);
+
+    (void)fd;
+    (void)what;
+    gettimeofday(&now, NULL);
+    if (busy > 0 && timercmp(&now, &d->stop_deadline, <))
+        return;
+    if (busy > 0)
+        say(LOG_WARNING,
+            "stop: %ld deliveries or writes still going after %d s; "
+            "abandoned, their mail stays queued",
+            busy, STOP_GRACE_SECONDS);
+    event_base_loopbreak(d->base);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+    struct timeval tick = {0, 50000}, grace = {STOP_GRACE_SECONDS, 0};
+
+    (void)what;
+    if (sig == SIGHUP) {
+        say(LOG_WARNING, "SIGHUP: configuration reload is not implemented; "
+                         "restart sluiced to apply changes");
+        return;
+    }
+    if (d->stop_check != NULL)
+        return; /* already stopping */
+    say(LOG_INFO, "stopping on signal %d: draining deliveries in flight",
+        (int)sig);
+    qmgr_drain(d->q);
+    gettimeofday(&d->stop_deadline, NULL);
+    timeradd(&d->stop_deadline, &grace, &d->stop_deadline);
+    d->stop_check = event_new(d->base, -1, EV_PERSIST, stop_check_cb, d);
+    event_add(d->stop_check, &tick);
+}
+
+/* dns_servers is a list ("a, b c"); c-ares wants commas only. */
+static char *dns_servers(const struct conf *conf)
+{
+    const char *in = conf_str(conf, NULL, "dns_servers");
+    char *out = calloc(1, strlen(in) + 1), *p = out;
+
+    if (out == NULL)
+        abort();
+    for (; *in; in++) {
+        if (*in == ',' || *in == ' ' || *in == '\t' || *in == '\n') {
+            if (p > out && p[-1] != ',')
+                *p++ = ',';
+        } else {
+            *p++ = *in;
+        }
+    }
+    if (p > out && p[-1] == ',')
+        p--;
+    *p = 0;
+    return out;
+}
+
+static int start(struct daemon *d, const char *config)
+{
+    struct spool_config cf = {0};
+    struct spool_recovery rec = {0};
+    struct dns_config dc = {0};
+    char why[1024];
+    const char *path;
+    char *servers;
+    int must_exist;
+
+    d->conf = conf_create();
+    path = conf_path(config, &must_exist);
+    if (conf_load(d->conf, path, must_exist, why, sizeof(why)) < 0 ||
+        conf_validate(d->conf, why, sizeof(why)) < 0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    d->queue_directory = conf_str(d->conf, NULL, "queue_directory");
+    if (mkdir(d->queue_directory, 0755) < 0 && errno != EEXIST) {
+        say(LOG_ERR, "mkdir %s: %s", d->queue_directory, strerror(errno));
+        return -1;
+    }
+    cf.queue_directory = d->queue_directory;
+    cf.map_size = (uint64_t)conf_int(d->conf, NULL, "queue_map_size");
+    cf.map_size_limit =
+        (uint64_t)conf_int(d->conf, NULL, "queue_map_size_limit");
+    if (spool_open(&d->sp, &cf, SPOOL_CREATE, why, sizeof(why)) < 0 ||
+        spool_recover(d->sp, &rec, why, sizeof(why)) < 0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    if (rec.active_to_incoming || rec.corrupt)
+        say(LOG_INFO, "recovery: %ld messages back to incoming, %ld corrupt",
+            rec.active_to_incoming, rec.corrupt);
+    if (maildrop_create(d->queue_directory, why, sizeof(why)) < 0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    if ((d->routes = route_load(d->conf, why, sizeof(why))) == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    d->base = event_base_new();
+    servers = dns_servers(d->conf);
+    dc.servers = servers;
+    d->dns = dns_create(d->base, &dc, why, sizeof(why));
+    free(servers);
+    if (d->dns == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    if ((d->wake_fd = qmgr_wake_listen(d->queue_directory, why, sizeof(why))) <
+        0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    d->q = qmgr_create(d->base, d->conf, d->sp, d->routes, d->dns, qmgr_log, d);
+    if (d->q == NULL) {
+        say(LOG_ERR, "cannot start the queue manager (out of resources)");
+        return -1;
+    }
+    d->wake_ev =
+        event_new(d->base, d->wake_fd, EV_READ | EV_PERSIST, wake_cb, d);
+    event_add(d->wake_ev, NULL);
+    return 0;
+}
+
+static void finish(struct daemon *d)
+{
+    if (d->q)
+        qmgr_stop(d->q);
+    dns_free(d->dns);
+    spool_close(d->sp);
+    qmgr_free(d->q);
+    if (d->wake_ev)
+        event_free(d->wake_ev);
+    if (d->stop_check)
+        event_free(d->stop_check);
+    if (d->wake_fd > 0)
+        close(d->wake_fd);
+    route_free(d->routes);
+    if (d->base)
+        event_base_free(d->base);
+    conf_free(d->conf);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: sluiced [-f] [-c FILE]\n");
+    return 64;
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d = {0};
+    const char *config = NULL;
+    struct event *sig[4];
+    static const int signals[4] = {SIGTERM, SIGINT, SIGHUP, 0};
+    int c, rc = 0;
+
+    while ((c = getopt(argc, argv, "fc:h")) != -1) {
+        switch (c) {
+        case 'f':
+            d.foreground = 1;
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        default:
+            return usage();
+        }
+    }
+    if (optind != argc)
+        return usage();
+    signal(SIGPIPE, SIG_IGN);
+    if (!d.foreground) {
+        openlog("sluiced", LOG_PID, LOG_MAIL);
+        foreground_log = 0;
+        if (daemon(0, 0) < 0) {
+            say(LOG_ERR, "cannot detach: %s", strerror(errno));
+            return 1;
+        }
+    }
+    d.wake_fd = -1;
+    if (start(&d, config) < 0) {
+        finish(&d);
+        return 1;
+    }
+    say(LOG_INFO, "started: queue %s", d.queue_directory);
+    import_and_wake(&d);
+    for (int i = 0; signals[i]; i++) {
+        sig[i] = evsignal_new(d.base, signals[i], signal_cb, &d);
+        event_add(sig[i], NULL);
+    }
+    event_base_dispatch(d.base);
+    for (int i = 0; signals[i]; i++)
+        event_free(sig[i]);
+    {
+        struct qmgr_stats st;
+
+        qmgr_stats(d.q, &st);
+        say(LOG_INFO,
+            "stopped: %ld sent, %ld deferred, %ld bounced, %ld messages "
+            "removed",
+            st.delivered, st.deferred, st.bounced, st.removed);
+    }
+    finish(&d);
+    return rc;
+}

@@ -1,0 +1,160 @@
+#!/bin/sh
+# daemon.sh BUILD - sluiced end to end on loopback: mail submitted with
+# "sluice sendmail" reaches Postfix's smtp-sink (one per test domain,
+# routed by a transport table), every recipient is logged, the queue
+# empties; SIGTERM during deliveries loses nothing across a restart.
+# Bounded in time, stops only the processes it started. Output is TAP.
+build=${1:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+. tests/integration/lib/tap.sh
+
+sink=/usr/sbin/smtp-sink
+if [ ! -x "$sink" ]; then
+    echo "# SKIP daemon.sh: $sink is not installed"
+    ok "skipped: no smtp-sink"
+    tap_done
+fi
+user_opt=
+[ "$(id -u)" = 0 ] && user_opt="-u postfix"
+
+pids=
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do wait "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A free loopback TCP port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_sink NAME [OPTIONS...]: a sink dumping each message to $tmp/NAME/.
+start_sink() {
+    name=$1
+    shift
+    port=$(free_port)
+    mkdir -p "$tmp/$name"
+    chmod 777 "$tmp/$name"
+    # shellcheck disable=SC2086
+    "$sink" $user_opt -d "$tmp/$name/%M." "$@" "127.0.0.1:$port" 64 \
+        2>/dev/null &
+    pids="$pids $!"
+    eval "port_$name=$port"
+    i=0
+    while ! python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && return 1
+        sleep 0.05
+    done
+}
+
+count_dir() { find "$1" -type f | wc -l; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
+wait_for() {
+    limit=$(($1 * 10))
+    shift
+    i=0
+    until "$@"; do
+        i=$((i + 1))
+        [ $i -gt $limit ] && return 1
+        sleep 0.1
+    done
+}
+
+# The sinks run as postfix and write their dumps below $tmp.
+chmod 711 "$tmp"
+start_sink fast || { not_ok "smtp-sink starts"; tap_done; }
+start_sink slow -w 1 || { not_ok "smtp-sink -w 1 starts"; tap_done; }
+
+q=$tmp/q
+conf=$tmp/sluice.conf
+cat >"$tmp/transport" <<EOF
+fast.test relay:[127.0.0.1]:$port_fast
+slow.test relay:[127.0.0.1]:$port_slow
+EOF
+cat >"$conf" <<EOF
+queue_directory = $q
+myhostname = host.test
+transport_maps = $tmp/transport
+queue_run_delay = 1s
+minimal_backoff_time = 1s
+maximal_backoff_time = 2s
+EOF
+s() { "$build/sluice" -c "$conf" "$@"; }
+
+start_daemon() {
+    "$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
+    daemon=$!
+    pids="$pids $daemon"
+    wait_for 10 grep -q "started: queue" "$tmp/log"
+}
+
+start_daemon && ok "sluiced -f starts and logs to stderr" ||
+    not_ok "sluiced -f starts and logs to stderr"
+
+# 100 messages, 2 recipients each, submitted while the daemon runs.
+i=0
+while [ $i -lt 100 ]; do
+    printf 'Subject: m%d\n\nbody %d\n' $i $i |
+        s sendmail -f sender@host.test "a$i@fast.test" "b$i@fast.test"
+    i=$((i + 1))
+done
+fast_done() {
+    [ "$(count_dir "$tmp/fast")" -ge 100 ] &&
+        s queue | grep -q "Mail queue is empty"
+}
+if wait_for 20 fast_done; then
+    ok "100 messages delivered, the queue empties"
+else
+    not_ok "100 messages delivered, the queue empties"
+    echo "#   sink has $(count_dir "$tmp/fast")"
+    sed 's/^/#   /' "$tmp/log" | tail -20
+fi
+expect "each message delivered once" 100 "$(count_dir "$tmp/fast")"
+expect "every recipient logged as sent" 200 \
+    "$(grep -c 'to=<[ab][0-9]*@fast.test>, relay=127.0.0.1\[127.0.0.1\]:[0-9]*, .*delays=.*, dsn=2.0.0, status=sent (250 ' "$tmp/log")"
+expect "every message removed" 100 "$(grep -c ': removed$' "$tmp/log")"
+
+# SIGTERM while deliveries are in flight (the slow sink takes a second
+# per message): the daemon drains and stops; after a restart everything
+# is delivered at least once.
+i=0
+while [ $i -lt 30 ]; do
+    printf 'Subject: s%d\n\nbody %d\n' $i $i |
+        s sendmail -f sender@host.test "s$i@slow.test"
+    i=$((i + 1))
+done
+sleep 0.5
+kill -TERM "$daemon"
+if wait_for 15 sh -c "! kill -0 $daemon 2>/dev/null"; then
+    ok "SIGTERM: the daemon stops within its grace time"
+else
+    not_ok "SIGTERM: the daemon stops within its grace time"
+fi
+wait "$daemon"
+expect "SIGTERM: exit status 0" 0 $?
+if grep -q "stopping on signal 15" "$tmp/log" && grep -q "stopped: " "$tmp/log"; then
+    ok "SIGTERM: the stop is logged"
+else
+    not_ok "SIGTERM: the stop is logged"
+fi
+start_daemon
+slow_done() {
+    [ "$(count_dir "$tmp/slow")" -ge 30 ] &&
+        s queue | grep -q "Mail queue is empty"
+}
+if wait_for 40 slow_done; then
+    ok "after a restart every message is delivered, none lost"
+else
+    not_ok "after a restart every message is delivered, none lost"
+    echo "#   slow sink has $(count_dir "$tmp/slow")"
+    s queue | sed 's/^/#   /' | head -20
+fi
+subjects=$(cat "$tmp"/slow/* | grep '^Subject: s' | sort -u | wc -l)
+expect "all 30 distinct messages reached the sink" 30 "$subjects"
+kill -TERM "$daemon"
+wait "$daemon"
+tap_done
