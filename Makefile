@@ -1,7 +1,8 @@
 # sluice: GNU Makefile.
 #
 #   make            build the programs into build/ (warnings are errors)
-#   make demo       run the simulator on the seed's tables and sequences
+#   make demo       run sluiced on loopback: a mixed workload to local sinks
+#   make sim-demo   run the simulator on the seed's tables and sequences
 #   make bench      build the benchmarks into build/bench/ (run by hand)
 #   make check      build and run every test; the last line is "N passed, N failed"
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
@@ -41,7 +42,7 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
 
-.PHONY: all check asan valgrind demo bench plots install format clean
+.PHONY: all check asan valgrind demo sim-demo bench plots install format clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -76,7 +77,10 @@ asan:
 	    CC="$(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    check
 
-demo: $(BUILD)/sluice-sim
+demo: $(PROGS)
+	@sh scripts/demo.sh $(BUILD)
+
+sim-demo: $(BUILD)/sluice-sim
 	@for t in limiter-421 limiter-421-postfix3 connect-timeout \
 	    greeting-timeout load-balancer headline; do \
 	    echo "== sim/scenarios/$$t"; \
@@ -109,10 +113,11 @@ plots: $(BUILD)/sluice-sim
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	    $(DESTDIR)$(PREFIX)/share/man/man5
+	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 $(wildcard doc/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 
 format:
 	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h \
@@ -122,4 +127,5 @@ clean:
 	rm -rf build build-asan
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
+	$(BUILD)/obj/qmgr/main.d \
 	$(TESTS:=.d) $(BENCHES:=.d)

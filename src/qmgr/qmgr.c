@@ -381,16 +381,6 @@ static void core_log_cb(void *ctx, enum core_log_level level, const char *text)
              "%s", text);
 }
 
-static void queue_dead_cb(void *ctx, struct core_queue *cq, const char *reason)
-{
-    qlog(ctx, QMGR_LOG_WARNING, "%s: destination is dead: %s", cq->key, reason);
-}
-
-static void queue_alive_cb(void *ctx, struct core_queue *cq)
-{
-    qlog(ctx, QMGR_LOG_INFO, "%s: destination is alive again", cq->key);
-}
-
 static void entry_deferred_cb(void *ctx, struct core_entry *e,
                               const char *reason)
 {
@@ -754,8 +744,9 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
 {
     struct qmgr *q = calloc(1, sizeof(*q));
-    struct core_callbacks cb = {core_log_cb, queue_dead_cb, queue_alive_cb,
-                                entry_deferred_cb, message_done_cb};
+    /* core/ logs deaths and revivals itself: no queue callbacks. */
+    struct core_callbacks cb = {core_log_cb, NULL, NULL, entry_deferred_cb,
+                                message_done_cb};
     struct deliver_cache_params cp = {0};
     struct timeval scan;
 

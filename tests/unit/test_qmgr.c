@@ -284,7 +284,7 @@ static void test_unreachable_relay(void **state)
     assert_int_equal(st.deferred, 10);
     assert_int_equal(st.requeued, 5);
     assert_non_null(strstr(w.log, "status=deferred (connect to 127.0.0.1"));
-    assert_non_null(strstr(w.log, "destination is dead"));
+    assert_non_null(strstr(w.log, ": destination dead after "));
     assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 5);
     world_stop(&w);
 }
