@@ -47,13 +47,9 @@
 
 #include "dns/dns.h"
 
-/* ---- dnsmasq ---- */
+#include "dnsmasq_fixture.h"
 
-struct peer {
-    pid_t pid;
-    int port;
-    char servers[32]; /* "127.0.0.1:PORT" */
-};
+/* ---- dnsmasq ---- */
 
 static const char *local_records[] = {
     "--local=/test/",
@@ -109,187 +105,7 @@ static const char *auth_records[] = {
     NULL,
 };
 
-static const char *dnsmasq_path;
 static struct peer local_dns, auth_dns;
-
-static const char *find_dnsmasq(void)
-{
-    static const char *dirs[] = {"/usr/sbin", "/sbin", "/usr/local/sbin",
-                                 "/usr/bin", "/bin"};
-    static char path[256];
-    const char *env = getenv("SLUICE_DNSMASQ");
-    size_t i;
-
-    if (env && *env)
-        return access(env, X_OK) == 0 ? env : NULL;
-    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        snprintf(path, sizeof(path), "%s/dnsmasq", dirs[i]);
-        if (access(path, X_OK) == 0)
-            return path;
-    }
-    return NULL;
-}
-
-/* A port free for both UDP and TCP on 127.0.0.1 (for now), or -1. */
-static int free_port_once(void)
-{
-    struct sockaddr_in sin;
-    socklen_t len = sizeof(sin);
-    int u = socket(AF_INET, SOCK_DGRAM, 0);
-    int t = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (u >= 0 && t >= 0 &&
-        bind(u, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
-        getsockname(u, (struct sockaddr *)&sin, &len) == 0 &&
-        bind(t, (struct sockaddr *)&sin, sizeof(sin)) == 0)
-        port = ntohs(sin.sin_port);
-    if (u >= 0)
-        close(u);
-    if (t >= 0)
-        close(t);
-    return port;
-}
-
-/* The kernel's free UDP port may be busy for TCP: try a few. */
-static int free_port(void)
-{
-    int i, port = -1;
-
-    for (i = 0; i < 50 && port < 0; i++)
-        port = free_port_once();
-    return port;
-}
-
-static void peer_stop(struct peer *p)
-{
-    if (p->pid <= 0)
-        return;
-    kill(p->pid, SIGCONT); /* a stopped process does not die of TERM */
-    kill(p->pid, SIGTERM);
-    waitpid(p->pid, NULL, 0);
-    p->pid = 0;
-}
-
-static void probe_done(void *ctx, struct dns_result *res)
-{
-    *(int *)ctx = res->status == DNS_OK ? 1 : -1;
-    dns_result_free(res);
-}
-
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Ask the peer for probe until it answers: 0. -1 when it died (the port
- * was taken, most likely) or has not answered within 5 s (a loaded
- * machine), with the reason on stderr.
- */
-static int peer_wait(struct peer *p, const char *probe)
-{
-    struct event_base *b = event_base_new();
-    struct dns_config cf = {p->servers, 200, 1, 0, 1};
-    int64_t deadline = monotonic_ms() + 5000;
-    int status, rc = -1;
-
-    while (rc < 0) {
-        struct dns_resolver *r;
-        int got = 0;
-
-        if (waitpid(p->pid, &status, WNOHANG) == p->pid) {
-            fprintf(stderr, "dnsmasq on port %d exited with status %d\n",
-                    p->port, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-            p->pid = 0;
-            break;
-        }
-        if (monotonic_ms() > deadline) {
-            fprintf(stderr, "dnsmasq on port %d does not answer\n", p->port);
-            break;
-        }
-        if ((r = dns_create(b, &cf, NULL, 0)) == NULL) {
-            fprintf(stderr, "dns_create failed for %s\n", p->servers);
-            break;
-        }
-        dns_lookup_host(r, probe, probe_done, &got);
-        while (got == 0)
-            event_base_loop(b, EVLOOP_ONCE);
-        dns_free(r);
-        if (got > 0)
-            rc = 0;
-        else
-            usleep(20000);
-    }
-    event_base_free(b);
-    return rc;
-}
-
-/* Start dnsmasq with records on a free port; 0 once it answers probe. */
-static int peer_start(struct peer *p, const char **records, const char *probe)
-{
-    const char *argv[32 + 2 * CAP_HOSTS + 64];
-    char port_opt[32];
-    const char **rec;
-    int attempt, n, fd, i;
-
-    for (attempt = 0; attempt < 5; attempt++) {
-        if ((p->port = free_port()) < 0) {
-            fprintf(stderr, "no free port for dnsmasq\n");
-            return -1;
-        }
-        snprintf(port_opt, sizeof(port_opt), "--port=%d", p->port);
-        snprintf(p->servers, sizeof(p->servers), "127.0.0.1:%d", p->port);
-        n = 0;
-        argv[n++] = dnsmasq_path;
-        /*
-         * Not --no-daemon: in that debug mode dnsmasq serves TCP in its
-         * only process and, while c-ares keeps a TCP connection open
-         * (a truncated reply sent it there, more queries are pending),
-         * answers nothing on UDP.
-         */
-        argv[n++] = "--keep-in-foreground";
-        argv[n++] = "--conf-file=/dev/null";
-        argv[n++] = "--pid-file=";
-        argv[n++] = "--log-facility=-"; /* stderr, not syslog */
-        argv[n++] = port_opt;
-        argv[n++] = "--listen-address=127.0.0.1";
-        argv[n++] = "--bind-interfaces";
-        argv[n++] = "--no-resolv";
-        argv[n++] = "--no-hosts";
-        for (rec = records; *rec; rec++)
-            argv[n++] = *rec;
-        if (records == local_records)
-            for (i = 0; i < 2 * CAP_HOSTS; i++)
-                argv[n++] = cap_records[i];
-        argv[n] = NULL;
-        if ((p->pid = fork()) < 0) {
-            fprintf(stderr, "fork: %s\n", strerror(errno));
-            return -1;
-        }
-        if (p->pid == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if ((fd = open("/dev/null", O_RDWR)) >= 0) {
-                dup2(fd, 0);
-                dup2(fd, 1);
-                if (getenv("SLUICE_TEST_VERBOSE") == NULL)
-                    dup2(fd, 2);
-            }
-            execv(dnsmasq_path, (char *const *)argv);
-            _exit(127);
-        }
-        if (peer_wait(p, probe) == 0)
-            return 0;
-        peer_stop(p);
-    }
-    return -1;
-}
 
 static int group_setup(void **state)
 {
@@ -304,8 +120,9 @@ static int group_setup(void **state)
         snprintf(cap_records[2 * i + 1], sizeof(cap_records[0]),
                  "--host-record=h%02d.cap.test,127.0.1.%d", i, i);
     }
-    if (peer_start(&local_dns, local_records, "mx1.pref.test") < 0 ||
-        peer_start(&auth_dns, auth_records, "mx.auth.test") < 0) {
+    if (peer_start(&local_dns, local_records, cap_records, 2 * CAP_HOSTS,
+                   "mx1.pref.test") < 0 ||
+        peer_start(&auth_dns, auth_records, NULL, 0, "mx.auth.test") < 0) {
         fprintf(stderr,
                 "cannot start %s (SLUICE_TEST_VERBOSE=1 shows "
                 "its messages)\n",

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "dnsmasq_fixture.h"
 #include "sink_fixture.h"
 
 #include "dns/dns.h"
@@ -45,6 +46,10 @@ static void log_cb(void *ctx, int level, const char *line)
     w->log[w->log_len] = 0;
 }
 
+/* The name server the next world asks; by default one that is never
+ * asked (next hops are addresses). */
+static const char *world_dns = "127.0.0.1:9";
+
 /* A spool in a temporary directory and a configuration from pairs. */
 static void world_start(struct world *w, const char *name, ...)
 {
@@ -76,7 +81,7 @@ static void world_start(struct world *w, const char *name, ...)
     if ((w->routes = route_load(w->conf, why, sizeof(why))) == NULL)
         fail_msg("route_load: %s", why);
     w->base = event_base_new();
-    dc.servers = "127.0.0.1:9"; /* never asked: next hops are addresses */
+    dc.servers = world_dns;
     if ((w->dns = dns_create(w->base, &dc, why, sizeof(why))) == NULL)
         fail_msg("dns_create: %s", why);
 }
@@ -289,12 +294,85 @@ static void test_unreachable_relay(void **state)
     world_stop(&w);
 }
 
+/* MX records from a real name server (dnsmasq): fallback from a primary
+ * that refuses to the secondary, an implicit MX (RFC 5321 5.1), a null
+ * MX (RFC 7505) and a domain that does not exist, which are permanent. */
+static void test_mx_outcomes(void **state)
+{
+    struct world w;
+    struct sink sk;
+    struct peer ns = {0};
+    char table[96];
+    FILE *fp;
+    static const char *const rcpt[] = {"a@fb.test", "b@implicit.test",
+                                       "c@nullmx.test", "d@nx.test"};
+    static const char *base[] = {
+        "--local=/test/",
+        "--mx-host=fb.test,mx1.fb.test,10",
+        "--mx-host=fb.test,mx2.fb.test,20",
+        "--host-record=mx1.fb.test,127.0.0.2",
+        "--host-record=mx2.fb.test,127.0.0.1",
+        "--host-record=implicit.test,127.0.0.1",
+        "--mx-host=nullmx.test,.,0",
+        NULL,
+    };
+    struct qmgr_stats st;
+
+    (void)state;
+    if ((dnsmasq_path = find_dnsmasq()) == NULL) {
+        print_message("# SKIP %s: dnsmasq is not installed\n", __func__);
+        return;
+    }
+    if (sink_start(&sk, NULL, NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    assert_int_equal(peer_start(&ns, base, NULL, 0, "mx2.fb.test"), 0);
+    /* MX lookups, with the sink's port instead of 25. */
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-mx.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp,
+            "fb.test smtp:fb.test:%d\nimplicit.test smtp:implicit.test:%d\n"
+            "nullmx.test smtp:nullmx.test:%d\nnx.test smtp:nx.test:%d\n",
+            sk.port, sk.port, sk.port, sk.port);
+    fclose(fp);
+    world_dns = ns.servers;
+    world_start(&w, "transport_maps", table, NULL);
+    world_dns = "127.0.0.1:9";
+    store(&w, "sender@client.test", 4, rcpt);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    unlink(table);
+    assert_int_equal(st.delivered, 2);
+    assert_int_equal(st.bounced, 2);
+    assert_int_equal(st.deferred, 0);
+    assert_int_equal(st.removed, 1);
+    assert_non_null(
+        strstr(w.log, "to=<a@fb.test>, relay=mx2.fb.test[127.0.0.1]:"));
+    assert_non_null(
+        strstr(w.log, "to=<b@implicit.test>, relay=implicit.test[127.0.0.1]:"));
+    assert_non_null(strstr(w.log, "to=<c@nullmx.test>, relay=none"));
+    assert_non_null(strstr(w.log,
+                           "dsn=5.1.0, status=bounced (Domain "
+                           "nullmx.test does not accept mail (nullMX))"));
+    assert_non_null(strstr(w.log, "to=<d@nx.test>, relay=none"));
+    assert_non_null(strstr(w.log, "dsn=5.4.4, status=bounced (Host or domain "
+                                  "name not found. Name service error for "
+                                  "name=nx.test type=MX: Host not found)"));
+    world_stop(&w);
+    peer_stop(&ns);
+    assert_int_equal(sink_count(&sk), 2);
+    sink_stop(&sk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivers_everything),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
+        cmocka_unit_test(test_mx_outcomes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
