@@ -564,10 +564,14 @@ static void on_dot(struct deliver_session *s)
         /* One reply per accepted recipient, in order. */
         size_t seen = 0;
 
-        snprintf(text, sizeof(text),
-                 "host %s said: %d %s (in reply to end of "
-                 "DATA command)",
-                 s->peer, s->reply.code, s->reply.text);
+        /* As for SMTP: the reply alone when sent, quoted when not. */
+        if (s->reply.code / 100 == 2)
+            snprintf(text, sizeof(text), "%d %s", s->reply.code, s->reply.text);
+        else
+            snprintf(text, sizeof(text),
+                     "host %s said: %d %s (in reply to end of "
+                     "DATA command)",
+                     s->peer, s->reply.code, s->reply.text);
         for (size_t i = 0; i < s->req.nrcpt; i++) {
             if (!s->accepted_flag[i])
                 continue;

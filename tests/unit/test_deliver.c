@@ -461,8 +461,12 @@ static void test_lmtp(void **state)
     assert_true(strncmp(sv.got, "LHLO client.test\r\n", 18) == 0);
     assert_int_equal(r->hop_ok, 1);
     assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_string_equal(r->rcpt[0].text, "250 2.0.0 a delivered");
     assert_int_equal(r->rcpt[1].status, DELIVER_DEFER);
     assert_string_equal(r->rcpt[1].enhanced, "4.2.2");
+    assert_string_equal(r->rcpt[1].text,
+                        "host lmtp.test[127.0.0.1] said: 452 4.2.2 b over "
+                        "quota (in reply to end of DATA command)");
     deliver_result_free(r);
 }
 

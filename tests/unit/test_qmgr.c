@@ -208,6 +208,8 @@ static void test_delivers_everything(void **state)
     assert_int_equal(count_of(w.log, "status=sent (250"), 300);
     assert_int_equal(count_of(w.log, ": removed"), 100);
     assert_non_null(strstr(w.log, ", relay=127.0.0.1[127.0.0.1]:"));
+    /* Connections are reused: fewer connections than deliveries. */
+    assert_true(count_of(w.log, ", conn_use=") > 0);
     assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
     world_stop(&w);
     /* One transaction per message: its recipients share the relay. */
@@ -366,6 +368,47 @@ static void test_mx_outcomes(void **state)
     sink_stop(&sk);
 }
 
+/* LMTP (RFC 2033) to smtp-sink -L: one reply per recipient after the
+ * message, each recipient logged with its own reply. */
+static void test_lmtp(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char table[96];
+    FILE *fp;
+    static const char *const rcpt[] = {"a@lm.test", "b@lm.test", "c@lm.test"};
+    struct qmgr_stats st;
+
+    (void)state;
+    if (sink_start(&sk, "-L", NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-lmtp.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp, "lm.test lmtp:[127.0.0.1]:%d\n", sk.port);
+    fclose(fp);
+    world_start(&w, "transport_maps", table, NULL);
+    store(&w, "sender@client.test", 3, rcpt);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    unlink(table);
+    assert_int_equal(st.delivered, 3);
+    assert_int_equal(st.removed, 1);
+    for (int i = 0; i < 3; i++) {
+        char want[128];
+
+        snprintf(want, sizeof(want),
+                 "to=<%s>, relay=127.0.0.1[127.0.0.1]:", rcpt[i]);
+        assert_non_null(strstr(w.log, want));
+    }
+    assert_int_equal(count_of(w.log, "dsn=2.2.0, status=sent (250 2.2.0 "), 3);
+    world_stop(&w);
+    assert_int_equal(sink_count(&sk), 1);
+    sink_stop(&sk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_mx_outcomes),
+        cmocka_unit_test(test_lmtp),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
