@@ -407,6 +407,7 @@ static struct core_queue *queue_for(struct qmgr *q,
 {
     struct core_transport *t = core_transport_find(q->core, r->transport);
     struct core_queue *cq;
+    const char *key;
 
     if (t == NULL) {
         struct core_transport_params p;
@@ -414,14 +415,17 @@ static struct core_queue *queue_for(struct qmgr *q,
         qmgr_core_params(q->conf, r->transport, &p);
         t = core_transport_create(q->core, r->transport, &p);
     }
-    if ((cq = core_queue_find(t, r->key)) == NULL) {
+    /* Queues live in their transport: the key without "transport:", so
+     * that core/'s lines read "smtp:example.com: ..." as Postfix's do. */
+    key = r->key + strlen(r->transport) + 1;
+    if ((cq = core_queue_find(t, key)) == NULL) {
         struct qm_dest *d = calloc(1, sizeof(*d));
 
         if (d == NULL)
             abort();
         d->route = *r;
         d->route.address = NULL; /* the one field that points outside */
-        cq = core_queue_create(t, r->key);
+        cq = core_queue_create(t, key);
         cq->ctx = d;
     }
     return cq;
