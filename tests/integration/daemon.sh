@@ -68,6 +68,9 @@ wait_for() {
 chmod 711 "$tmp"
 start_sink fast || { not_ok "smtp-sink starts"; tap_done; }
 start_sink slow -w 1 || { not_ok "smtp-sink -w 1 starts"; tap_done; }
+for d in 0 1 2 3 4 5 6 7 8 9; do
+    start_sink "d$d" || { not_ok "smtp-sink d$d starts"; tap_done; }
+done
 
 q=$tmp/q
 conf=$tmp/sluice.conf
@@ -75,6 +78,9 @@ cat >"$tmp/transport" <<EOF
 fast.test relay:[127.0.0.1]:$port_fast
 slow.test relay:[127.0.0.1]:$port_slow
 EOF
+for d in 0 1 2 3 4 5 6 7 8 9; do
+    eval "echo d$d.test relay:[127.0.0.1]:\$port_d$d" >>"$tmp/transport"
+done
 cat >"$conf" <<EOF
 queue_directory = $q
 myhostname = host.test
@@ -117,6 +123,48 @@ expect "each message delivered once" 100 "$(count_dir "$tmp/fast")"
 expect "every recipient logged as sent" 200 \
     "$(grep -c 'to=<[ab][0-9]*@fast.test>, relay=127.0.0.1\[127.0.0.1\]:[0-9]*, .*delays=.*, dsn=2.0.0, status=sent (250 ' "$tmp/log")"
 expect "every message removed" 100 "$(grep -c ': removed$' "$tmp/log")"
+
+# 1,000 messages to 10 domains, one recipient each, plus one message with
+# 120 recipients in one domain: each message reaches its sink exactly once
+# (by Message-ID), the big one in batches of at most 50 recipients
+# (default_destination_recipient_limit).
+i=0
+while [ $i -lt 1000 ]; do
+    echo "$i"
+    i=$((i + 1))
+done | xargs -P 4 -I N sh -c \
+    'printf "Subject: t%s\n\nbody\n" "$2" | "$0" -c "$1" sendmail -f sender@host.test "u$2@d$(($2 % 10)).test"' \
+    "$build/sluice" "$conf" N
+big=$(awk 'BEGIN { for (i = 1; i <= 120; i++) printf "big%d@d0.test ", i }')
+# shellcheck disable=SC2086
+printf 'Subject: big\n\nbody\n' | s sendmail -f sender@host.test $big
+all_done() {
+    total=0 # not n: tap.sh counts the tests in n
+    for d in 0 1 2 3 4 5 6 7 8 9; do
+        total=$((total + $(count_dir "$tmp/d$d")))
+    done
+    [ "$total" -ge 1003 ] && s queue | grep -q "Mail queue is empty"
+}
+if wait_for 60 all_done; then
+    ok "1,000 messages to 10 domains delivered, the queue empties"
+else
+    not_ok "1,000 messages to 10 domains delivered, the queue empties"
+fi
+ids=$(cat "$tmp"/d[0-9]/* | grep -i '^Message-ID:' | sort | uniq -c)
+expect "1,001 distinct messages at the sinks" 1001 "$(echo "$ids" | wc -l)"
+expect "each small message exactly once" 1000 \
+    "$(echo "$ids" | awk '$1 == 1' | wc -l)"
+expect "the 120-recipient message in 3 transactions" 3 \
+    "$(cat "$tmp"/d0/* | grep -c '^Subject: big')"
+bad_split=
+for d in 1 2 3 4 5 6 7 8 9; do
+    [ "$(count_dir "$tmp/d$d")" = 100 ] || bad_split=$d
+done
+if [ -z "$bad_split" ]; then
+    ok "100 messages at each of d1..d9"
+else
+    not_ok "100 messages at each of d1..d9 (d$bad_split differs)"
+fi
 
 # SIGTERM while deliveries are in flight (the slow sink takes a second
 # per message): the daemon drains and stops; after a restart everything
