@@ -101,9 +101,11 @@ struct qmgr {
     int64_t scan_delay_ms;
     struct qmgr_retry retry;
     uint64_t next_id;
-    int last_feed_found;
-    int closing;  /* qmgr_stop(): start nothing, write nothing */
-    int draining; /* qmgr_drain(): start nothing, finish what runs */
+    int feed_asked;     /* a look at the spool is scheduled */
+    int spool_has_more; /* the last look stopped for want of room */
+    long feed_batch;    /* room worth a new look at the spool */
+    int closing;        /* qmgr_stop(): start nothing, write nothing */
+    int draining;       /* qmgr_drain(): start nothing, finish what runs */
     struct qmgr_stats stats;
 };
 
@@ -155,6 +157,17 @@ static struct qm_msg *msg_find(struct qmgr *q, const char *id)
     return m;
 }
 
+/* Schedule a look at the spool, after delay_us; one at a time. */
+static void feed_ask(struct qmgr *q, long delay_us)
+{
+    struct timeval tv = {0, delay_us};
+
+    if (q->feed_asked || q->closing || q->draining)
+        return;
+    q->feed_asked = 1;
+    evtimer_add(q->feed_ev, &tv);
+}
+
 static void msg_forget(struct qm_msg *m)
 {
     struct qmgr *q = m->q;
@@ -167,7 +180,13 @@ static void msg_forget(struct qm_msg *m)
     q->active--;
     spool_msg_free(m->sm);
     free(m);
-    event_active(q->feed_ev, 0, 0); /* room for one more */
+    /*
+     * A look at the spool walks past every message already in memory, so
+     * it is worth it only when the last one left messages behind and
+     * there is room for a batch of them; new mail wakes the feed itself.
+     */
+    if (q->spool_has_more && q->limit - q->active >= q->feed_batch)
+        feed_ask(q, 0);
 }
 
 /* ---- spool writes: committed on the committer thread, seen here ---- */
@@ -520,7 +539,6 @@ static void feed(struct qmgr *q)
     long i, j;
 
     in.room = de.room = q->limit - q->active;
-    q->last_feed_found = 0;
     if (in.room <= 0)
         return;
     in.ids = calloc((size_t)in.room, sizeof(*in.ids));
@@ -538,7 +556,7 @@ static void feed(struct qmgr *q)
         if (j < de.n && q->active < q->limit)
             msg_load(q, de.ids[j++]);
     }
-    q->last_feed_found = (int)(i + j);
+    q->spool_has_more = in.n >= in.room || de.n >= de.room;
     free(in.ids);
     free(de.ids);
 }
@@ -718,6 +736,7 @@ static void feed_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    q->feed_asked = 0;
     if (q->draining)
         return;
     feed(q);
@@ -740,7 +759,7 @@ static void scan_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    event_active(q->feed_ev, 0, 0);
+    feed_ask(q, 0);
 }
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
@@ -766,6 +785,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     TAILQ_INIT(&q->msgs);
     LIST_INIT(&q->deliveries);
     q->limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
     q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
     qmgr_retry_params(conf, &q->retry);
     /* One cache; each delivery brings its transport's limits. */
@@ -789,18 +809,22 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     scan.tv_sec = q->scan_delay_ms / 1000;
     scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
     event_add(q->scan_ev, &scan);
-    event_active(q->feed_ev, 0, 0);
+    feed_ask(q, 0);
     return q;
 }
 
+/* Wake-ups come one per stored message: look at most every FEED_COALESCE. */
+#define FEED_COALESCE_US 10000
+
 void qmgr_wake(struct qmgr *q)
 {
-    event_active(q->feed_ev, 0, 0);
+    feed_ask(q, FEED_COALESCE_US);
 }
 
 int qmgr_idle(const struct qmgr *q)
 {
-    return q->active == 0 && q->last_feed_found == 0 &&
+    /* Nothing in memory, and the last look left nothing behind. */
+    return q->active == 0 && !q->spool_has_more && !q->feed_asked &&
            LIST_EMPTY(&q->deliveries);
 }
 

@@ -217,6 +217,58 @@ static void test_delivers_everything(void **state)
     sink_stop(&sk);
 }
 
+/* More mail than qmgr_message_active_limit: loaded in batches as room
+ * frees up, every message delivered, never more than the limit in memory. */
+static void active_limit_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct world *w = arg;
+    struct qmgr_stats st;
+
+    (void)fd;
+    (void)what;
+    qmgr_stats(w->q, &st);
+    if (st.active > 4)
+        fail_msg("%ld messages in memory, limit 4", st.active);
+}
+
+static void test_active_limit(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char relay[64];
+    struct qmgr_stats st;
+    struct event *watch;
+    struct timeval tick = {0, 1000};
+
+    (void)state;
+    if (sink_start(&sk, NULL, NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "qmgr_message_active_limit", "4", NULL);
+    for (int i = 0; i < 30; i++) {
+        char a[64];
+        const char *r[1] = {a};
+
+        snprintf(a, sizeof(a), "u%d@limit.test", i);
+        store(&w, "sender@client.test", 1, r);
+    }
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    watch = event_new(w.base, -1, EV_PERSIST, active_limit_check, &w);
+    event_add(watch, &tick);
+    run_until_idle(&w, 30);
+    event_free(watch);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.loaded, 30);
+    assert_int_equal(st.delivered, 30);
+    assert_int_equal(st.removed, 30);
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    world_stop(&w);
+    assert_int_equal(sink_count(&sk), 30);
+    sink_stop(&sk);
+}
+
 /* The transport table's discard and error transports, and an address
  * that cannot be routed: every recipient final, the message removed. */
 static void test_local_outcomes(void **state)
@@ -413,6 +465,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivers_everything),
+        cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_mx_outcomes),
