@@ -132,9 +132,9 @@ i=0
 while [ $i -lt 1000 ]; do
     echo "$i"
     i=$((i + 1))
-done | xargs -P 4 -I N sh -c \
+done | xargs -P 4 -I '{}' sh -c \
     'printf "Subject: t%s\n\nbody\n" "$2" | "$0" -c "$1" sendmail -f sender@host.test "u$2@d$(($2 % 10)).test"' \
-    "$build/sluice" "$conf" N
+    "$build/sluice" "$conf" '{}'
 big=$(awk 'BEGIN { for (i = 1; i <= 120; i++) printf "big%d@d0.test ", i }')
 # shellcheck disable=SC2086
 printf 'Subject: big\n\nbody\n' | s sendmail -f sender@host.test $big
