@@ -40,19 +40,10 @@ struct deliver_cache {
     size_t count;
 };
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
 struct deliver_cache *deliver_cache_create(struct event_base *base,
                                            const struct deliver_cache_params *p)
 {
-    struct deliver_cache *c = xcalloc(1, sizeof(*c));
+    struct deliver_cache *c = deliver_xcalloc(1, sizeof(*c));
 
     c->base = base;
     c->params = *p;
@@ -139,14 +130,12 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 void deliver_cache_put(struct deliver_cache *c, const char *key,
                        const struct deliver_conn *conn)
 {
-    struct cached *e = xcalloc(1, sizeof(*e));
+    struct cached *e = deliver_xcalloc(1, sizeof(*e));
     struct timeval tv = {c->params.idle_ms / 1000,
                          (c->params.idle_ms % 1000) * 1000};
 
     e->cache = c;
-    e->key = strdup(key);
-    if (e->key == NULL)
-        abort();
+    e->key = deliver_xstrdup(key);
     e->conn = *conn;
     e->idle = evtimer_new(c->base, idle_timer_cb, e);
     bufferevent_setcb(e->conn.bev, idle_read_cb, NULL, idle_event_cb, e);

@@ -13,6 +13,9 @@
  *			const struct deliver_conn *conn)
  *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
  *			struct deliver_conn *out)
+ *
+ *	void	*deliver_xcalloc(size_t n, size_t size)
+ *	char	*deliver_xstrdup(const char *s)
  * DESCRIPTION
  *	A deliver_conn is an open SMTP or LMTP connection between two
  *	transactions: its bufferevent, what the server offered and how long
@@ -28,6 +31,9 @@
  *	most recently cached connection for key into out and returns 1, or
  *	returns 0 when there is none; the caller then owns the bufferevent
  *	and must set its callbacks.
+ *
+ *	deliver_xcalloc() and deliver_xstrdup() (NULL copies as "") abort
+ *	when memory runs out, so that call sites stay short.
  */
 
 #include "deliver/deliver.h"
@@ -52,5 +58,7 @@ void deliver_cache_put(struct deliver_cache *c, const char *key,
                        const struct deliver_conn *conn);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);
+void *deliver_xcalloc(size_t n, size_t size);
+char *deliver_xstrdup(const char *s);
 
 #endif

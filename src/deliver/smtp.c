@@ -113,7 +113,7 @@ static double elapsed(const struct timeval *from)
     return (now.tv_sec - from->tv_sec) + (now.tv_usec - from->tv_usec) / 1e6;
 }
 
-static char *xstrdup(const char *s)
+char *deliver_xstrdup(const char *s)
 {
     char *p = strdup(s ? s : "");
 
@@ -122,7 +122,7 @@ static char *xstrdup(const char *s)
     return p;
 }
 
-static void *xcalloc(size_t n, size_t size)
+void *deliver_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
 
@@ -163,7 +163,7 @@ static void rcpt_set(struct deliver_session *s, size_t i,
                  : status == DELIVER_BOUNCE ? '5'
                                             : '4');
     free(r->text);
-    r->text = xstrdup(text);
+    r->text = deliver_xstrdup(text);
 }
 
 /* Every undecided recipient gets the same outcome. */
@@ -230,7 +230,7 @@ static void hop_fail(struct deliver_session *s, const char *reason)
 {
     s->res->hop_ok = 0;
     free(s->res->hop_reason);
-    s->res->hop_reason = xstrdup(reason);
+    s->res->hop_reason = deliver_xstrdup(reason);
     rcpt_set_rest(s, DELIVER_DEFER, 0, "4.4.1", reason);
     session_finish(s);
 }
@@ -814,41 +814,42 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx)
 {
-    struct deliver_session *s = xcalloc(1, sizeof(*s));
+    struct deliver_session *s = deliver_xcalloc(1, sizeof(*s));
     struct deliver_conn conn;
-    struct deliver_rcpt *rcpt = xcalloc(req->nrcpt, sizeof(*rcpt));
-    struct deliver_addr *addrs = xcalloc(req->naddrs, sizeof(*addrs));
+    struct deliver_rcpt *rcpt = deliver_xcalloc(req->nrcpt, sizeof(*rcpt));
+    struct deliver_addr *addrs = deliver_xcalloc(req->naddrs, sizeof(*addrs));
     char *body = malloc(req->size + 1);
 
     if (body == NULL)
         abort();
     s->base = base;
     s->req = *req;
-    s->req.helo_name = xstrdup(req->helo_name);
-    s->req.sender = xstrdup(req->sender);
-    s->req.envid = req->envid ? xstrdup(req->envid) : NULL;
+    s->req.helo_name = deliver_xstrdup(req->helo_name);
+    s->req.sender = deliver_xstrdup(req->sender);
+    s->req.envid = req->envid ? deliver_xstrdup(req->envid) : NULL;
     for (size_t i = 0; i < req->nrcpt; i++) {
         rcpt[i] = req->rcpt[i];
-        rcpt[i].address = xstrdup(req->rcpt[i].address);
-        rcpt[i].orcpt = req->rcpt[i].orcpt ? xstrdup(req->rcpt[i].orcpt) : NULL;
+        rcpt[i].address = deliver_xstrdup(req->rcpt[i].address);
+        rcpt[i].orcpt =
+            req->rcpt[i].orcpt ? deliver_xstrdup(req->rcpt[i].orcpt) : NULL;
     }
     s->req.rcpt = rcpt;
     if (req->naddrs > 0)
         memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
     s->req.addrs = addrs;
-    s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
-    s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
+    s->req.reason = req->reason ? deliver_xstrdup(req->reason) : NULL;
+    s->req.cache_key = req->cache_key ? deliver_xstrdup(req->cache_key) : NULL;
     memcpy(body, req->body, req->size);
     body[req->size] = 0;
     s->req.body = body;
     s->done = done;
     s->ctx = ctx;
-    s->res = xcalloc(1, sizeof(*s->res));
+    s->res = deliver_xcalloc(1, sizeof(*s->res));
     s->res->nrcpt = req->nrcpt;
-    s->res->rcpt = xcalloc(req->nrcpt, sizeof(*s->res->rcpt));
+    s->res->rcpt = deliver_xcalloc(req->nrcpt, sizeof(*s->res->rcpt));
     snprintf(s->res->relay, sizeof(s->res->relay), "none");
-    s->decided = xcalloc(req->nrcpt, 1);
-    s->accepted_flag = xcalloc(req->nrcpt, 1);
+    s->decided = deliver_xcalloc(req->nrcpt, 1);
+    s->accepted_flag = deliver_xcalloc(req->nrcpt, 1);
     s->timer = evtimer_new(base, timer_cb, s);
     s->finish = event_new(base, -1, 0, finish_cb, s);
     smtp_reply_init(&s->reply);
