@@ -7,12 +7,19 @@
  *	sendmail ...	(the same, when the program is called sendmail)
  *	sluice import
  * DESCRIPTION
- *	sendmail reads a message on standard input and stores it in the
- *	spool, and exits 0 only once it is durable. A caller who may not
- *	write the spool (an ordinary user: cron, a web application) leaves
- *	the message in the maildrop directory instead, written and synced
- *	before the exit; "sluice import" (run by the spool's owner, later
- *	the daemon) moves maildrop files into the spool.
+ *	sendmail reads a message on standard input and hands it to the
+ *	running daemon over its submission socket (ingress/local.c), which
+ *	stores it in its next group commit; sendmail exits 0 only once the
+ *	message is durable. When no daemon answers, sendmail stores the
+ *	message in the spool itself, or, for a caller who may not write
+ *	the spool (an ordinary user: cron, a web application), leaves it
+ *	in the maildrop directory, written and synced before the exit; the
+ *	daemon imports the maildrop when it starts and when woken, and
+ *	"sluice import" (run by the spool's owner) does the same by hand.
+ *	A daemon that takes the request but does not answer within
+ *	SENDMAIL_TIMEOUT seconds may still store it: the message is then
+ *	stored the other way too, with a warning (a possible duplicate,
+ *	never a loss).
  *
  *	Input ends at end of file, or at a line with a single "." unless
  *	-i (or -oi) is given. -t takes recipients from the To, Cc and Bcc
@@ -30,7 +37,8 @@
  *
  *	Exit status (sysexits.h): 0 the message is safely stored; 64
  *	usage error (bad option, bad address, no recipient); 65 the
- *	message is not acceptable (a NUL byte, too big); 75 temporary
+ *	message is not acceptable (a NUL byte, too big, or refused by the
+ *	daemon); 75 temporary
  *	failure (the spool or the disk is full, cannot write the maildrop,
  *	reading failed). Every failure writes one line with the reason to
  *	standard error.
@@ -52,6 +60,8 @@
 #define EX_USAGE    64
 #define EX_DATAERR  65
 #define EX_TEMPFAIL 75
+
+#define SENDMAIL_TIMEOUT 100 /* seconds to wait for the daemon's answer */
 
 static int sendmail_run(const struct cli *cli, int argc, char **argv);
 static int import_run(const struct cli *cli, int argc, char **argv);
@@ -317,9 +327,29 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
 {
     struct spool_config cf;
     struct spool *sp;
-    char why[512], dir[4096], name[64];
+    char why[512], dir[4096], name[64], id[64];
 
     cli_spool_config(conf, &cf);
+    switch (local_submit(cf.queue_directory, m, SENDMAIL_TIMEOUT * 1000, id,
+                         sizeof(id), why, sizeof(why))) {
+    case LOCAL_OK:
+        return 0;
+    case LOCAL_REJECT:
+        fprintf(stderr, "sendmail: refused by sluiced: %s\n", why);
+        return EX_DATAERR;
+    case LOCAL_TEMPFAIL:
+        fprintf(stderr, "sendmail: sluiced cannot store the message now: %s\n",
+                why);
+        return EX_TEMPFAIL;
+    case LOCAL_NO_ANSWER:
+        fprintf(stderr,
+                "sendmail: warning: %s; storing the message without the "
+                "daemon (it may be delivered twice)\n",
+                why);
+        break;
+    default: /* no daemon: store it ourselves */
+        break;
+    }
     if (spool_open(&sp, &cf, SPOOL_CREATE | SPOOL_NO_COMMITTER, why,
                    sizeof(why)) == 0) {
         int rc = spool_store(sp, m, why, sizeof(why));

@@ -41,9 +41,26 @@
  *	int	maildrop_read(int dirfd, const char *name,
  *			struct spool_msg **m, uid_t *owner, char *why,
  *			size_t whylen)
+ *	int	maildrop_format(const struct spool_msg *m, char **out,
+ *			size_t *len, char *why, size_t whylen)
+ *	int	maildrop_parse(char *buf, size_t len, uid_t owner,
+ *			struct spool_msg **m, char *why, size_t whylen)
  *	int	maildrop_import(const char *queue_directory,
  *			maildrop_store_fn *store, void *ctx,
  *			struct maildrop_stats *st, char *why, size_t whylen)
+ *
+ *	The daemon's submission socket (local.c):
+ *
+ *	int	local_submit(const char *queue_directory,
+ *			const struct spool_msg *m, int timeout_ms, char *id,
+ *			size_t idlen, char *why, size_t whylen)
+ *	struct local_server *local_server_create(struct event_base *base,
+ *			const char *queue_directory,
+ *			const struct local_params *p, local_store_fn *store,
+ *			void *ctx, char *why, size_t whylen)
+ *	void	local_server_close(struct local_server *s)
+ *	long	local_server_busy(const struct local_server *s)
+ *	void	local_server_free(struct local_server *s)
  * DESCRIPTION
  *	The ingress/ layer brings mail in: SMTP server sessions (later),
  *	and the submit path that "sluice sendmail" uses, which reads a
@@ -70,6 +87,11 @@
  *	maildrop.c. maildrop_read() fails with errno EBADMSG for a
  *	malformed file (the importer sets it aside in maildrop-bad), with
  *	another errno when the file could not be read (it stays).
+ *
+ *	The submission socket (local.c) carries a message from "sluice
+ *	sendmail" to the running daemon, which stores it in its group
+ *	commit; local.c describes the protocol, the limits and who may
+ *	submit.
  *
  *	Functions that can fail for reasons outside the program return a
  *	negative status with a one-line reason in why; none exits.
@@ -165,5 +187,54 @@ int maildrop_read(int dirfd, const char *name, struct spool_msg **m,
 int maildrop_import(const char *queue_directory, maildrop_store_fn *store,
                     void *ctx, struct maildrop_stats *st, char *why,
                     size_t whylen);
+int maildrop_format(const struct spool_msg *m, char **out, size_t *len,
+                    char *why, size_t whylen);
+int maildrop_parse(char *buf, size_t len, uid_t owner, struct spool_msg **m,
+                   char *why, size_t whylen);
+
+/* The submission socket, under queue_directory. */
+#define LOCAL_SOCKET "public/submit"
+
+/* Bytes of envelope allowed beyond the message size limit. */
+#define LOCAL_ENVELOPE_MAX (16UL << 20)
+
+#define LOCAL_CLIENT_TIMEOUT 60  /* seconds a client may stay silent */
+#define LOCAL_CLIENT_LIMIT   100 /* clients served at once */
+
+/* What local_submit() returns; the message stored only with LOCAL_OK. */
+enum local_status {
+    LOCAL_OK = 0,
+    LOCAL_REJECT = -1,      /* the daemon will never take it */
+    LOCAL_TEMPFAIL = -2,    /* the daemon cannot store it now */
+    LOCAL_UNAVAILABLE = -3, /* no daemon, or it went away: not stored */
+    LOCAL_NO_ANSWER = -4,   /* sent, no answer in time: maybe stored */
+};
+
+struct event_base;
+struct local_server;
+
+/* Called once per message store() took: status 0 or LOCAL_TEMPFAIL. */
+typedef void local_done_fn(void *conn, int status, const char *id,
+                           const char *why);
+typedef void local_store_fn(void *ctx, struct spool_msg *m, uid_t uid,
+                            local_done_fn *done, void *conn);
+
+struct local_params {
+    uint64_t size_limit; /* message_size_limit; 0 = none */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
+};
+
+int local_submit(const char *queue_directory, const struct spool_msg *m,
+                 int timeout_ms, char *id, size_t idlen, char *why,
+                 size_t whylen);
+struct local_server *local_server_create(struct event_base *base,
+                                         const char *queue_directory,
+                                         const struct local_params *p,
+                                         local_store_fn *store, void *ctx,
+                                         char *why, size_t whylen);
+void local_server_close(struct local_server *s);
+long local_server_busy(const struct local_server *s);
+void local_server_free(struct local_server *s);
 
 #endif

@@ -12,6 +12,10 @@
  *	int	maildrop_read(int dirfd, const char *name,
  *			struct spool_msg **m, uid_t *owner, char *why,
  *			size_t whylen)
+ *	int	maildrop_format(const struct spool_msg *m, char **out,
+ *			size_t *len, char *why, size_t whylen)
+ *	int	maildrop_parse(char *buf, size_t len, uid_t owner,
+ *			struct spool_msg **m, char *why, size_t whylen)
  *	int	maildrop_import(const char *queue_directory,
  *			maildrop_store_fn *store, void *ctx,
  *			struct maildrop_stats *st, char *why, size_t whylen)
@@ -68,6 +72,15 @@
  *	malformed, with the reason (without the file name) in why; ENOENT
  *	when it vanished; EINVAL for a name that starts with "." or holds
  *	"/"; another errno when it cannot be read.
+ *
+ *	maildrop_format() and maildrop_parse() are the same record in
+ *	memory, for the daemon's submission socket (local.c), which speaks
+ *	the file format so that both ways in are read by one strict
+ *	parser. maildrop_format() returns in *out a new buffer (free() it)
+ *	of *len bytes holding exactly what maildrop_write() would write.
+ *	maildrop_parse() reads one from buf (len bytes, malloc'd; it is
+ *	taken over, and becomes the body or is freed) whose uid must be
+ *	owner; it fails as maildrop_read() does, with EBADMSG.
  *
  *	maildrop_import() imports every complete file of
  *	<queue_directory>/maildrop, oldest first: it reads it, hands it to
@@ -412,6 +425,24 @@ int maildrop_write(const char *dir, const struct spool_msg *m, char *name,
 done:
     free(env.s);
     return status;
+}
+
+int maildrop_format(const struct spool_msg *m, char **out, size_t *len,
+                    char *why, size_t whylen)
+{
+    struct ingress_buf b = {NULL, 0, 0};
+
+    *out = NULL;
+    *len = 0;
+    if (format_envelope(m, &b, why, whylen) < 0) {
+        free(b.s);
+        return -1;
+    }
+    ingress_buf_add(&b, m->body, m->size);
+    ingress_buf_add(&b, END_LINE, strlen(END_LINE));
+    *out = b.s;
+    *len = b.len;
+    return 0;
 }
 
 /* --------------------------------------------------------------- read */
@@ -843,12 +874,38 @@ static int open_file(int dirfd, const char *name, struct stat *st, char *why,
     return fd;
 }
 
+int maildrop_parse(char *buf, size_t len, uid_t owner, struct spool_msg **m,
+                   char *why, size_t whylen)
+{
+    struct reader r;
+    uint64_t body_len;
+
+    memset(&r, 0, sizeof(r));
+    r.buf = buf;
+    r.len = len;
+    r.line = 1;
+    r.why = why;
+    r.whylen = whylen;
+    *m = spool_msg_new();
+    if (read_envelope(&r, *m, owner, &body_len) < 0 ||
+        read_body(&r, body_len) < 0) {
+        spool_msg_free(*m);
+        *m = NULL;
+        free(buf);
+        errno = EBADMSG;
+        return -1;
+    }
+    (*m)->body = ingress_xrealloc(r.buf, r.len + 1);
+    (*m)->size = r.len;
+    return 0;
+}
+
 int maildrop_read(int dirfd, const char *name, struct spool_msg **m,
                   uid_t *owner, char *why, size_t whylen)
 {
-    struct reader r;
     struct stat st;
-    uint64_t body_len;
+    char *buf;
+    size_t len;
     int saved;
     int fd;
 
@@ -860,29 +917,16 @@ int maildrop_read(int dirfd, const char *name, struct spool_msg **m,
     }
     if ((fd = open_file(dirfd, name, &st, why, whylen)) < 0)
         return -1;
-    memset(&r, 0, sizeof(r));
-    r.line = 1;
-    r.why = why;
-    r.whylen = whylen;
-    if (slurp(fd, &st, &r.buf, &r.len, why, whylen) < 0) {
+    if (slurp(fd, &st, &buf, &len, why, whylen) < 0) {
         saved = errno;
         close(fd);
-        free(r.buf);
+        free(buf);
         errno = saved;
         return -1;
     }
     close(fd);
-    *m = spool_msg_new();
-    if (read_envelope(&r, *m, st.st_uid, &body_len) < 0 ||
-        read_body(&r, body_len) < 0) {
-        spool_msg_free(*m);
-        *m = NULL;
-        free(r.buf);
-        errno = EBADMSG;
+    if (maildrop_parse(buf, len, st.st_uid, m, why, whylen) < 0)
         return -1;
-    }
-    (*m)->body = ingress_xrealloc(r.buf, r.len + 1);
-    (*m)->size = r.len;
     *owner = st.st_uid;
     return 0;
 }

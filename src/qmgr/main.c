@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <syslog.h>
@@ -60,7 +61,9 @@ struct daemon {
     struct dns_resolver *dns;
     struct event_base *base;
     struct qmgr *q;
+    struct local_server *local;
     const char *queue_directory;
+    int lock_fd;
     int wake_fd;
     struct event *wake_ev, *stop_check;
     struct timeval stop_deadline;
@@ -112,8 +115,26 @@ static void qmgr_log(void *ctx, int level, const char *line)
 static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
                         size_t whylen)
 {
-    (void)owner;
-    return spool_store(ctx, m, why, whylen);
+    if (spool_store(ctx, m, why, whylen) < 0)
+        return -1;
+    say(LOG_INFO, "%s: uid=%lu from=<%s>", m->id, (unsigned long)owner,
+        m->sender);
+    return 0;
+}
+
+/* A message from the submission socket: into the group commit. */
+static void local_store(void *ctx, struct spool_msg *m, uid_t uid,
+                        local_done_fn *done, void *conn)
+{
+    struct daemon *d = ctx;
+
+    qmgr_submit(d->q, m, (unsigned long)uid, done, conn);
+}
+
+static void local_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    say(LOG_WARNING, "%s", line);
 }
 
 /* Move the maildrop into the spool; then look at the incoming queue. */
@@ -146,7 +167,7 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct daemon *d = arg;
     struct timeval now;
-    long busy = qmgr_busy(d->q);
+    long busy = qmgr_busy(d->q) + local_server_busy(d->local);
 
     (void)fd;
     (void)what;
@@ -176,6 +197,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
         return; /* already stopping */
     say(LOG_INFO, "stopping on signal %d: draining deliveries in flight",
         (int)sig);
+    local_server_close(d->local);
     qmgr_drain(d->q);
     gettimeofday(&d->stop_deadline, NULL);
     timeradd(&d->stop_deadline, &grace, &d->stop_deadline);
@@ -205,8 +227,39 @@ static char *dns_servers(const struct conf *conf)
     return out;
 }
 
+/*
+ * One daemon per queue: an exclusive lock on QUEUE_DIRECTORY/pid, held
+ * until exit, with the daemon's pid in the file for the operator.
+ */
+static int lock_queue(struct daemon *d)
+{
+    char path[4096], pid[32], old[32] = "";
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "%s/pid", d->queue_directory);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (d->lock_fd < 0) {
+        say(LOG_ERR, "open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        n = read(d->lock_fd, old, sizeof(old) - 1);
+        old[n > 0 ? n : 0] = 0;
+        old[strcspn(old, "\n")] = 0;
+        say(LOG_ERR, "another sluiced (pid %s) is running on queue %s",
+            *old ? old : "unknown", d->queue_directory);
+        return -1;
+    }
+    n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(d->lock_fd, 0) < 0 ||
+        pwrite(d->lock_fd, pid, (size_t)n, 0) != n)
+        say(LOG_WARNING, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static int start(struct daemon *d, const char *config)
 {
+    struct local_params lp = {0};
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};
@@ -227,6 +280,8 @@ static int start(struct daemon *d, const char *config)
         say(LOG_ERR, "mkdir %s: %s", d->queue_directory, strerror(errno));
         return -1;
     }
+    if (lock_queue(d) < 0)
+        return -1;
     cf.queue_directory = d->queue_directory;
     cf.map_size = (uint64_t)conf_int(d->conf, NULL, "queue_map_size");
     cf.map_size_limit =
@@ -266,6 +321,14 @@ static int start(struct daemon *d, const char *config)
         say(LOG_ERR, "cannot start the queue manager (out of resources)");
         return -1;
     }
+    lp.size_limit = (uint64_t)conf_int(d->conf, NULL, "message_size_limit");
+    lp.log = local_log;
+    d->local = local_server_create(d->base, d->queue_directory, &lp,
+                                   local_store, d, why, sizeof(why));
+    if (d->local == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
     d->wake_ev =
         event_new(d->base, d->wake_fd, EV_READ | EV_PERSIST, wake_cb, d);
     event_add(d->wake_ev, NULL);
@@ -274,6 +337,7 @@ static int start(struct daemon *d, const char *config)
 
 static void finish(struct daemon *d)
 {
+    local_server_close(d->local);
     if (d->q)
         qmgr_stop(d->q);
     dns_free(d->dns);
@@ -285,10 +349,13 @@ static void finish(struct daemon *d)
         event_free(d->stop_check);
     if (d->wake_fd > 0)
         close(d->wake_fd);
+    local_server_free(d->local);
     route_free(d->routes);
     if (d->base)
         event_base_free(d->base);
     conf_free(d->conf);
+    if (d->lock_fd > 0)
+        close(d->lock_fd);
 }
 
 static int usage(void)
@@ -329,6 +396,7 @@ int main(int argc, char **argv)
         }
     }
     d.wake_fd = -1;
+    d.lock_fd = -1;
     if (start(&d, config) < 0) {
         finish(&d);
         return 1;

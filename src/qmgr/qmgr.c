@@ -49,7 +49,10 @@
 #include <sys/time.h>
 
 #define ID_HASH_SIZE 4096
-#define MAX_ADDRS    64
+
+/* Wake-ups come one per stored message: look at most every FEED_COALESCE. */
+#define FEED_COALESCE_US 10000
+#define MAX_ADDRS        64
 
 struct qm_msg {
     struct qmgr *q;
@@ -106,6 +109,7 @@ struct qmgr {
     long feed_batch;    /* room worth a new look at the spool */
     int closing;        /* qmgr_stop(): start nothing, write nothing */
     int draining;       /* qmgr_drain(): start nothing, finish what runs */
+    long submitting;    /* new messages not yet committed */
     struct qmgr_stats stats;
 };
 
@@ -248,6 +252,71 @@ static void msg_write(struct qm_msg *m, const struct spool_change *ch,
         n->status = -1;
         snprintf(n->why, sizeof(n->why), "spool is shutting down");
         qmgr_inbox_post(m->q->inbox, commit_seen, n);
+    }
+}
+
+/* ---- new mail: stored in the group commit, answered from the loop ---- */
+
+struct submit_note {
+    struct qmgr *q;
+    qmgr_submit_fn *done;
+    void *ctx;
+    unsigned long uid;
+    int status;
+    char id[SPOOL_ID_MAX + 1];
+    char *sender;
+    char why[256];
+};
+
+static void submit_seen(void *arg)
+{
+    struct submit_note *n = arg;
+    struct qmgr *q = n->q;
+
+    q->submitting--;
+    if (n->status == 0) {
+        qlog(q, QMGR_LOG_INFO, "%s: uid=%lu from=<%s>", n->id, n->uid,
+             n->sender);
+        q->stats.submitted++;
+        feed_ask(q, FEED_COALESCE_US);
+    } else {
+        qlog(q, QMGR_LOG_WARNING, "uid=%lu from=<%s>: not stored: %s", n->uid,
+             n->sender, n->why);
+    }
+    n->done(n->ctx, n->status, n->id, n->why);
+    free(n->sender);
+    free(n);
+}
+
+static void submit_committed(void *ctx, struct spool_msg *m, int status,
+                             const char *why)
+{
+    struct submit_note *n = ctx;
+
+    n->status = status;
+    snprintf(n->id, sizeof(n->id), "%s", m->id);
+    snprintf(n->why, sizeof(n->why), "%s", why ? why : "");
+    spool_msg_free(m);
+    qmgr_inbox_post(n->q->inbox, submit_seen, n);
+}
+
+void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
+                 qmgr_submit_fn *done, void *ctx)
+{
+    struct submit_note *n = calloc(1, sizeof(*n));
+
+    if (n == NULL || (n->sender = strdup(m->sender)) == NULL)
+        abort();
+    n->q = q;
+    n->done = done;
+    n->ctx = ctx;
+    n->uid = uid;
+    q->submitting++;
+    if (spool_submit(q->sp, m, submit_committed, n) < 0) {
+        spool_msg_free(m);
+        n->status = -1;
+        snprintf(n->why, sizeof(n->why), "the queue is shutting down");
+        qmgr_inbox_post(q->inbox, submit_seen, n);
     }
 }
 
@@ -813,9 +882,6 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     return q;
 }
 
-/* Wake-ups come one per stored message: look at most every FEED_COALESCE. */
-#define FEED_COALESCE_US 10000
-
 void qmgr_wake(struct qmgr *q)
 {
     feed_ask(q, FEED_COALESCE_US);
@@ -845,6 +911,7 @@ long qmgr_busy(const struct qmgr *q)
     const struct qm_msg *m;
     long n = 0;
 
+    n = q->submitting;
     LIST_FOREACH(d, &q->deliveries, link)
     n++;
     TAILQ_FOREACH(m, &q->msgs, link)

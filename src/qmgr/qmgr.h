@@ -12,6 +12,8 @@
  *			const struct route_table *routes,
  *			struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
  *	void	qmgr_wake(struct qmgr *q)
+ *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
+ *			unsigned long uid, qmgr_submit_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
  *	void	qmgr_drain(struct qmgr *q)
@@ -62,6 +64,15 @@
  *	are applied per entry: a temporary failure defers its recipients
  *	and counts as a connection failure of the destination (negative
  *	feedback), a permanent one bounces them.
+ *
+ *	qmgr_submit() stores a new message m (taken over) in the spool's
+ *	next group commit on behalf of local user uid, and calls
+ *	done(ctx, status, id, why) on the loop thread once it is durable
+ *	(status 0, its queue id) or could not be stored (status -1, the
+ *	reason; nothing of it is in the spool), possibly before it returns.
+ *	A stored message is logged ("ID: uid=UID from=<SENDER>", as
+ *	Postfix's pickup does) and the incoming queue is looked at soon
+ *	after: a burst of submissions costs one look.
  *
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
@@ -138,6 +149,7 @@
 #include "dns/dns.h"
 
 struct spool;
+struct spool_msg;
 struct route_table;
 struct qmgr;
 
@@ -147,6 +159,8 @@ enum qmgr_log_level {
 };
 
 typedef void qmgr_log_fn(void *ctx, int level, const char *line);
+typedef void qmgr_submit_fn(void *ctx, int status, const char *id,
+                            const char *why);
 
 struct qmgr_stats {
     long active;    /* messages in memory now */
@@ -156,12 +170,15 @@ struct qmgr_stats {
     long bounced;   /* bounced */
     long removed;   /* messages removed, every recipient final */
     long requeued;  /* messages sent back to wait for a retry */
+    long submitted; /* messages stored through qmgr_submit() */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct spool *sp, const struct route_table *routes,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx);
 void qmgr_wake(struct qmgr *q);
+void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
+                 qmgr_submit_fn *done, void *ctx);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 void qmgr_drain(struct qmgr *q);

@@ -123,6 +123,38 @@ expect "each message delivered once" 100 "$(count_dir "$tmp/fast")"
 expect "every recipient logged as sent" 200 \
     "$(grep -c 'to=<[ab][0-9]*@fast.test>, relay=127.0.0.1\[127.0.0.1\]:[0-9]*, .*delays=.*, dsn=2.0.0, status=sent (250 ' "$tmp/log")"
 expect "every message removed" 100 "$(grep -c ': removed$' "$tmp/log")"
+# sendmail handed them to the daemon (submission socket), which logs each.
+expect "the daemon stored the 100 submissions (uid=... from=<...>)" 100 \
+    "$(grep -c ": uid=$(id -u) from=<sender@host.test>\$" "$tmp/log")"
+
+# One daemon per queue.
+"$build/sluiced" -f -c "$conf" 2>"$tmp/second.log"
+expect "a second sluiced on the same queue exits 1" 1 $?
+if grep -q "fatal: another sluiced (pid $daemon) is running on queue $q" \
+    "$tmp/second.log"; then
+    ok "a second sluiced says which one runs"
+else
+    not_ok "a second sluiced says which one runs"
+    sed 's/^/#   /' "$tmp/second.log"
+fi
+
+# A user who may not write the spool submits through the socket too.
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    printf 'Subject: from-nobody\n\nbody\n' |
+        as_nobody "$build/sluice" -c "$conf" sendmail -f nobody@host.test \
+            n1@fast.test
+    expect "an ordinary user's sendmail exits 0" 0 $?
+    if wait_for 10 grep -q ": uid=65534 from=<nobody@host.test>\$" "$tmp/log" &&
+        wait_for 10 sh -c "grep -l '^Subject: from-nobody' '$tmp'/fast/* >/dev/null 2>&1"; then
+        ok "an ordinary user's message goes through the daemon and is delivered"
+    else
+        not_ok "an ordinary user's message goes through the daemon and is delivered"
+    fi
+else
+    ok "# SKIP not root: cannot submit as another user"
+    ok "# SKIP not root: cannot submit as another user"
+fi
 
 # 1,000 messages to 10 domains, one recipient each, plus one message with
 # 120 recipients in one domain: each message reaches its sink exactly once
@@ -189,7 +221,29 @@ if grep -q "stopping on signal 15" "$tmp/log" && grep -q "stopped: " "$tmp/log";
 else
     not_ok "SIGTERM: the stop is logged"
 fi
+# With the daemon down, sendmail stores the message itself (the spool's
+# owner) or leaves it in the maildrop (anyone else).
+printf 'Subject: while-down-owner\n\nbody\n' |
+    s sendmail -f sender@host.test down1@fast.test
+expect "daemon down: sendmail still exits 0" 0 $?
+down=1
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    printf 'Subject: while-down-user\n\nbody\n' |
+        as_nobody "$build/sluice" -c "$conf" sendmail -f nobody@host.test \
+            down2@fast.test
+    down=2
+fi
+expect "daemon down: the maildrop holds the ordinary user's message" \
+    $((down - 1)) "$(find "$q/maildrop" -type f | wc -l)"
 start_daemon
+down_done() {
+    [ "$(grep -l '^Subject: while-down' "$tmp"/fast/* | wc -l)" -ge $down ]
+}
+if wait_for 20 down_done; then
+    ok "daemon down: the messages are delivered after the restart"
+else
+    not_ok "daemon down: the messages are delivered after the restart"
+fi
 slow_done() {
     [ "$(count_dir "$tmp/slow")" -ge 30 ] &&
         s queue | grep -q "Mail queue is empty"
