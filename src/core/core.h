@@ -16,6 +16,8 @@
  *			const char *name, const struct core_transport_params *p)
  *	struct core_transport *core_transport_find(struct core *core,
  *			const char *name)
+ *	void	core_transport_update(struct core_transport *t,
+ *			const struct core_transport_params *p)
  *
  *	struct core_queue *core_queue_create(struct core_transport *t,
  *			const char *key)
@@ -348,6 +350,8 @@ struct core_transport *
 core_transport_create(struct core *core, const char *name,
                       const struct core_transport_params *p);
 struct core_transport *core_transport_find(struct core *core, const char *name);
+void core_transport_update(struct core_transport *t,
+                           const struct core_transport_params *p);
 
 struct core_queue *core_queue_create(struct core_transport *t, const char *key);
 struct core_queue *core_queue_find(struct core_transport *t, const char *key);

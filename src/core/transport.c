@@ -9,6 +9,8 @@
  *			const char *name, const struct core_transport_params *p)
  *	struct core_transport *core_transport_find(struct core *core,
  *			const char *name)
+ *	void	core_transport_update(struct core_transport *t,
+ *			const struct core_transport_params *p)
  * DESCRIPTION
  *	core_transport_params_init() fills p with the reference defaults
  *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
@@ -21,6 +23,17 @@
  *	the feedback concurrency policy and p's job selection policy; the
  *	name must be new.
  *	core_transport_find() returns the transport of that name or NULL.
+ *
+ *	core_transport_update() gives a live transport new parameters (a
+ *	configuration reload). They apply from the next decision on: a
+ *	queue whose window is above the new concurrency limit comes down
+ *	to it at once, since the limit is the operator's promise to the
+ *	receiver (deliveries in flight finish; no new one starts until
+ *	busy is below the window); dead and rate-delayed queues keep their
+ *	state and timers; new queues start at the new initial window. The
+ *	job selection policy is kept: its state lives in the job list,
+ *	and a different one takes effect when the transport is created
+ *	again (at the next start).
  *
  *	A transport may start a delivery while it is below its process
  *	limit (0 = no limit) and not paused by its rate delay. A transport
@@ -98,6 +111,25 @@ core_transport_create(struct core *core, const char *name,
     t->next = core->transports;
     core->transports = t;
     return t;
+}
+
+void core_transport_update(struct core_transport *t,
+                           const struct core_transport_params *p)
+{
+    struct core_queue *q;
+    int limit;
+
+    if (p->initial_concurrency < 1)
+        core_panic(t->core, "transport %s: initial concurrency %d < 1", t->name,
+                   p->initial_concurrency);
+    t->params = *p;
+    t->params.scheduler = t->scheduler;
+    TAILQ_FOREACH(q, &t->queues, link)
+    {
+        limit = core_queue_limit(q);
+        if (limit > 0 && q->window > limit)
+            q->window = limit;
+    }
 }
 
 struct core_transport *core_transport_find(struct core *core, const char *name)

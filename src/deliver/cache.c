@@ -8,6 +8,8 @@
  *			const struct deliver_cache_params *p)
  *	void	deliver_cache_free(struct deliver_cache *c)
  *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ *	void	deliver_cache_params_set(struct deliver_cache *c,
+ *			const struct deliver_cache_params *p)
  * DESCRIPTION
  *	See deliver.h for the public face and deliver_impl.h for what the
  *	client uses. Idle connections sit in one list, most recently cached
@@ -39,6 +41,12 @@ struct deliver_cache {
     TAILQ_HEAD(, cached) list;
     size_t count;
 };
+
+void deliver_cache_params_set(struct deliver_cache *c,
+                              const struct deliver_cache_params *p)
+{
+    c->params = *p;
+}
 
 struct deliver_cache *deliver_cache_create(struct event_base *base,
                                            const struct deliver_cache_params *p)

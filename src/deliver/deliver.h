@@ -17,6 +17,8 @@
  *			const struct deliver_cache_params *p)
  *	void	deliver_cache_free(struct deliver_cache *c)
  *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ *	void	deliver_cache_params_set(struct deliver_cache *c,
+ *			const struct deliver_cache_params *p)
  *
  *	void	deliver_log_line(char *buf, size_t len,
  *			const struct deliver_log_entry *e)
@@ -82,6 +84,9 @@
  *	caching), and at once when the server speaks or closes it.
  *	conn_use in the result counts the deliveries the connection has
  *	carried, this one included (1 for a fresh connection).
+ *	deliver_cache_params_set() changes the limits (a configuration
+ *	reload): they apply to connections cached from then on and to the
+ *	next reuse decision; an idle timer already running keeps its time.
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -202,6 +207,8 @@ deliver_cache_create(struct event_base *base,
                      const struct deliver_cache_params *p);
 void deliver_cache_free(struct deliver_cache *c);
 size_t deliver_cache_count(const struct deliver_cache *c);
+void deliver_cache_params_set(struct deliver_cache *c,
+                              const struct deliver_cache_params *p);
 
 struct deliver_log_entry {
     const char *queue_id;

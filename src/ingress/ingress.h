@@ -58,6 +58,8 @@
  *			const char *queue_directory,
  *			const struct local_params *p, local_store_fn *store,
  *			void *ctx, char *why, size_t whylen)
+ *	void	local_server_params_set(struct local_server *s,
+ *			const struct local_params *p)
  *	void	local_server_close(struct local_server *s)
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
@@ -233,6 +235,8 @@ struct local_server *local_server_create(struct event_base *base,
                                          const struct local_params *p,
                                          local_store_fn *store, void *ctx,
                                          char *why, size_t whylen);
+void local_server_params_set(struct local_server *s,
+                             const struct local_params *p);
 void local_server_close(struct local_server *s);
 long local_server_busy(const struct local_server *s);
 void local_server_free(struct local_server *s);

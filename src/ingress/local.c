@@ -12,6 +12,8 @@
  *			const char *queue_directory,
  *			const struct local_params *p, local_store_fn *store,
  *			void *ctx, char *why, size_t whylen)
+ *	void	local_server_params_set(struct local_server *s,
+ *			const struct local_params *p)
  *	void	local_server_close(struct local_server *s)
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
@@ -58,6 +60,9 @@
  *	loop thread, possibly before store returns: status 0 and the queue
  *	id when the message is durable, LOCAL_TEMPFAIL and a reason when
  *	it is not. Every refusal and drop is logged through p->log.
+ *
+ *	local_server_params_set() changes the size limit and the log
+ *	function (a configuration reload), for requests from then on.
  *
  *	local_server_close() is the start of a stop: the socket is
  *	removed and no request is taken any more; clients still sending
@@ -575,6 +580,12 @@ struct local_server *local_server_create(struct event_base *base,
         return NULL;
     }
     return s;
+}
+
+void local_server_params_set(struct local_server *s,
+                             const struct local_params *p)
+{
+    s->p = *p;
 }
 
 void local_server_close(struct local_server *s)

@@ -18,8 +18,11 @@
  *
  *	signals: SIGTERM or SIGINT drain (no new deliveries, those in flight
  *	finish, at most STOP_GRACE_SECONDS) and stop; what was not delivered
- *	stays in the spool as it was. SIGHUP is logged and otherwise
- *	ignored: configuration reload is not implemented, restart instead.
+ *	stays in the spool as it was. SIGHUP reloads the configuration and
+ *	the routing table, all or nothing: one that does not load leaves
+ *	the running one in place (logged with the reason); parameters read
+ *	only at start (queue_directory, queue_map_size*, dns_servers) are
+ *	named in a warning when they changed.
  *
  *	wake-ups: a datagram on QUEUE_DIRECTORY/public/wakeup (sent by
  *	"sluice sendmail" and "sluice import" after they store mail) makes
@@ -44,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <syslog.h>
@@ -55,6 +57,7 @@
 
 struct daemon {
     int foreground;
+    const char *config; /* -c FILE, or NULL */
     struct conf *conf;
     struct spool *sp;
     struct route_table *routes;
@@ -62,7 +65,7 @@ struct daemon {
     struct event_base *base;
     struct qmgr *q;
     struct local_server *local;
-    const char *queue_directory;
+    char *queue_directory;
     int lock_fd;
     int wake_fd;
     struct event *wake_ev, *stop_check;
@@ -182,6 +185,77 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(d->base);
 }
 
+/* Read and check the configuration and the routing table it names. */
+static int load_config(const char *config, struct conf **conf,
+                       struct route_table **routes, const char **path,
+                       char *why, size_t whylen)
+{
+    int must_exist;
+
+    *conf = conf_create();
+    *routes = NULL;
+    *path = conf_path(config, &must_exist);
+    if (conf_load(*conf, *path, must_exist, why, whylen) < 0 ||
+        conf_validate(*conf, why, whylen) < 0 ||
+        (*routes = route_load(*conf, why, whylen)) == NULL) {
+        conf_free(*conf);
+        *conf = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Parameters read once at start: a change waits for a restart. */
+static void restart_only(const struct conf *old, const struct conf *new)
+{
+    static const char *const strs[] = {"queue_directory", "dns_servers", NULL};
+    static const char *const ints[] = {"queue_map_size", "queue_map_size_limit",
+                                       NULL};
+    const char *changed[4];
+    int n = 0;
+
+    for (int i = 0; strs[i]; i++)
+        if (strcmp(conf_str(old, NULL, strs[i]), conf_str(new, NULL, strs[i])))
+            changed[n++] = strs[i];
+    for (int i = 0; ints[i]; i++)
+        if (conf_int(old, NULL, ints[i]) != conf_int(new, NULL, ints[i]))
+            changed[n++] = ints[i];
+    for (int i = 0; i < n; i++)
+        say(LOG_WARNING,
+            "reload: %s changed; the new value takes effect when sluiced "
+            "restarts",
+            changed[i]);
+}
+
+/*
+ * SIGHUP: a new configuration and routing table, all or nothing. One
+ * that does not load or validate leaves the running one in place.
+ */
+static void reload(struct daemon *d)
+{
+    struct local_params lp = {0};
+    struct route_table *routes;
+    struct conf *conf;
+    const char *path;
+    char why[1024];
+
+    if (load_config(d->config, &conf, &routes, &path, why, sizeof(why)) < 0) {
+        say(LOG_WARNING, "reload failed, the running configuration stays: %s",
+            why);
+        return;
+    }
+    restart_only(d->conf, conf);
+    qmgr_reload(d->q, conf, routes);
+    lp.size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
+    lp.log = local_log;
+    local_server_params_set(d->local, &lp);
+    route_free(d->routes);
+    conf_free(d->conf);
+    d->conf = conf;
+    d->routes = routes;
+    say(LOG_INFO, "reloaded: %s", path ? path : "built-in defaults");
+}
+
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
     struct daemon *d = arg;
@@ -189,8 +263,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 
     (void)what;
     if (sig == SIGHUP) {
-        say(LOG_WARNING, "SIGHUP: configuration reload is not implemented; "
-                         "restart sluiced to apply changes");
+        if (d->stop_check == NULL)
+            reload(d);
         return;
     }
     if (d->stop_check != NULL)
@@ -227,37 +301,7 @@ static char *dns_servers(const struct conf *conf)
     return out;
 }
 
-/*
- * One daemon per queue: an exclusive lock on QUEUE_DIRECTORY/pid, held
- * until exit, with the daemon's pid in the file for the operator.
- */
-static int lock_queue(struct daemon *d)
-{
-    char path[4096], pid[32], old[32] = "";
-    ssize_t n;
-
-    snprintf(path, sizeof(path), "%s/pid", d->queue_directory);
-    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (d->lock_fd < 0) {
-        say(LOG_ERR, "open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        n = read(d->lock_fd, old, sizeof(old) - 1);
-        old[n > 0 ? n : 0] = 0;
-        old[strcspn(old, "\n")] = 0;
-        say(LOG_ERR, "another sluiced (pid %s) is running on queue %s",
-            *old ? old : "unknown", d->queue_directory);
-        return -1;
-    }
-    n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-    if (ftruncate(d->lock_fd, 0) < 0 ||
-        pwrite(d->lock_fd, pid, (size_t)n, 0) != n)
-        say(LOG_WARNING, "cannot write %s: %s", path, strerror(errno));
-    return 0;
-}
-
-static int start(struct daemon *d, const char *config)
+static int start(struct daemon *d)
 {
     struct local_params lp = {0};
     struct spool_config cf = {0};
@@ -266,22 +310,24 @@ static int start(struct daemon *d, const char *config)
     char why[1024];
     const char *path;
     char *servers;
-    int must_exist;
 
-    d->conf = conf_create();
-    path = conf_path(config, &must_exist);
-    if (conf_load(d->conf, path, must_exist, why, sizeof(why)) < 0 ||
-        conf_validate(d->conf, why, sizeof(why)) < 0) {
+    if (load_config(d->config, &d->conf, &d->routes, &path, why, sizeof(why)) <
+        0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    d->queue_directory = conf_str(d->conf, NULL, "queue_directory");
+    d->queue_directory = strdup(conf_str(d->conf, NULL, "queue_directory"));
+    if (d->queue_directory == NULL)
+        abort();
     if (mkdir(d->queue_directory, 0755) < 0 && errno != EEXIST) {
         say(LOG_ERR, "mkdir %s: %s", d->queue_directory, strerror(errno));
         return -1;
     }
-    if (lock_queue(d) < 0)
+    if ((d->lock_fd = qmgr_pid_lock(d->queue_directory, why, sizeof(why))) <
+        0) {
+        say(LOG_ERR, "%s", why);
         return -1;
+    }
     cf.queue_directory = d->queue_directory;
     cf.map_size = (uint64_t)conf_int(d->conf, NULL, "queue_map_size");
     cf.map_size_limit =
@@ -295,10 +341,6 @@ static int start(struct daemon *d, const char *config)
         say(LOG_INFO, "recovery: %ld messages back to incoming, %ld corrupt",
             rec.active_to_incoming, rec.corrupt);
     if (maildrop_create(d->queue_directory, why, sizeof(why)) < 0) {
-        say(LOG_ERR, "%s", why);
-        return -1;
-    }
-    if ((d->routes = route_load(d->conf, why, sizeof(why))) == NULL) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -356,6 +398,7 @@ static void finish(struct daemon *d)
     conf_free(d->conf);
     if (d->lock_fd > 0)
         close(d->lock_fd);
+    free(d->queue_directory);
 }
 
 static int usage(void)
@@ -367,7 +410,6 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     struct daemon d = {0};
-    const char *config = NULL;
     struct event *sig[4];
     static const int signals[4] = {SIGTERM, SIGINT, SIGHUP, 0};
     int c, rc = 0;
@@ -378,7 +420,7 @@ int main(int argc, char **argv)
             d.foreground = 1;
             break;
         case 'c':
-            config = optarg;
+            d.config = optarg;
             break;
         default:
             return usage();
@@ -397,7 +439,7 @@ int main(int argc, char **argv)
     }
     d.wake_fd = -1;
     d.lock_fd = -1;
-    if (start(&d, config) < 0) {
+    if (start(&d) < 0) {
         finish(&d);
         return 1;
     }

@@ -831,6 +831,30 @@ static void scan_cb(evutil_socket_t fd, short what, void *arg)
     feed_ask(q, 0);
 }
 
+/* The settings read once rather than per delivery: at start, on reload. */
+static void settings_apply(struct qmgr *q)
+{
+    const struct conf *conf = q->conf;
+    struct deliver_cache_params cp = {0};
+    struct timeval scan;
+
+    q->limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
+    q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
+    qmgr_retry_params(conf, &q->retry);
+    /* One cache for every transport, with the global limits. */
+    cp.idle_ms =
+        (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
+    cp.reuse_ms =
+        (int)conf_time_ms(conf, NULL, "smtp_connection_reuse_time_limit");
+    cp.reuse_count_limit =
+        (int)conf_int(conf, NULL, "smtp_connection_reuse_count_limit");
+    deliver_cache_params_set(q->cache, &cp);
+    scan.tv_sec = q->scan_delay_ms / 1000;
+    scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
+    event_add(q->scan_ev, &scan);
+}
+
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct spool *sp, const struct route_table *routes,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
@@ -840,7 +864,6 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     struct core_callbacks cb = {core_log_cb, NULL, NULL, entry_deferred_cb,
                                 message_done_cb};
     struct deliver_cache_params cp = {0};
-    struct timeval scan;
 
     if (q == NULL)
         return NULL;
@@ -853,17 +876,6 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     q->log_ctx = ctx;
     TAILQ_INIT(&q->msgs);
     LIST_INIT(&q->deliveries);
-    q->limit = conf_int(conf, NULL, "qmgr_message_active_limit");
-    q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
-    q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
-    qmgr_retry_params(conf, &q->retry);
-    /* One cache; each delivery brings its transport's limits. */
-    cp.idle_ms =
-        (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
-    cp.reuse_ms =
-        (int)conf_time_ms(conf, NULL, "smtp_connection_reuse_time_limit");
-    cp.reuse_count_limit =
-        (int)conf_int(conf, NULL, "smtp_connection_reuse_count_limit");
     q->core = core_create(&cb, q);
     q->inbox = qmgr_inbox_create(base);
     q->cache = deliver_cache_create(base, &cp);
@@ -875,11 +887,31 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
         qmgr_free(q);
         return NULL;
     }
-    scan.tv_sec = q->scan_delay_ms / 1000;
-    scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
-    event_add(q->scan_ev, &scan);
+    settings_apply(q);
     feed_ask(q, 0);
     return q;
+}
+
+void qmgr_reload(struct qmgr *q, const struct conf *conf,
+                 const struct route_table *routes)
+{
+    struct core_transport_params p;
+
+    q->conf = conf;
+    q->routes = routes;
+    settings_apply(q);
+    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+        qmgr_core_params(conf, t->name, &p);
+        if (p.scheduler != t->scheduler)
+            qlog(q, QMGR_LOG_WARNING,
+                 "transport %s: the new scheduler takes effect when sluiced "
+                 "restarts",
+                 t->name);
+        core_transport_update(t, &p);
+    }
+    /* A larger active limit or window may let more start now. */
+    feed_ask(q, 0);
+    dispatch(q);
 }
 
 void qmgr_wake(struct qmgr *q)

@@ -12,6 +12,8 @@
  *			const struct route_table *routes,
  *			struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
  *	void	qmgr_wake(struct qmgr *q)
+ *	void	qmgr_reload(struct qmgr *q, const struct conf *conf,
+ *			const struct route_table *routes)
  *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
  *			unsigned long uid, qmgr_submit_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
@@ -20,6 +22,10 @@
  *	long	qmgr_busy(const struct qmgr *q)
  *	void	qmgr_stop(struct qmgr *q)
  *	void	qmgr_free(struct qmgr *q)
+ *
+ *	int	qmgr_pid_lock(const char *queue_directory, char *why,
+ *			size_t whylen)
+ *	long	qmgr_pid_running(const char *queue_directory)
  *
  *	int	qmgr_wake_listen(const char *queue_directory, char *why,
  *			size_t whylen)
@@ -65,6 +71,17 @@
  *	and counts as a connection failure of the destination (negative
  *	feedback), a permanent one bounces them.
  *
+ *	qmgr_reload() switches to a new configuration and routing table
+ *	(the caller frees the old ones after the call: nothing keeps a
+ *	pointer into them). Recipients routed from then on use the new
+ *	table; those already in memory keep their route. The active limit,
+ *	queue_run_delay, backoff and lifetimes, connection cache limits
+ *	and every transport's scheduler parameters (core_transport_update():
+ *	windows above a lowered concurrency limit come down at once) apply
+ *	at once; each delivery reads its transport's settings when it
+ *	starts. A transport's job scheduler changes only at a restart
+ *	(logged).
+ *
  *	qmgr_submit() stores a new message m (taken over) in the spool's
  *	next group commit on behalf of local user uid, and calls
  *	done(ctx, status, id, why) on the loop thread once it is durable
@@ -83,6 +100,13 @@
  *	qmgr_busy() counts what is still going on: deliveries in flight and
  *	spool writes not yet committed. The daemon drains until that is 0
  *	or its time bound has passed, then stops.
+ *
+ *	One daemon per queue: qmgr_pid_lock() takes an exclusive lock on
+ *	QUEUE_DIRECTORY/pid and writes the caller's pid into it; it returns
+ *	the descriptor, to keep open for as long as the daemon runs, or -1
+ *	with the reason ("another sluiced (pid N) is running on queue
+ *	DIR"). qmgr_pid_running() returns the pid of the daemon holding
+ *	that lock, or 0 when none does, without taking it.
  *
  *	The wake-up socket lets programs that stored mail say so:
  *	qmgr_wake_listen() binds a datagram socket at
@@ -177,6 +201,8 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct spool *sp, const struct route_table *routes,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx);
 void qmgr_wake(struct qmgr *q);
+void qmgr_reload(struct qmgr *q, const struct conf *conf,
+                 const struct route_table *routes);
 void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
                  qmgr_submit_fn *done, void *ctx);
 int qmgr_idle(const struct qmgr *q);
@@ -184,6 +210,8 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);
+int qmgr_pid_lock(const char *queue_directory, char *why, size_t whylen);
+long qmgr_pid_running(const char *queue_directory);
 int qmgr_wake_listen(const char *queue_directory, char *why, size_t whylen);
 void qmgr_wake_send(const char *queue_directory);
 void qmgr_free(struct qmgr *q);

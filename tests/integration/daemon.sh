@@ -77,6 +77,7 @@ conf=$tmp/sluice.conf
 cat >"$tmp/transport" <<EOF
 fast.test relay:[127.0.0.1]:$port_fast
 slow.test relay:[127.0.0.1]:$port_slow
+reload.test relay:[127.0.0.1]:$port_d1
 EOF
 for d in 0 1 2 3 4 5 6 7 8 9; do
     eval "echo d$d.test relay:[127.0.0.1]:\$port_d$d" >>"$tmp/transport"
@@ -257,6 +258,57 @@ else
 fi
 subjects=$(cat "$tmp"/slow/* | grep '^Subject: s' | sort -u | wc -l)
 expect "all 30 distinct messages reached the sink" 30 "$subjects"
+
+# Reload: a new routing table applies to new mail at once; a bad table
+# line or a bad parameter is refused with its reason (by "sluice reload"
+# before it signals, by the daemon on SIGHUP) and the running
+# configuration stays.
+at_sink() { grep -l "^Subject: $1\$" "$tmp/$2"/* >/dev/null 2>&1; }
+printf 'Subject: reload-1\n\nbody\n' | s sendmail -f sender@host.test r1@reload.test
+wait_for 10 at_sink reload-1 d1 && ok "before the reload: reload.test goes to d1" ||
+    not_ok "before the reload: reload.test goes to d1"
+sed -i "s/^reload.test .*/reload.test relay:[127.0.0.1]:$port_d2/" "$tmp/transport"
+s reload >"$tmp/reload.out" 2>&1
+expect "sluice reload exits 0" 0 $?
+grep -q "^sluiced (pid $daemon) told to reload" "$tmp/reload.out" &&
+    ok "sluice reload names the daemon" || not_ok "sluice reload names the daemon"
+wait_for 10 grep -q "sluiced\[$daemon\]: reloaded: $conf\$" "$tmp/log" &&
+    ok "the daemon logs the reload" || not_ok "the daemon logs the reload"
+printf 'Subject: reload-2\n\nbody\n' | s sendmail -f sender@host.test r2@reload.test
+wait_for 10 at_sink reload-2 d2 && ok "after the reload: reload.test goes to d2" ||
+    not_ok "after the reload: reload.test goes to d2"
+
+cp "$tmp/transport" "$tmp/transport.good"
+echo "broken.test" >>"$tmp/transport"
+s reload >"$tmp/reload.out" 2>&1
+expect "a bad table line: sluice reload exits 1" 1 $?
+grep -q "^sluice: reload: $tmp/transport, line 14: no result after pattern \"broken.test\": .*; nothing sent\$" "$tmp/reload.out" &&
+    ok "a bad table line: sluice reload says where, sends nothing" || {
+    not_ok "a bad table line: sluice reload says where, sends nothing"
+    sed 's/^/#   /' "$tmp/reload.out"
+}
+kill -HUP "$daemon"
+wait_for 10 grep -q "warning: reload failed, the running configuration stays: $tmp/transport, line 14: no result" "$tmp/log" &&
+    ok "a bad table line on SIGHUP: logged, the running table stays" ||
+    not_ok "a bad table line on SIGHUP: logged, the running table stays"
+printf 'Subject: reload-3\n\nbody\n' | s sendmail -f sender@host.test r3@reload.test
+wait_for 10 at_sink reload-3 d2 && ok "after a failed reload mail still flows by the old table" ||
+    not_ok "after a failed reload mail still flows by the old table"
+cp "$tmp/transport.good" "$tmp/transport"
+cp "$conf" "$conf.good"
+echo "queue_run_delay = banana" >>"$conf"
+kill -HUP "$daemon"
+wait_for 10 grep -q "warning: reload failed, the running configuration stays: .*queue_run_delay" "$tmp/log" &&
+    ok "a bad parameter on SIGHUP: refused with its reason" ||
+    not_ok "a bad parameter on SIGHUP: refused with its reason"
+cp "$conf.good" "$conf"
+echo "dns_servers = 127.0.0.1:5399" >>"$conf"
+kill -HUP "$daemon"
+wait_for 10 grep -q "warning: reload: dns_servers changed; the new value takes effect when sluiced restarts" "$tmp/log" &&
+    ok "a restart-only parameter: the reload says so" ||
+    not_ok "a restart-only parameter: the reload says so"
+kill -0 "$daemon" 2>/dev/null && ok "the daemon is still running after the reloads" ||
+    not_ok "the daemon is still running after the reloads"
 kill -TERM "$daemon"
 wait "$daemon"
 tap_done

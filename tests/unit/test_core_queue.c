@@ -222,6 +222,58 @@ static void test_process_limit(void **state)
     fixture_free(fx);
 }
 
+/*
+ * A reload changes a transport's parameters under its live queues: a
+ * window above the new concurrency limit comes down to it at once (the
+ * limit is the operator's promise to the receiver), a dead queue stays
+ * dead, new queues start at the new initial window, the process limit
+ * applies to the next start, and the job policy is kept (its state lives
+ * in the job list).
+ */
+static void test_transport_update(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_transport_params p;
+    struct core_queue *a, *b, *dead;
+
+    (void)state;
+    fx->params.initial_concurrency = 10;
+    fx->params.concurrency_limit = 20;
+    fixture_transport(fx);
+    a = core_queue_create(fx->t, "a.example");
+    dead = core_queue_create(fx->t, "dead.example");
+    fixture_start(a, 6, 0);
+    for (int i = 0; i < 20 && CORE_QUEUE_READY_P(dead); i++) {
+        fixture_start(dead, 1, 0);
+        core_queue_done(dead, 0, CORE_HOP_FAIL, "connection refused");
+    }
+    assert_true(CORE_QUEUE_DEAD_P(dead));
+    assert_int_equal(a->window, 10);
+
+    p = fx->params;
+    p.concurrency_limit = 4;
+    p.process_limit = 6;
+    p.scheduler = &core_policy_round_robin;
+    core_transport_update(fx->t, &p);
+    assert_int_equal(a->window, 4);
+    assert_false(core_queue_can_start(a)); /* busy 6 > window 4 */
+    assert_true(CORE_QUEUE_DEAD_P(dead));
+    assert_int_equal(fx->t->params.concurrency_limit, 4);
+    assert_ptr_equal(fx->t->scheduler, &core_policy_preemptive);
+    assert_ptr_equal(fx->t->params.scheduler, &core_policy_preemptive);
+    core_queue_done(a, 1, CORE_HOP_OK, NULL);
+    core_queue_done(a, 1, CORE_HOP_OK, NULL);
+    core_queue_done(a, 1, CORE_HOP_OK, NULL);
+    assert_int_equal(a->window, 4); /* positive feedback stops at the limit */
+    assert_true(core_queue_can_start(a));
+    b = core_queue_create(fx->t, "b.example");
+    assert_int_equal(b->window, 4);
+    fixture_start(b, 3, 0);
+    assert_int_equal(fx->t->busy, 6);
+    assert_false(core_queue_can_start(b)); /* window 4 > busy 3, but 6 of 6 */
+    fixture_free(fx);
+}
+
 /* Queues are found by their opaque key; many of them. */
 static void test_queue_lookup_many(void **state)
 {
@@ -284,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_destination_rate_delay),
         cmocka_unit_test(test_transport_rate_delay),
         cmocka_unit_test(test_process_limit),
+        cmocka_unit_test(test_transport_update),
         cmocka_unit_test(test_queue_lookup_many),
         cmocka_unit_test(test_timers_in_order),
     };
