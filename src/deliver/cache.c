@@ -98,20 +98,27 @@ size_t deliver_cache_count(const struct deliver_cache *c)
     return c ? c->count : 0;
 }
 
-int deliver_cache_may_keep(const struct deliver_cache *c,
+const struct deliver_cache_params *
+deliver_cache_limits(const struct deliver_cache *c,
+                     const struct deliver_request *req)
+{
+    return req->cache_limits.idle_ms > 0 ? &req->cache_limits : &c->params;
+}
+
+int deliver_cache_may_keep(const struct deliver_cache_params *p,
                            const struct timeval *born, int uses)
 {
     struct timeval now;
     double age;
 
-    if (c == NULL || c->params.idle_ms <= 0)
+    if (p->idle_ms <= 0)
         return 0;
-    if (c->params.reuse_count_limit > 0 && uses > c->params.reuse_count_limit)
+    if (p->reuse_count_limit > 0 && uses > p->reuse_count_limit)
         return 0;
     gettimeofday(&now, NULL);
     age = (double)(now.tv_sec - born->tv_sec) * 1000.0 +
           (double)(now.tv_usec - born->tv_usec) / 1000.0;
-    return age < (double)c->params.reuse_ms;
+    return age < (double)p->reuse_ms;
 }
 
 /* An idle connection that speaks or closes is of no further use. */
@@ -135,12 +142,12 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
     drop(arg, 1);
 }
 
-void deliver_cache_put(struct deliver_cache *c, const char *key,
+void deliver_cache_put(struct deliver_cache *c,
+                       const struct deliver_cache_params *p, const char *key,
                        const struct deliver_conn *conn)
 {
     struct cached *e = deliver_xcalloc(1, sizeof(*e));
-    struct timeval tv = {c->params.idle_ms / 1000,
-                         (c->params.idle_ms % 1000) * 1000};
+    struct timeval tv = {p->idle_ms / 1000, (p->idle_ms % 1000) * 1000};
 
     e->cache = c;
     e->key = deliver_xstrdup(key);

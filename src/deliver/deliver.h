@@ -72,7 +72,8 @@
  *	delivery first takes an idle connection cached under that key and
  *	goes straight to MAIL FROM; it counts as neither a session nor an
  *	address tried. A cached connection found dead (closed, reset or
- *	silent before the first reply) is closed and the delivery connects
+ *	silent before the first reply, or answering 421 to its first
+ *	command: the server's idle timeout crossing our MAIL) is closed and the delivery connects
  *	afresh, as if there had been none: not a failure of the
  *	destination. A delivery that ends its transaction cleanly (after
  *	the end-of-data replies) puts its connection in the cache instead
@@ -81,12 +82,14 @@
  *	reuse_count_limit deliveries after its first (the reference's
  *	reuse count limit; 0: no limit). An idle connection is closed with
  *	a QUIT after idle_ms (smtp_connection_cache_time_limit; 0 disables
- *	caching), and at once when the server speaks or closes it.
+ *	caching), and at once when the server speaks or closes it. These
+ *	limits are the request's cache_limits (its transport's), or the
+ *	cache's own when the request's idle_ms is 0.
  *	conn_use in the result counts the deliveries the connection has
  *	carried, this one included (1 for a fresh connection).
- *	deliver_cache_params_set() changes the limits (a configuration
- *	reload): they apply to connections cached from then on and to the
- *	next reuse decision; an idle timer already running keeps its time.
+ *	deliver_cache_params_set() changes the cache's own limits (a
+ *	configuration reload): they apply to connections cached from then
+ *	on; an idle timer already running keeps its time.
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -147,6 +150,12 @@ struct deliver_timeouts {
     int connect, helo, mail, rcpt, data_init, data_xfer, data_done, quit;
 };
 
+struct deliver_cache_params {
+    int idle_ms;           /* smtp_connection_cache_time_limit */
+    int reuse_ms;          /* smtp_connection_reuse_time_limit */
+    int reuse_count_limit; /* reuses after the first delivery, 0 = any */
+};
+
 struct deliver_request {
     enum deliver_proto proto;
     const char *helo_name;
@@ -161,9 +170,10 @@ struct deliver_request {
     size_t naddrs;
     int session_limit;  /* connections at most (smtp_mx_session_limit) */
     const char *reason; /* discard and error: the text, or NULL */
-    struct deliver_cache *cache;      /* connection reuse, or NULL */
-    const char *cache_key;            /* the destination, or NULL: no reuse */
-    struct deliver_timeouts timeouts; /* milliseconds */
+    struct deliver_cache *cache; /* connection reuse, or NULL */
+    const char *cache_key;       /* the destination, or NULL: no reuse */
+    struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
+    struct deliver_timeouts timeouts;         /* milliseconds */
 };
 
 struct deliver_rcpt_result {
@@ -189,12 +199,6 @@ typedef void deliver_done_fn(void *ctx, struct deliver_result *res);
 
 struct deliver_session;
 struct deliver_cache;
-
-struct deliver_cache_params {
-    int idle_ms;           /* smtp_connection_cache_time_limit */
-    int reuse_ms;          /* smtp_connection_reuse_time_limit */
-    int reuse_count_limit; /* reuses after the first delivery, 0 = any */
-};
 
 struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,

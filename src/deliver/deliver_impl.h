@@ -7,9 +7,13 @@
  * SYNOPSIS
  *	#include "deliver/deliver_impl.h"
  *
- *	int	deliver_cache_may_keep(const struct deliver_cache *c,
+ *	const struct deliver_cache_params *deliver_cache_limits(
+ *			const struct deliver_cache *c,
+ *			const struct deliver_request *req)
+ *	int	deliver_cache_may_keep(const struct deliver_cache_params *p,
  *			const struct timeval *born, int uses)
- *	void	deliver_cache_put(struct deliver_cache *c, const char *key,
+ *	void	deliver_cache_put(struct deliver_cache *c,
+ *			const struct deliver_cache_params *p, const char *key,
  *			const struct deliver_conn *conn)
  *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
  *			struct deliver_conn *out)
@@ -21,12 +25,14 @@
  *	transactions: its bufferevent, what the server offered and how long
  *	and how much it has been used.
  *
- *	deliver_cache_may_keep() says whether a connection born at born
- *	that has carried uses deliveries may be cached
- *	(smtp_connection_reuse_time_limit and the reuse count limit).
+ *	deliver_cache_limits() is what applies to a request: its own
+ *	cache_limits (its transport's), or the cache's when those have no
+ *	idle time. deliver_cache_may_keep() says whether a connection born
+ *	at born that has carried uses deliveries may be cached under limits
+ *	p (smtp_connection_reuse_time_limit and the reuse count limit).
  *	deliver_cache_put() stores a copy of conn under key and owns its
  *	bufferevent from then on; an idle connection is closed (with a
- *	QUIT) after the cache time limit, and dropped at once if the
+ *	QUIT) after p's cache time limit, and dropped at once if the
  *	server says anything or closes it. deliver_cache_take() moves the
  *	most recently cached connection for key into out and returns 1, or
  *	returns 0 when there is none; the caller then owns the bufferevent
@@ -52,9 +58,13 @@ struct deliver_conn {
     int uses;            /* deliveries carried so far */
 };
 
-int deliver_cache_may_keep(const struct deliver_cache *c,
+const struct deliver_cache_params *
+deliver_cache_limits(const struct deliver_cache *c,
+                     const struct deliver_request *req);
+int deliver_cache_may_keep(const struct deliver_cache_params *p,
                            const struct timeval *born, int uses);
-void deliver_cache_put(struct deliver_cache *c, const char *key,
+void deliver_cache_put(struct deliver_cache *c,
+                       const struct deliver_cache_params *p, const char *key,
                        const struct deliver_conn *conn);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);

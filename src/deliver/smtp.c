@@ -538,8 +538,12 @@ static void end_transaction(struct deliver_session *s)
 {
     struct deliver_conn conn;
 
+    const struct deliver_cache_params *limits;
+
     if (s->req.cache == NULL || s->req.cache_key == NULL ||
-        !deliver_cache_may_keep(s->req.cache, &s->born, s->uses)) {
+        !deliver_cache_may_keep(limits =
+                                    deliver_cache_limits(s->req.cache, &s->req),
+                                &s->born, s->uses)) {
         send_quit(s);
         return;
     }
@@ -552,7 +556,7 @@ static void end_transaction(struct deliver_session *s)
     conn.born = s->born;
     conn.uses = s->uses;
     s->bev = NULL; /* the cache's now */
-    deliver_cache_put(s->req.cache, s->req.cache_key, &conn);
+    deliver_cache_put(s->req.cache, limits, s->req.cache_key, &conn);
     session_finish(s);
 }
 
@@ -600,6 +604,15 @@ static void on_dot(struct deliver_session *s)
 
 static void on_reply(struct deliver_session *s)
 {
+    if (s->reused && s->replies == 0 && s->reply.code == 421) {
+        /*
+         * The server gave up on the idle connection as we took it from
+         * the cache: its 421 crossed our MAIL on the wire. Nothing was
+         * decided, so this is a dead cached connection, not a refusal.
+         */
+        reconnect_fresh(s);
+        return;
+    }
     s->replies++;
     if (s->skip > 0) {
         if (--s->skip == 0)

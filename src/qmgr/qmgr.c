@@ -727,6 +727,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
         if (set.cache.idle_ms > 0) {
             req.cache = q->cache;
             req.cache_key = r->key;
+            req.cache_limits = set.cache;
         }
     }
     d->session = deliver_start(q->base, &req, delivery_done, d);

@@ -70,6 +70,7 @@ counter() {
 conc_ports="$(free_port) $(free_port) $(free_port)"
 quiet_port=$(free_port)
 polite_port=$(free_port)
+crossing_port=$(free_port)
 start_sink conc "$conc_ports" --data-delay 0.3 ||
     { not_ok "count_sink.py starts"; tap_done; }
 start_sink quiet "$quiet_port" --idle-close 0.5 ||
@@ -77,6 +78,9 @@ start_sink quiet "$quiet_port" --idle-close 0.5 ||
 start_sink polite "$polite_port" --idle-close 0.5 \
     --idle-reply "421 4.4.2 idle timeout" ||
     { not_ok "count_sink.py --idle-reply starts"; tap_done; }
+start_sink crossing "$crossing_port" --idle-close 0.5 \
+    --idle-crossing "421 4.4.2 idle timeout" ||
+    { not_ok "count_sink.py --idle-crossing starts"; tap_done; }
 
 # c0..c2.test each to one port of the conc sink; the relay transport's
 # own limit (4) overrides the default (20). Idle connections are kept 3 s,
@@ -93,6 +97,7 @@ done
 cat >>"$tmp/transport" <<EOF
 quiet.test relay:[127.0.0.1]:$quiet_port
 polite.test relay:[127.0.0.1]:$polite_port
+crossing.test relay:[127.0.0.1]:$crossing_port
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
@@ -174,32 +179,38 @@ expect "450 distinct Message-IDs at the sink" $((3 * per)) \
 expect "each message exactly once" $((3 * per)) \
     "$(echo "$ids" | awk '$1 == 1' | wc -l)"
 
-# 2. A first batch leaves connections to quiet.test and polite.test in
-# sluiced's cache; the sinks close them after 0.5 s idle (quiet.test
-# silently, polite.test after a 421) while sluiced would keep them 3 s;
-# a second batch must go out on new connections without a deferral.
+# 2. A first batch leaves connections to quiet.test, polite.test and
+# crossing.test in sluiced's cache; the sinks give up on them after 0.5 s
+# idle (quiet.test closes silently, polite.test after a 421, crossing.test
+# answers the next command with a 421, as if its idle timeout crossed our
+# MAIL) while sluiced would keep them 3 s; a second batch must go out on
+# new connections without a deferral.
 batch=10
+idle_names="quiet polite crossing"
 idle_done() {
-    for name in quiet polite; do
+    for name in $idle_names; do
         [ "$(counter $name messages)" -ge "$1" ] || return 1
     done
     queue_empty
 }
-submit 1 $batch quiet.test
-submit 1 $batch polite.test
+for name in $idle_names; do
+    submit 1 $batch $name.test
+done
 if wait_for 10 idle_done $batch; then
-    ok "first batch to quiet.test and polite.test delivered"
+    ok "first batch to quiet.test, polite.test and crossing.test delivered"
 else
-    not_ok "first batch to quiet.test and polite.test delivered"
+    not_ok "first batch to quiet.test, polite.test and crossing.test delivered"
 fi
 # All cached connections closed by the sinks, well before sluiced's 3 s.
 idle_closed() {
     for name in quiet polite; do
         [ "$(counter $name open)" = 0 ] || return 1
     done
+    # crossing.test keeps them open until the next command
+    [ "$(counter crossing idle_closes)" = "$(counter crossing connections)" ]
 }
 wait_for 2 idle_closed
-for name in quiet polite; do
+for name in $idle_names; do
     conns=$(counter $name connections)
     eval "first_$name=$conns"
     closes=$(counter $name idle_closes)
@@ -210,14 +221,15 @@ for name in quiet polite; do
         sed 's/^/#   /' "$tmp/$name.stats"
     fi
 done
-submit $((batch + 1)) $((2 * batch)) quiet.test
-submit $((batch + 1)) $((2 * batch)) polite.test
+for name in $idle_names; do
+    submit $((batch + 1)) $((2 * batch)) $name.test
+done
 if wait_for 10 idle_done $((2 * batch)); then
     ok "second batch delivered after the idle close"
 else
     not_ok "second batch delivered after the idle close"
 fi
-for name in quiet polite; do
+for name in $idle_names; do
     sed "s/^/# $name: /" "$tmp/$name.stats"
     expect "$name.test: messages, distinct Message-IDs" \
         "$((2 * batch)) $((2 * batch))" \

@@ -559,6 +559,9 @@ static void reuse_done_cb(void *ctx, struct deliver_result *res)
     event_base_loopbreak(reuse_base);
 }
 
+/* The transport's cache limits a request brings (zero: the cache's). */
+static struct deliver_cache_params req_limits;
+
 static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              struct deliver_cache *cache)
 {
@@ -578,6 +581,7 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              5000, 5000, 5000, 5000};
     req.cache = cache;
     req.cache_key = "smtp:x.test";
+    req.cache_limits = req_limits;
     result = NULL;
     deliver_start(reuse_base, &req, reuse_done_cb, NULL);
     event_base_dispatch(reuse_base);
@@ -738,6 +742,88 @@ static void test_reuse_limits(void **state)
     assert_int_equal(count_of(sv.got, "QUIT"), 2);
 }
 
+/*
+ * A server's idle-timeout 421 that crosses our MAIL on a reused
+ * connection is a dead cached connection, not a refusal: the delivery
+ * connects afresh and every recipient is sent.
+ */
+static void test_reuse_421_on_first_command(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},      {1, EHLO_PIPE},
+        TXN_STEPS,          {4, "421 4.4.2 mx.test idle timeout\r\n"},
+        {-1, ""},           {0, GREETING},
+        {1, EHLO_PIPE},     TXN_STEPS,
+        {1, "221 Bye\r\n"}, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    reuse_base = event_base_new();
+    cache = deliver_cache_create(reuse_base, &p);
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    deliver_result_free(r);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    deliver_cache_free(cache);
+    server_stop(&sv);
+    event_base_free(reuse_base);
+    assert_int_equal(count_of(sv.got, "EHLO"), 2);
+}
+
+/*
+ * A request's own cache limits (its transport's overrides) decide how
+ * long its connection stays idle, not the cache's defaults.
+ */
+static void test_reuse_transport_limits(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},      {1, EHLO_PIPE}, TXN_STEPS,      {1, "221 Bye\r\n"},
+        {-1, ""},           {0, GREETING},  {1, EHLO_PIPE}, TXN_STEPS,
+        {1, "221 Bye\r\n"}, {-1, ""},       {0, NULL},
+    };
+    struct deliver_cache_params p = {100, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    reuse_base = event_base_new();
+    cache = deliver_cache_create(reuse_base, &p);
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    req_limits = (struct deliver_cache_params){2000, 300000, 0};
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    deliver_result_free(r);
+    run_for(400); /* past the cache's 100 ms, within the request's 2 s */
+    assert_int_equal(deliver_cache_count(cache), 1);
+    deliver_cache_free(cache); /* QUIT */
+    /* Without limits of its own a request gets the cache's. */
+    cache = deliver_cache_create(reuse_base, &p);
+    req_limits = (struct deliver_cache_params){0, 0, 0};
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    deliver_result_free(r);
+    run_for(400);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    deliver_cache_free(cache);
+    server_stop(&sv);
+    event_base_free(reuse_base);
+    assert_int_equal(count_of(sv.got, "QUIT"), 2);
+}
+
 /* A local delivery cancelled before the loop runs never calls back. */
 static void test_local_cancel(void **state)
 {
@@ -775,6 +861,8 @@ int main(void)
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_reuse_dead_connection),
         cmocka_unit_test(test_reuse_limits),
+        cmocka_unit_test(test_reuse_421_on_first_command),
+        cmocka_unit_test(test_reuse_transport_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,12 @@ Options:
     --idle-reply TEXT   with --idle-close, send TEXT (e.g. "421 4.4.2 idle
                         timeout") before closing; without it the close is
                         silent
+    --idle-crossing TEXT
+                        with --idle-close, do not close at once: answer the
+                        client's next command with TEXT, then close, as if
+                        the server's idle-timeout reply had crossed that
+                        command on the wire (the connection counts as an
+                        idle close when the timeout passes)
 
 Only the standard library is used, so that the tests need nothing beyond
 python3.
@@ -193,6 +199,12 @@ class Sink:
                 line = await reader.readline()
         except asyncio.TimeoutError:
             c.idle_closes += 1
+            self.write_stats()
+            if self.opts.idle_crossing:
+                await reader.readline()
+                writer.write(self.opts.idle_crossing.encode() + b"\r\n")
+                await writer.drain()
+                return None
             if self.opts.idle_reply:
                 writer.write(self.opts.idle_reply.encode() + b"\r\n")
                 await writer.drain()
@@ -246,6 +258,7 @@ def parse_args(argv):
     p.add_argument("--data-delay", type=float, default=0.0)
     p.add_argument("--idle-close", type=float, default=0.0)
     p.add_argument("--idle-reply", default="")
+    p.add_argument("--idle-crossing", default="")
     p.add_argument("ports", nargs="+", type=int)
     return p.parse_args(argv)
 
