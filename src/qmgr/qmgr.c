@@ -638,6 +638,42 @@ static void delivery_free(struct qm_delivery *d)
     free(d);
 }
 
+/*
+ * Free a destination queue with nothing waiting, nothing in flight and no
+ * state to remember (not dead, no rate delay running): its route goes
+ * with it, and the next mail for it starts at the initial window.
+ */
+static void dest_release(struct core_queue *cq)
+{
+    if (cq->busy == 0 && cq->todo_count == 0 && CORE_QUEUE_READY_P(cq)) {
+        free(cq->ctx);
+        core_queue_free(cq);
+    }
+}
+
+/* Dead destinations that came back idle, and any other idle queue. */
+static void dest_sweep(struct qmgr *q)
+{
+    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+        struct core_queue *cq, *next;
+
+        for (cq = TAILQ_FIRST(&t->queues); cq != NULL; cq = next) {
+            next = TAILQ_NEXT(cq, link);
+            dest_release(cq);
+        }
+    }
+}
+
+/* The entry of d is done: tell core/, then let its queue go if idle. */
+static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
+                                const char *reason)
+{
+    struct core_queue *cq = d->e->peer->queue;
+
+    core_entry_done(d->e, now_ms(), hop, reason);
+    dest_release(cq);
+}
+
 static void delivery_done(void *ctx, struct deliver_result *res)
 {
     struct qm_delivery *d = ctx;
@@ -655,8 +691,8 @@ static void delivery_done(void *ctx, struct deliver_result *res)
                    conn_done);
     }
     record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL);
-    core_entry_done(d->e, now_ms(), res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
-                    res->hop_reason);
+    delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
+                        res->hop_reason);
     deliver_result_free(res);
     delivery_free(d);
     dispatch(q);
@@ -674,8 +710,7 @@ static void delivery_dns_failed(struct qm_delivery *d,
                res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
                res->why && res->why[0] ? res->why : "no address found", "none");
     /* A name server that fails is the destination's trouble: negative. */
-    core_entry_done(d->e, now_ms(), temp ? CORE_HOP_FAIL : CORE_HOP_OK,
-                    res->why);
+    delivery_entry_done(d, temp ? CORE_HOP_FAIL : CORE_HOP_OK, res->why);
     delivery_free(d);
     dispatch(q);
 }
@@ -829,6 +864,7 @@ static void scan_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    dest_sweep(q);
     feed_ask(q, 0);
 }
 
@@ -931,6 +967,9 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
 {
     *st = q->stats;
     st->active = q->active;
+    st->destinations = 0;
+    for (const struct core_transport *t = q->core->transports; t; t = t->next)
+        st->destinations += (long)t->queue_count;
 }
 
 void qmgr_drain(struct qmgr *q)

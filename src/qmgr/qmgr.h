@@ -91,6 +91,13 @@
  *	Postfix's pickup does) and the incoming queue is looked at soon
  *	after: a burst of submissions costs one look.
  *
+ *	A destination queue that has nothing waiting and nothing in flight
+ *	is freed, as the reference does, unless it is dead or in a rate
+ *	delay (its state is still needed); the next mail for it starts at
+ *	the initial concurrency. Dead ones that came back are freed at the
+ *	next queue run. So memory follows the destinations in use, not
+ *	every destination ever seen.
+ *
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
  *	qmgr_stats() reports counters since creation.
@@ -187,14 +194,15 @@ typedef void qmgr_submit_fn(void *ctx, int status, const char *id,
                             const char *why);
 
 struct qmgr_stats {
-    long active;    /* messages in memory now */
-    long loaded;    /* messages read from the spool */
-    long delivered; /* recipient outcomes: sent, */
-    long deferred;  /* deferred, */
-    long bounced;   /* bounced */
-    long removed;   /* messages removed, every recipient final */
-    long requeued;  /* messages sent back to wait for a retry */
-    long submitted; /* messages stored through qmgr_submit() */
+    long active;       /* messages in memory now */
+    long loaded;       /* messages read from the spool */
+    long delivered;    /* recipient outcomes: sent, */
+    long deferred;     /* deferred, */
+    long bounced;      /* bounced */
+    long removed;      /* messages removed, every recipient final */
+    long requeued;     /* messages sent back to wait for a retry */
+    long submitted;    /* messages stored through qmgr_submit() */
+    long destinations; /* destination queues in memory now */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,

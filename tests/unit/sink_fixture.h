@@ -7,6 +7,11 @@
  * by the test, by its PID. Each message it receives is dumped to a file of
  * its own in sk->dir.
  *
+ * A failed assertion leaves the test without running its sink_stop():
+ * every sink still running when the test program exits is stopped then
+ * (its privileges dropped to postfix, smtp-sink cannot be asked to die
+ * with its parent), so that no sink outlives its test.
+ *
  * Include after cmocka.h.
  */
 
@@ -31,6 +36,36 @@ struct sink {
     int port;
     char dir[64];
 };
+
+#define SINK_MAX 32
+
+static pid_t sink_running[SINK_MAX];
+
+static void sink_stop_all(void)
+{
+    for (int i = 0; i < SINK_MAX; i++) {
+        if (sink_running[i] > 0) {
+            kill(sink_running[i], SIGTERM);
+            waitpid(sink_running[i], NULL, 0);
+            sink_running[i] = 0;
+        }
+    }
+}
+
+/* Note a running sink (pid) or forget one (pid, forget). */
+static inline void sink_note(pid_t pid, int forget)
+{
+    static int registered;
+
+    if (!registered && atexit(sink_stop_all) == 0)
+        registered = 1;
+    for (int i = 0; i < SINK_MAX; i++) {
+        if (forget ? sink_running[i] == pid : sink_running[i] == 0) {
+            sink_running[i] = forget ? 0 : pid;
+            return;
+        }
+    }
+}
 
 /* Start smtp-sink with extra options on a free port; wait until it
  * answers. Returns 0, or -1 if it cannot run here. */
@@ -88,6 +123,7 @@ static inline int sink_start(struct sink *sk, const char *opt1,
             to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
             if (connect(fd2, (struct sockaddr *)&to, sizeof(to)) == 0) {
                 close(fd2);
+                sink_note(sk->pid, 0);
                 return 0;
             }
             close(fd2);
@@ -107,6 +143,7 @@ static inline void sink_stop(struct sink *sk)
 
     kill(sk->pid, SIGTERM);
     waitpid(sk->pid, NULL, 0);
+    sink_note(sk->pid, 1);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", sk->dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", sk->dir);

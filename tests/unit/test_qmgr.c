@@ -205,6 +205,9 @@ static void test_delivers_everything(void **state)
     assert_int_equal(st.delivered, 300);
     assert_int_equal(st.deferred + st.bounced, 0);
     assert_int_equal(st.removed, 100);
+    /* Idle destination queues are freed: memory does not grow with
+     * every destination ever seen. */
+    assert_int_equal(st.destinations, 0);
     assert_int_equal(count_of(w.log, "status=sent (250"), 300);
     assert_int_equal(count_of(w.log, ": removed"), 100);
     assert_non_null(strstr(w.log, ", relay=127.0.0.1[127.0.0.1]:"));
@@ -342,6 +345,8 @@ static void test_unreachable_relay(void **state)
     assert_int_equal(st.delivered + st.bounced, 0);
     assert_int_equal(st.deferred, 10);
     assert_int_equal(st.requeued, 5);
+    /* A dead destination is remembered until its backoff ends. */
+    assert_int_equal(st.destinations, 1);
     assert_non_null(strstr(w.log, "status=deferred (connect to 127.0.0.1"));
     assert_non_null(strstr(w.log, ": destination dead after "));
     assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 5);
