@@ -344,10 +344,13 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
             rc = -1;
             break;
         }
-        r.status = res->status;
-        r.code = res->code;
-        free(r.reason);
-        r.reason = res->reason ? spool_strdup(res->reason) : NULL;
+        r.notified |= res->notified;
+        if (!res->notified_only) {
+            r.status = res->status;
+            r.code = res->code;
+            free(r.reason);
+            r.reason = res->reason ? spool_strdup(res->reason) : NULL;
+        }
         spool_rcpt_encode(&b, &r);
         spool_rcpt_clear(&r);
         v.mv_data = b.data;

@@ -52,6 +52,7 @@ enum rcpt_tag {
     RCPT_STATUS,
     RCPT_CODE,
     RCPT_REASON,
+    RCPT_NOTIFIED,
 };
 
 void *spool_alloc(size_t size)
@@ -165,6 +166,8 @@ void spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
     field_num(b, RCPT_STATUS, r->status);
     field_num(b, RCPT_CODE, (uint64_t)r->code);
     field_str(b, RCPT_REASON, r->reason);
+    if (r->notified)
+        field_num(b, RCPT_NOTIFIED, r->notified);
 }
 
 /* A reader over one record. */
@@ -381,9 +384,11 @@ int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *rc,
         case RCPT_NOTIFY:
         case RCPT_STATUS:
         case RCPT_CODE:
+        case RCPT_NOTIFIED:
             if (field_to_num(&r, tag, data, flen, &v) < 0)
                 goto bad;
             if ((tag == RCPT_NOTIFY && v > 15) ||
+                (tag == RCPT_NOTIFIED && v > 7) ||
                 (tag == RCPT_STATUS && v > SPOOL_RCPT_DEFERRED) ||
                 (tag == RCPT_CODE && v > 999)) {
                 snprintf(why, whylen, "field %d: value %llu out of range", tag,
@@ -394,6 +399,8 @@ int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *rc,
                 rc->notify = (unsigned)v;
             else if (tag == RCPT_STATUS)
                 rc->status = (enum spool_rcpt_status)v;
+            else if (tag == RCPT_NOTIFIED)
+                rc->notified = (unsigned)v;
             else
                 rc->code = (int)v;
             break;

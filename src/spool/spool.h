@@ -89,6 +89,9 @@
  *
  *	spool_update() applies a change to one message in one transaction:
  *	new state, next attempt time, attempt count, and recipient results.
+ *	A recipient result sets its status, code and reason, and adds its
+ *	notified bits (the notices the sender has had about it: they are
+ *	never taken away); with notified_only it only adds the bits.
  *	spool_delete() removes a message with everything it has.
  *
  *	spool_recover() is the start-up pass: messages left active go back
@@ -129,6 +132,11 @@ enum spool_rcpt_status {
 #define SPOOL_NOTIFY_FAILURE 4u
 #define SPOOL_NOTIFY_DELAY   8u
 
+/* Notices the sender has had about a recipient (spool_rcpt.notified). */
+#define SPOOL_NOTIFIED_FAILURE 1u /* bounced or expired */
+#define SPOOL_NOTIFIED_DELAY   2u /* delayed */
+#define SPOOL_NOTIFIED_SUCCESS 4u /* delivered or relayed */
+
 /* DSN RET. */
 enum spool_ret {
     SPOOL_RET_DEFAULT,
@@ -142,8 +150,9 @@ struct spool_rcpt {
     char *orcpt; /* DSN ORCPT ("rfc822;x@y"), or NULL */
     unsigned notify;
     enum spool_rcpt_status status;
-    int code;     /* last SMTP status code, 0 if none */
-    char *reason; /* last status text (with enhanced code), or NULL */
+    int code;          /* last SMTP status code, 0 if none */
+    char *reason;      /* last status text (with enhanced code), or NULL */
+    unsigned notified; /* SPOOL_NOTIFIED_* bits */
 };
 
 struct spool_msg {
@@ -201,6 +210,8 @@ struct spool_result {
     enum spool_rcpt_status status;
     int code;
     const char *reason;
+    unsigned notified; /* SPOOL_NOTIFIED_* bits to add */
+    int notified_only; /* add them; status, code and reason stay */
 };
 
 struct spool_recovery {

@@ -280,9 +280,10 @@ static void test_indices_and_updates(void **state)
     ch.next_attempt = 500;
     ch.has_attempts = 1;
     ch.attempts = 1;
-    res[0] = (struct spool_result){0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok"};
-    res[1] =
-        (struct spool_result){1, SPOOL_RCPT_DEFERRED, 451, "4.3.0 try later"};
+    res[0] =
+        (struct spool_result){0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0};
+    res[1] = (struct spool_result){
+        1, SPOOL_RCPT_DEFERRED, 451, "4.3.0 try later", 0, 0};
     ch.results = res;
     ch.nresults = 2;
     assert_int_equal(
@@ -312,6 +313,48 @@ static void test_indices_and_updates(void **state)
     assert_string_equal(got->rcpt[1].reason, "4.3.0 try later");
     spool_msg_free(got);
 
+    /*
+     * Which notices a recipient's sender has had: flags are added, never
+     * taken away, and a notice-only result leaves the outcome alone.
+     */
+    memset(&ch, 0, sizeof(ch));
+    res[0] = (struct spool_result){1, SPOOL_RCPT_DEFERRED, 0, NULL, 0, 0};
+    res[0].notified = SPOOL_NOTIFIED_DELAY;
+    res[0].notified_only = 1;
+    ch.results = res;
+    ch.nresults = 1;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    res[0] =
+        (struct spool_result){1, SPOOL_RCPT_BOUNCED, 550, "5.1.1 gone", 0, 0};
+    res[0].notified = SPOOL_NOTIFIED_FAILURE;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(spool_get(fx->sp, ids[0], &got, SPOOL_GET_RCPTS, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_int_equal(got->rcpt[1].status, SPOOL_RCPT_BOUNCED);
+    assert_int_equal(got->rcpt[1].code, 550);
+    assert_string_equal(got->rcpt[1].reason, "5.1.1 gone");
+    assert_int_equal(got->rcpt[1].notified,
+                     SPOOL_NOTIFIED_DELAY | SPOOL_NOTIFIED_FAILURE);
+    assert_int_equal(got->rcpt[0].notified, 0);
+    res[0] = (struct spool_result){1, SPOOL_RCPT_PENDING, 0, NULL, 0, 0};
+    res[0].notified = SPOOL_NOTIFIED_SUCCESS;
+    res[0].notified_only = 1;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    spool_msg_free(got);
+    assert_int_equal(spool_get(fx->sp, ids[0], &got, SPOOL_GET_RCPTS, fx->why,
+                               sizeof(fx->why)),
+                     0);
+    assert_int_equal(got->rcpt[1].status, SPOOL_RCPT_BOUNCED);
+    assert_string_equal(got->rcpt[1].reason, "5.1.1 gone");
+    assert_int_equal(got->rcpt[1].notified, SPOOL_NOTIFIED_DELAY |
+                                                SPOOL_NOTIFIED_FAILURE |
+                                                SPOOL_NOTIFIED_SUCCESS);
+    spool_msg_free(got);
+
     /* Hold remembers where it came from; it leaves every index. */
     memset(&ch, 0, sizeof(ch));
     ch.has_state = 1;
@@ -326,7 +369,7 @@ static void test_indices_and_updates(void **state)
     spool_msg_free(got);
 
     /* A result for a recipient that does not exist is refused whole. */
-    res[0] = (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok"};
+    res[0] = (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok", 0, 0};
     ch.results = res;
     ch.nresults = 1;
     ch.state = SPOOL_INCOMING;
@@ -444,8 +487,8 @@ static void test_queued_changes(void **state)
     struct spool_msg *b = make_msg("b@a.test", 1, "b\r\n");
     struct spool_msg *d = make_msg("d@a.test", 1, "d\r\n"), *got;
     struct spool_result res[2] = {
-        {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok"},
-        {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no"},
+        {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0},
+        {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no", 0, 0},
     };
     struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res};
     struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res};
