@@ -149,6 +149,9 @@ const struct conf_def conf_params[] = {
          "age at which an undeliverable bounce (null sender) is dropped"),
     TIME("delay_warning_time", "0h", NULL, 'h',
          "age at which a delay notice is sent (0 = never)"),
+    INT("bounce_size_limit", "50000", NULL, 0, LONG_MAX,
+        "largest message returned whole in a failure notice, in bytes; a "
+        "larger one is returned as its headers (0 = no limit)"),
     TIME("in_flow_delay", "1s", NULL, 's',
          "ingress pause when the queue manager falls behind (0 = none)"),
 

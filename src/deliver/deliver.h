@@ -87,6 +87,9 @@
  *	cache's own when the request's idle_ms is 0.
  *	conn_use in the result counts the deliveries the connection has
  *	carried, this one included (1 for a fresh connection).
+ *	dsn_passed says that an SMTP server offered DSN, so the request's
+ *	NOTIFY, ORCPT, RET and ENVID went with the message: reporting
+ *	success is that server's job from then on (RFC 3461).
  *	deliver_cache_params_set() changes the cache's own limits (a
  *	configuration reload): they apply to connections cached from then
  *	on; an idle timer already running keeps its time.
@@ -193,6 +196,7 @@ struct deliver_result {
     double conn_time; /* seconds: connection setup (c of delays=) */
     double xfer_time; /* seconds: transmission (d of delays=) */
     int conn_use;     /* deliveries on the connection, this one included */
+    int dsn_passed;   /* SMTP: the server offered DSN and got NOTIFY */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

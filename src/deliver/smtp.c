@@ -321,6 +321,9 @@ static void send_mail(struct deliver_session *s)
                       s->req.ret == 1 ? "FULL" : "HDRS");
     if ((s->features & SMTP_EXT_DSN) && s->req.envid)
         snprintf(extra + n, sizeof(extra) - n, " ENVID=%s", s->req.envid);
+    /* The server takes NOTIFY on: success reports are its to send. */
+    s->res->dsn_passed =
+        s->req.proto == DELIVER_SMTP && (s->features & SMTP_EXT_DSN);
     s->state = ST_MAIL;
     send_line(s, "MAIL FROM:<%s>%s", s->req.sender, extra);
     timer_arm(s, s->req.timeouts.mail);

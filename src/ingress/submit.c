@@ -657,24 +657,11 @@ static void add_from(struct ingress_buf *b, const char *field,
 
 static int add_date(struct ingress_buf *b, const char *field, time_t now)
 {
-    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed",
-                                    "Thu", "Fri", "Sat"};
-    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr",
-                                       "May", "Jun", "Jul", "Aug",
-                                       "Sep", "Oct", "Nov", "Dec"};
-    struct tm tm;
-    long off;
+    char date[SMTP_DATE_MAX];
 
-    if (localtime_r(&now, &tm) == NULL || tm.tm_wday < 0 || tm.tm_wday > 6 ||
-        tm.tm_mon < 0 || tm.tm_mon > 11) {
-        errno = EINVAL;
+    if (smtp_date(date, sizeof(date), now) < 0)
         return -1;
-    }
-    off = tm.tm_gmtoff / 60;
-    ingress_buf_addf(b, "%s: %s, %d %s %d %02d:%02d:%02d %c%02ld%02ld\r\n",
-                     field, days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
-                     tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+    ingress_buf_addf(b, "%s: %s\r\n", field, date);
     return 0;
 }
 

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #define ID_HASH_SIZE 4096
 
@@ -59,10 +60,11 @@ struct qm_msg {
     char id[SPOOL_ID_MAX + 1];
     struct spool_msg *sm;
     struct core_message *cm;
-    double active; /* seconds: entered the active queue */
-    int pending;   /* spool writes not yet committed */
-    int core_done; /* core/ has no entry of it left */
-    int finishing; /* the last write is on its way */
+    double active;          /* seconds: entered the active queue */
+    int pending;            /* spool writes not yet committed */
+    int core_done;          /* core/ has no entry of it left */
+    int finishing;          /* the last write is on its way */
+    unsigned char *relayed; /* per recipient: delivered to a non-DSN hop */
     char last_reason[512];
     struct qm_msg *hnext;
     TAILQ_ENTRY(qm_msg) link;
@@ -103,6 +105,9 @@ struct qmgr {
     long limit;  /* qmgr_message_active_limit */
     int64_t scan_delay_ms;
     struct qmgr_retry retry;
+    int64_t delay_warning;      /* delay_warning_time, microseconds */
+    uint64_t bounce_size_limit; /* bounce_size_limit */
+    char hostname[256];         /* myhostname, for notices */
     uint64_t next_id;
     int feed_asked;     /* a look at the spool is scheduled */
     int spool_has_more; /* the last look stopped for want of room */
@@ -183,6 +188,7 @@ static void msg_forget(struct qm_msg *m)
     TAILQ_REMOVE(&q->msgs, m, link);
     q->active--;
     spool_msg_free(m->sm);
+    free(m->relayed);
     free(m);
     /*
      * A look at the spool walks past every message already in memory, so
@@ -259,9 +265,11 @@ static void msg_write(struct qm_msg *m, const struct spool_change *ch,
 
 struct submit_note {
     struct qmgr *q;
-    qmgr_submit_fn *done;
+    qmgr_submit_fn *done; /* or NULL */
     void *ctx;
     unsigned long uid;
+    const char *notice; /* a notice about message about: what kind */
+    char about[SPOOL_ID_MAX + 1];
     int status;
     char id[SPOOL_ID_MAX + 1];
     char *sender;
@@ -274,16 +282,24 @@ static void submit_seen(void *arg)
     struct qmgr *q = n->q;
 
     q->submitting--;
-    if (n->status == 0) {
+    if (n->status == 0 && n->notice) {
+        qlog(q, QMGR_LOG_INFO, "%s: sender %s: %s", n->about, n->notice, n->id);
+        q->stats.notices++;
+        feed_ask(q, FEED_COALESCE_US);
+    } else if (n->status == 0) {
         qlog(q, QMGR_LOG_INFO, "%s: uid=%lu from=<%s>", n->id, n->uid,
              n->sender);
         q->stats.submitted++;
         feed_ask(q, FEED_COALESCE_US);
+    } else if (n->notice) {
+        qlog(q, QMGR_LOG_WARNING, "%s: sender %s not stored: %s", n->about,
+             n->notice, n->why);
     } else {
         qlog(q, QMGR_LOG_WARNING, "uid=%lu from=<%s>: not stored: %s", n->uid,
              n->sender, n->why);
     }
-    n->done(n->ctx, n->status, n->id, n->why);
+    if (n->done)
+        n->done(n->ctx, n->status, n->id, n->why);
     free(n->sender);
     free(n);
 }
@@ -300,17 +316,9 @@ static void submit_committed(void *ctx, struct spool_msg *m, int status,
     qmgr_inbox_post(n->q->inbox, submit_seen, n);
 }
 
-void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
-                 qmgr_submit_fn *done, void *ctx)
+static void submit_store(struct qmgr *q, struct spool_msg *m,
+                         struct submit_note *n)
 {
-    struct submit_note *n = calloc(1, sizeof(*n));
-
-    if (n == NULL || (n->sender = strdup(m->sender)) == NULL)
-        abort();
-    n->q = q;
-    n->done = done;
-    n->ctx = ctx;
-    n->uid = uid;
     q->submitting++;
     if (spool_submit(q->sp, m, submit_committed, n) < 0) {
         spool_msg_free(m);
@@ -318,6 +326,27 @@ void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
         snprintf(n->why, sizeof(n->why), "the queue is shutting down");
         qmgr_inbox_post(q->inbox, submit_seen, n);
     }
+}
+
+static struct submit_note *submit_note_new(struct qmgr *q, const char *sender)
+{
+    struct submit_note *n = calloc(1, sizeof(*n));
+
+    if (n == NULL || (n->sender = strdup(sender)) == NULL)
+        abort();
+    n->q = q;
+    return n;
+}
+
+void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
+                 qmgr_submit_fn *done, void *ctx)
+{
+    struct submit_note *n = submit_note_new(q, m->sender);
+
+    n->done = done;
+    n->ctx = ctx;
+    n->uid = uid;
+    submit_store(q, m, n);
 }
 
 /* ---- recipient results ---- */
@@ -357,10 +386,18 @@ static void log_result(struct qm_msg *m, uint32_t i, const char *relay,
     m->q->stats.bounced += st == DELIVER_BOUNCE;
 }
 
+/* How an outcome came about, for the success notices (RFC 3461). */
+enum how {
+    HOW_DECIDED,  /* without a delivery: routing, DNS, a dead destination */
+    HOW_FINAL,    /* delivered for good: LMTP, discard */
+    HOW_SMTP,     /* relayed to a server without DSN: we report success */
+    HOW_SMTP_DSN, /* relayed with NOTIFY: success is the server's to report */
+};
+
 /* Record outcomes of recipients (indexes idx) in memory and the spool. */
 static void record(struct qm_msg *m, const uint64_t *idx, int n,
                    const struct deliver_rcpt_result *res,
-                   const struct deliver_rcpt_result *same)
+                   const struct deliver_rcpt_result *same, enum how how)
 {
     struct spool_result *out = calloc((size_t)n, sizeof(*out));
     struct spool_change ch = {0};
@@ -379,6 +416,18 @@ static void record(struct qm_msg *m, const uint64_t *idx, int n,
         out[k].code = r->code;
         out[k].reason = reason[k];
         m->sm->rcpt[i].status = out[k].status;
+        m->sm->rcpt[i].code = r->code;
+        free(m->sm->rcpt[i].reason);
+        if ((m->sm->rcpt[i].reason = strdup(reason[k])) == NULL)
+            abort();
+        if (r->status == DELIVER_OK &&
+            (m->sm->rcpt[i].notify & SPOOL_NOTIFY_SUCCESS)) {
+            if (how == HOW_SMTP_DSN) {
+                out[k].notified = SPOOL_NOTIFIED_SUCCESS;
+                m->sm->rcpt[i].notified |= SPOOL_NOTIFIED_SUCCESS;
+            }
+            m->relayed[i] = how == HOW_SMTP;
+        }
         if (r->status == DELIVER_DEFER && r->text)
             snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->text);
     }
@@ -401,10 +450,127 @@ static void decide_all(struct qm_msg *m, const uint64_t *idx, int n,
     r.text = (char *)text;
     for (int k = 0; k < n; k++)
         log_result(m, (uint32_t)idx[k], relay, 0, dsn, st, text, 0, 0);
-    record(m, idx, n, NULL, &r);
+    record(m, idx, n, NULL, &r, HOW_DECIDED);
 }
 
 /* ---- the end of a message's stay in core ---- */
+
+/* Did the sender ask for this kind of notice (RFC 3461 NOTIFY)? */
+static int notify_wants(unsigned notify, unsigned what)
+{
+    if (notify & SPOOL_NOTIFY_NEVER)
+        return 0;
+    /* No NOTIFY: failures, and delays when delay notices are on. */
+    if (notify == 0)
+        return what != SPOOL_NOTIFY_SUCCESS;
+    return (notify & what) != 0;
+}
+
+/* Store one notice about m's recipients idx[0..n-1] for its sender. */
+static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
+                        const uint32_t *idx, size_t n)
+{
+    static const char *const label[] = {"non-delivery notification",
+                                        "delay notification",
+                                        "delivery status notification"};
+    struct qmgr *q = m->q;
+    struct qmgr_notice_rcpt *r = calloc(n, sizeof(*r));
+    struct qmgr_notice_params p = {q->hostname, spool_now(), 0,
+                                   q->bounce_size_limit};
+    struct spool_msg *nm = spool_msg_new();
+    struct submit_note *note;
+
+    if (r == NULL)
+        abort();
+    p.retry_until = m->sm->arrival + q->retry.lifetime;
+    for (size_t k = 0; k < n; k++) {
+        const struct spool_rcpt *sr = &m->sm->rcpt[idx[k]];
+
+        r[k].address = sr->address;
+        r[k].orcpt = sr->orcpt;
+        r[k].reason = sr->reason;
+        r[k].code = sr->code;
+        r[k].relayed = m->relayed[idx[k]];
+    }
+    nm->sender = strdup("");
+    nm->arrival = p.now;
+    nm->body = qmgr_notice_format(&p, kind, m->sm, r, n, &nm->size);
+    /* A notice is never the subject of another one. */
+    spool_msg_add_rcpt(nm, m->sm->sender, NULL, SPOOL_NOTIFY_NEVER, NULL);
+    free(r);
+    note = submit_note_new(q, "");
+    note->notice = label[kind];
+    snprintf(note->about, sizeof(note->about), "%s", m->id);
+    submit_store(q, nm, note);
+}
+
+/*
+ * The notices m's sender is owed at the end of this pass through the
+ * queue: failures (bounced, expired), successes the next hop will not
+ * report, and once per message a delay warning after
+ * delay_warning_time. Each recipient reported on gets its notified bit
+ * in memory and, when the message stays (retry), in ch; a crash before
+ * that is written sends the notice again, never loses it.
+ */
+static void notices(struct qm_msg *m, int retry, struct spool_change *ch,
+                    struct spool_result *marks)
+{
+    struct spool_msg *sm = m->sm;
+    uint32_t *idx = calloc(sm->nrcpt + 1, sizeof(*idx));
+    static const struct {
+        enum qmgr_notice kind;
+        unsigned want, bit;
+    } kinds[] = {
+        {QMGR_NOTICE_FAILED, SPOOL_NOTIFY_FAILURE, SPOOL_NOTIFIED_FAILURE},
+        {QMGR_NOTICE_DELAYED, SPOOL_NOTIFY_DELAY, SPOOL_NOTIFIED_DELAY},
+        {QMGR_NOTICE_DELIVERED, SPOOL_NOTIFY_SUCCESS, SPOOL_NOTIFIED_SUCCESS},
+    };
+    int warned = 0, late;
+
+    if (idx == NULL)
+        abort();
+    if (sm->sender[0] == 0) {
+        free(idx);
+        return; /* the null sender gets nothing: notices are not answered */
+    }
+    for (uint32_t i = 0; i < sm->nrcpt; i++)
+        warned |= (sm->rcpt[i].notified & SPOOL_NOTIFIED_DELAY) != 0;
+    late = retry && !warned && m->q->delay_warning > 0 &&
+           spool_now() - sm->arrival >= m->q->delay_warning;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        size_t n = 0;
+
+        if (kinds[k].kind == QMGR_NOTICE_DELAYED && !late)
+            continue;
+        for (uint32_t i = 0; i < sm->nrcpt; i++) {
+            struct spool_rcpt *r = &sm->rcpt[i];
+            int owed = kinds[k].kind == QMGR_NOTICE_FAILED
+                           ? r->status == SPOOL_RCPT_BOUNCED
+                       : kinds[k].kind == QMGR_NOTICE_DELAYED
+                           ? r->status == SPOOL_RCPT_DEFERRED ||
+                                 r->status == SPOOL_RCPT_PENDING
+                           : r->status == SPOOL_RCPT_DELIVERED;
+
+            if (owed && !(r->notified & kinds[k].bit) &&
+                notify_wants(r->notify, kinds[k].want))
+                idx[n++] = i;
+        }
+        if (n == 0)
+            continue;
+        notice_send(m, kinds[k].kind, idx, n);
+        for (size_t j = 0; j < n; j++) {
+            sm->rcpt[idx[j]].notified |= kinds[k].bit;
+            if (ch == NULL)
+                continue;
+            marks[ch->nresults] = (struct spool_result){
+                idx[j], sm->rcpt[idx[j]].status, 0, NULL, kinds[k].bit, 1};
+            ch->nresults++;
+        }
+    }
+    if (ch != NULL)
+        ch->results = marks;
+    free(idx);
+}
 
 static void msg_maybe_finish(struct qm_msg *m)
 {
@@ -423,6 +589,7 @@ static void msg_maybe_finish(struct qm_msg *m)
                               m->sm->arrival, now, &next)) {
     case QMGR_DONE:
         m->finishing = 1;
+        notices(m, 0, NULL, NULL);
         qlog(q, QMGR_LOG_INFO, "%s: removed", m->id);
         q->stats.removed++;
         msg_write(m, NULL, 1);
@@ -444,8 +611,14 @@ static void msg_maybe_finish(struct qm_msg *m)
         free(idx);
         return; /* finishes again once that is committed: DONE */
     }
-    case QMGR_RETRY:
+    case QMGR_RETRY: {
+        /* One mark per recipient at most: the kinds are disjoint. */
+        struct spool_result *marks = calloc(m->sm->nrcpt + 1, sizeof(*marks));
+
+        if (marks == NULL)
+            abort();
         m->finishing = 1;
+        notices(m, 1, &ch, marks);
         ch.has_state = 1;
         ch.state = SPOOL_DEFERRED;
         ch.has_next_attempt = 1;
@@ -454,7 +627,9 @@ static void msg_maybe_finish(struct qm_msg *m)
         ch.attempts = m->sm->attempts + 1;
         q->stats.requeued++;
         msg_write(m, &ch, 1);
+        free(marks);
         return;
+    }
     }
 }
 
@@ -539,6 +714,8 @@ static void msg_load(struct qmgr *q, const char *id)
     m->q = q;
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = now_sec();
+    if ((m->relayed = calloc(m->sm->nrcpt + 1, 1)) == NULL)
+        abort();
     h = id_hash(m->id);
     m->hnext = q->hash[h];
     q->hash[h] = m;
@@ -690,7 +867,10 @@ static void delivery_done(void *ctx, struct deliver_result *res)
                    r->enhanced, r->status, r->text ? r->text : "", d->handoff,
                    conn_done);
     }
-    record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL);
+    record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL,
+           d->dest->route.type != ROUTE_SMTP ? HOW_FINAL
+           : res->dsn_passed                 ? HOW_SMTP_DSN
+                                             : HOW_SMTP);
     delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
                         res->hop_reason);
     deliver_result_free(res);
@@ -879,6 +1059,13 @@ static void settings_apply(struct qmgr *q)
     q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
     q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
     qmgr_retry_params(conf, &q->retry);
+    q->delay_warning = conf_time_ms(conf, NULL, "delay_warning_time") * 1000;
+    q->bounce_size_limit = (uint64_t)conf_int(conf, NULL, "bounce_size_limit");
+    snprintf(q->hostname, sizeof(q->hostname), "%s",
+             conf_str(conf, NULL, "myhostname"));
+    if (q->hostname[0] == 0 &&
+        gethostname(q->hostname, sizeof(q->hostname) - 1) < 0)
+        snprintf(q->hostname, sizeof(q->hostname), "localhost");
     /* One cache for every transport, with the global limits. */
     cp.idle_ms =
         (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
@@ -1039,6 +1226,7 @@ void qmgr_free(struct qmgr *q)
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         spool_msg_free(m->sm);
+        free(m->relayed);
         free(m);
     }
     deliver_cache_free(q->cache);

@@ -44,6 +44,10 @@
  *			void *ctx)
  *	void	qmgr_inbox_free(struct qmgr_inbox *in)
  *
+ *	char	*qmgr_notice_format(const struct qmgr_notice_params *p,
+ *			enum qmgr_notice kind, const struct spool_msg *m,
+ *			const struct qmgr_notice_rcpt *r, size_t n, size_t *len)
+ *
  *	void	qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r)
  *	enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r,
  *			int deferred, int null_sender, int64_t arrival,
@@ -64,8 +68,17 @@
  *	(deliver_log_line()); a message whose recipients are all final is
  *	removed ("ID: removed"), one with deferred recipients waits for its
  *	retry time (qmgr_retry_decide()) or, too old, has them bounced
- *	("message expired") and is removed. No bounce message is sent to
- *	the sender yet: the bounce is in the log and the spool record only.
+ *	("message expired") and is removed. At the end of each pass the
+ *	sender is sent the notices it is owed (notice.c), from the null
+ *	sender: one about the recipients that failed, one about those
+ *	delivered that asked for it (NOTIFY=SUCCESS) when the next hop does
+ *	not report success itself, and once per message, past
+ *	delay_warning_time, one about those still waiting; never for a
+ *	null-sender message, never against NOTIFY=NEVER. Each is logged
+ *	("ID: sender non-delivery notification: NEWID", "delay
+ *	notification", "delivery status notification"), and the recipients
+ *	it covers are marked in the spool so that no notice is sent twice
+ *	for them (a crash in between may send one twice, never lose it).
  *	A recipient that cannot be routed is bounced (5.1.3); DNS answers
  *	are applied per entry: a temporary failure defers its recipients
  *	and counts as a connection failure of the destination (negative
@@ -161,6 +174,10 @@
  *	posts any more, first runs whatever is still waiting: nothing
  *	posted is lost.
  *
+ *	qmgr_notice_format() writes a delivery status notification (RFC
+ *	3464) about some recipients of a message: failed, delayed or
+ *	delivered; see notice.c.
+ *
  *	qmgr_retry_params() reads minimal_backoff_time, maximal_backoff_time,
  *	maximal_queue_lifetime and bounce_queue_lifetime (microseconds, the
  *	spool's unit). qmgr_retry_decide() says what becomes of a message
@@ -203,6 +220,7 @@ struct qmgr_stats {
     long requeued;     /* messages sent back to wait for a retry */
     long submitted;    /* messages stored through qmgr_submit() */
     long destinations; /* destination queues in memory now */
+    long notices;      /* notices to senders stored */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
@@ -236,6 +254,33 @@ void qmgr_core_params(const struct conf *conf, const char *transport,
                       struct core_transport_params *p);
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,
                            struct qmgr_deliver_settings *d);
+/* Delivery status notifications (notice.c). */
+enum qmgr_notice {
+    QMGR_NOTICE_FAILED,
+    QMGR_NOTICE_DELAYED,
+    QMGR_NOTICE_DELIVERED,
+};
+
+struct qmgr_notice_rcpt {
+    const char *address;
+    const char *orcpt;  /* DSN ORCPT as given ("rfc822;x@y"), or NULL */
+    const char *reason; /* the spool's: "X.Y.Z text" */
+    int code;           /* the server's reply code, 0 if none */
+    int relayed;        /* delivered: to a server without DSN */
+};
+
+struct qmgr_notice_params {
+    const char *hostname; /* myhostname */
+    int64_t now;          /* microseconds since the epoch */
+    int64_t retry_until;  /* delayed: when the message expires */
+    uint64_t size_limit;  /* bounce_size_limit: larger returns headers */
+};
+
+char *qmgr_notice_format(const struct qmgr_notice_params *p,
+                         enum qmgr_notice kind, const struct spool_msg *m,
+                         const struct qmgr_notice_rcpt *r, size_t n,
+                         size_t *len);
+
 /* What becomes of a message whose in-core entries are all done. */
 enum qmgr_fate {
     QMGR_DONE,   /* nothing deferred */

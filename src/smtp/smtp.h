@@ -26,12 +26,15 @@
  *			smtp_emit_fn *emit, void *ctx)
  *	void	smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit,
  *			void *ctx)
+ *
+ *	int	smtp_date(char *buf, size_t len, time_t t)
  * DESCRIPTION
  *	The smtp/ layer turns protocol text into values and back, without
  *	doing any I/O, so that every codec can be tested to the byte. This
  *	header is the layer's whole public face: address syntax
  *	(address.c); replies, enhanced status codes, EHLO keywords and
- *	dot-stuffing (reply.c, described there); command parsing for the
+ *	dot-stuffing (reply.c, described there); RFC 5322 dates (date.c,
+ *	described there); command parsing for the
  *	SMTP server will join them.
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
@@ -62,6 +65,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Limits of RFC 5321 section 4.5.3.1. */
 #define SMTP_LOCAL_PART_MAX 64
@@ -123,5 +127,10 @@ unsigned smtp_ehlo_features(const struct smtp_reply *r, uint64_t *size_limit);
 void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
                 smtp_emit_fn *emit, void *ctx);
 void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
+
+/* "Sun, 22 Nov 2026 03:30:00 +0100" and its NUL fit in this. */
+#define SMTP_DATE_MAX 40
+
+int smtp_date(char *buf, size_t len, time_t t);
 
 #endif

@@ -114,6 +114,7 @@ static const struct {
     {"smtp_mx_address_limit", 5},
     {"smtp_mx_session_limit", 2},
     {"message_size_limit", 10240000},
+    {"bounce_size_limit", 50000},
 };
 
 static const struct {
@@ -222,7 +223,7 @@ static void test_table_has_every_parameter(void **state)
 
     (void)state;
     /*
-     * 19 integers (the reference table's 18, and
+     * 20 integers (the reference table's 18, bounce_size_limit and
      * smtp_connection_reuse_count_limit), 21 times (13, and the SMTP
      * client's 8 timeouts), 2 booleans, 2 feedbacks, 2 choices
      * (concurrency_feedback_rounding, default_scheduler), the spool's 2
@@ -231,7 +232,7 @@ static void test_table_has_every_parameter(void **state)
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers).
      */
-    assert_int_equal(conf_param_count, 56);
+    assert_int_equal(conf_param_count, 57);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

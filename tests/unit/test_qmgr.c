@@ -289,7 +289,8 @@ static void test_local_outcomes(void **state)
     assert_non_null(fp);
     fprintf(fp, "gone.test discard:\n"
                 "bad.test error:5.1.1 no such domain here\n"
-                "later.test error:4.3.2 try again later\n");
+                "later.test error:4.3.2 try again later\n"
+                "client.test discard:\n");
     fclose(fp);
     world_start(&w, "transport_maps", table, NULL);
     (void)why;
@@ -297,7 +298,11 @@ static void test_local_outcomes(void **state)
     run_until_idle(&w, 30);
     qmgr_stats(w.q, &st);
     unlink(table);
-    assert_int_equal(st.delivered, 1);
+    /* a@gone.test, and the failure notice to the sender */
+    assert_int_equal(st.delivered, 2);
+    assert_int_equal(st.notices, 1);
+    assert_non_null(strstr(w.log, ": sender non-delivery notification: "));
+    assert_non_null(strstr(w.log, "to=<sender@client.test>, relay=none"));
     assert_int_equal(st.bounced, 2);
     assert_int_equal(st.deferred, 1);
     assert_non_null(strstr(w.log, "to=<a@gone.test>, relay=none, delay="));
@@ -309,12 +314,106 @@ static void test_local_outcomes(void **state)
         strstr(w.log, "dsn=4.3.2, status=deferred (try again later)"));
     assert_non_null(strstr(w.log, "to=<nobody>"));
     assert_non_null(strstr(w.log, "dsn=5.1.3, status=bounced"));
-    /* One recipient deferred: the message waits for its retry. */
-    assert_int_equal(st.removed, 0);
+    /* One recipient deferred: the message waits for its retry; the
+     * notice was delivered and removed. */
+    assert_int_equal(st.removed, 1);
     assert_int_equal(st.requeued, 1);
     assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 1);
     assert_int_equal(spool_count(&w, SPOOL_INDEX_INCOMING), 0);
     world_stop(&w);
+}
+
+/* Store a message with DSN details: its ENVID, RET and NOTIFY. */
+static void store_dsn(struct world *w, const char *sender, const char *rcpt,
+                      unsigned notify, const char *orcpt)
+{
+    struct spool_msg *m = spool_msg_new();
+    char why[256];
+
+    m->sender = strdup(sender);
+    m->envid = strdup("env-7");
+    m->body = strdup("From: s@client.test\r\nSubject: dsn test\r\n\r\nhi\r\n");
+    m->size = strlen(m->body);
+    assert_int_equal(spool_msg_add_rcpt(m, rcpt, NULL, notify, orcpt), 0);
+    if (spool_store(w->sp, m, why, sizeof(why)) != 0)
+        fail_msg("spool_store: %s", why);
+    spool_msg_free(m);
+}
+
+/*
+ * Failures are reported to the sender in one RFC 3464 notice per message,
+ * from the null sender; NOTIFY=NEVER and the null sender get none; a
+ * notice that fails is not reported on; NOTIFY=SUCCESS gets a delivery
+ * notice ("delivered" for a local delivery).
+ */
+static void test_failure_notices(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char table[96], dump[8192];
+    FILE *fp;
+    struct qmgr_stats st;
+
+    (void)state;
+    if (sink_start(&sk, NULL, NULL) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-table.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp,
+            "bad.test error:5.1.1 no such user here\n"
+            "gone.test discard:\n"
+            "client.test relay:[127.0.0.1]:%d\n"
+            "lost.test error:5.1.2 nobody home\n",
+            sk.port);
+    fclose(fp);
+    world_start(&w, "transport_maps", table, "myhostname", "mx.sluice.test",
+                NULL);
+    store_dsn(&w, "sender@client.test", "x@bad.test", 0, "rfc822;X@bad.test");
+    store_dsn(&w, "quiet@client.test", "y@bad.test", SPOOL_NOTIFY_NEVER, NULL);
+    store_dsn(&w, "", "z@bad.test", 0, NULL);
+    /* The notice to this sender fails too: it is not reported on. */
+    store_dsn(&w, "who@lost.test", "w@bad.test", 0, NULL);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.notices, 2);
+    assert_int_equal(count_of(w.log, ": sender non-delivery notification: "),
+                     2);
+    assert_non_null(strstr(w.log, "to=<who@lost.test>, relay=none"));
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    assert_int_equal(sink_count(&sk), 1);
+    sink_dump(&sk, dump, sizeof(dump)); /* smtp-sink writes LF line ends */
+    assert_non_null(strstr(dump, "X-Mail-Args: <>\n"));
+    assert_non_null(strstr(dump, "To: <sender@client.test>\n"));
+    assert_non_null(strstr(
+        dump, "From: Mail Delivery System <MAILER-DAEMON@mx.sluice.test>"));
+    assert_non_null(strstr(dump, "Content-Type: multipart/report; "
+                                 "report-type=delivery-status;"));
+    assert_non_null(strstr(dump, "Original-Envelope-Id: env-7\n"));
+    assert_non_null(strstr(dump, "Final-Recipient: rfc822; x@bad.test\n"
+                                 "Original-Recipient: rfc822;X@bad.test\n"
+                                 "Action: failed\n"
+                                 "Status: 5.1.1\n"
+                                 "Diagnostic-Code: X-Sluice; no such user "
+                                 "here\n"));
+    assert_non_null(strstr(dump, "Subject: dsn test"));
+    world_stop(&w);
+
+    /* NOTIFY=SUCCESS on a final delivery: a "delivered" notice. */
+    world_start(&w, "transport_maps", table, NULL);
+    store_dsn(&w, "sender@client.test", "v@gone.test", SPOOL_NOTIFY_SUCCESS,
+              NULL);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.notices, 1);
+    assert_int_equal(count_of(w.log, ": sender delivery status notification: "),
+                     1);
+    assert_int_equal(sink_count(&sk), 2);
+    world_stop(&w);
+    sink_stop(&sk);
+    unlink(table);
 }
 
 /* A relay that refuses connections: the recipients are deferred (not
@@ -399,7 +498,8 @@ static void test_mx_outcomes(void **state)
     world_dns = ns.servers;
     world_start(&w, "transport_maps", table, NULL);
     world_dns = "127.0.0.1:9";
-    store(&w, "sender@client.test", 4, rcpt);
+    /* The null sender: the bounces here are about MX, not notices. */
+    store(&w, "", 4, rcpt);
     run_until_idle(&w, 30);
     qmgr_stats(w.q, &st);
     unlink(table);
@@ -473,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
+        cmocka_unit_test(test_failure_notices),
         cmocka_unit_test(test_mx_outcomes),
         cmocka_unit_test(test_lmtp),
     };
