@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/random.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -455,6 +456,15 @@ static void decide_all(struct qm_msg *m, const uint64_t *idx, int n,
 
 /* ---- the end of a message's stay in core ---- */
 
+static uint32_t random_u32(void)
+{
+    uint32_t r;
+
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+        r = (uint32_t)random();
+    return r;
+}
+
 /* Did the sender ask for this kind of notice (RFC 3461 NOTIFY)? */
 static int notify_wants(unsigned notify, unsigned what)
 {
@@ -622,7 +632,7 @@ static void msg_maybe_finish(struct qm_msg *m)
         ch.has_state = 1;
         ch.state = SPOOL_DEFERRED;
         ch.has_next_attempt = 1;
-        ch.next_attempt = next;
+        ch.next_attempt = now + qmgr_retry_jitter(next - now, random_u32());
         ch.has_attempts = 1;
         ch.attempts = m->sm->attempts + 1;
         q->stats.requeued++;
@@ -644,13 +654,22 @@ static void core_log_cb(void *ctx, enum core_log_level level, const char *text)
              "%s", text);
 }
 
+/* Mail for a dead destination waits without a connection attempt. */
+static void defer_suspended(struct qm_msg *m, const uint64_t *idx, int n,
+                            const char *reason)
+{
+    char text[700];
+
+    snprintf(text, sizeof(text), "delivery temporarily suspended: %s",
+             reason && *reason ? reason : "destination not reachable");
+    decide_all(m, idx, n, DELIVER_DEFER, "4.4.1", text, "none");
+}
+
 static void entry_deferred_cb(void *ctx, struct core_entry *e,
                               const char *reason)
 {
-    struct qm_msg *m = e->peer->job->message->ctx;
-
     (void)ctx;
-    decide_all(m, e->rcpt, e->nrcpt, DELIVER_DEFER, "4.4.1", reason, "none");
+    defer_suspended(e->peer->job->message->ctx, e->rcpt, e->nrcpt, reason);
 }
 
 static void message_done_cb(void *ctx, struct core_message *cm)
@@ -698,9 +717,8 @@ static void msg_load(struct qmgr *q, const char *id)
 {
     struct qm_msg *m = calloc(1, sizeof(*m));
     char why[512];
-    uint64_t *bad, *dead;
-    int nbad = 0, ndead = 0;
-    const char *dead_reason = "";
+    uint64_t *bad;
+    int nbad = 0;
     unsigned h;
 
     if (m == NULL)
@@ -724,8 +742,7 @@ static void msg_load(struct qmgr *q, const char *id)
     q->stats.loaded++;
     m->cm = core_message_create(q->core, ++q->next_id, now_ms(), m);
     bad = calloc(m->sm->nrcpt + 1, sizeof(*bad));
-    dead = calloc(m->sm->nrcpt + 1, sizeof(*dead));
-    if (bad == NULL || dead == NULL)
+    if (bad == NULL)
         abort();
     for (uint32_t i = 0; i < m->sm->nrcpt; i++) {
         struct route_result r;
@@ -741,17 +758,15 @@ static void msg_load(struct qmgr *q, const char *id)
         }
         cq = queue_for(q, &r);
         if (core_message_add(m->cm, cq, i) < 0) {
-            dead[ndead++] = i;
-            dead_reason = cq->dead_reason ? cq->dead_reason : "dead";
+            uint64_t one = i;
+
+            defer_suspended(m, &one, 1, cq->dead_reason);
         }
     }
     if (nbad > 0)
         decide_all(m, bad, nbad, DELIVER_BOUNCE, "5.1.3", "bad address syntax",
                    "none");
-    if (ndead > 0)
-        decide_all(m, dead, ndead, DELIVER_DEFER, "4.4.1", dead_reason, "none");
     free(bad);
-    free(dead);
     core_message_release(m->cm); /* may finish it at once */
 }
 

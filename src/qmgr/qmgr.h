@@ -52,6 +52,7 @@
  *	enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r,
  *			int deferred, int null_sender, int64_t arrival,
  *			int64_t now, int64_t *next_attempt)
+ *	int64_t	qmgr_retry_jitter(int64_t wait, uint32_t rnd)
  * DESCRIPTION
  *	qmgr/ feeds the active queue from the spool, hands entries to the
  *	delivery agents and applies their results to the spool and to
@@ -188,7 +189,11 @@
  *	0 means one attempt only): the deferred recipients are returned;
  *	else QMGR_RETRY, with *next_attempt = now + the message's age,
  *	clamped to the backoff bounds, so that the wait about doubles from
- *	one attempt to the next.
+ *	one attempt to the next. qmgr_retry_jitter() lengthens a wait by
+ *	0 to 10 % (rnd % 1001 thousandths of a tenth; the caller draws rnd
+ *	at random) so that messages deferred together, or machines started
+ *	together, do not come back in step; the queue manager applies it to
+ *	every retry time.
  */
 
 #include "conf/conf.h"
@@ -301,6 +306,7 @@ void qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn, void *ctx);
 void qmgr_inbox_free(struct qmgr_inbox *in);
 
 void qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r);
+int64_t qmgr_retry_jitter(int64_t wait, uint32_t rnd);
 enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r, int deferred,
                                  int null_sender, int64_t arrival, int64_t now,
                                  int64_t *next_attempt);

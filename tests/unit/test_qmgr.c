@@ -436,19 +436,29 @@ static void test_unreachable_relay(void **state)
     getsockname(fd, (struct sockaddr *)&sin, &len);
     snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", ntohs(sin.sin_port));
     world_start(&w, "relayhost", relay, NULL);
-    for (int i = 0; i < 5; i++)
+    /* Twice the initial window: the first five fail, the rest wait. */
+    for (int i = 0; i < 10; i++)
         store(&w, "sender@client.test", 2, rcpt);
     run_until_idle(&w, 30);
     close(fd);
     qmgr_stats(w.q, &st);
     assert_int_equal(st.delivered + st.bounced, 0);
-    assert_int_equal(st.deferred, 10);
-    assert_int_equal(st.requeued, 5);
+    assert_int_equal(st.deferred, 20);
+    assert_int_equal(st.requeued, 10);
     /* A dead destination is remembered until its backoff ends. */
     assert_int_equal(st.destinations, 1);
     assert_non_null(strstr(w.log, "status=deferred (connect to 127.0.0.1"));
     assert_non_null(strstr(w.log, ": destination dead after "));
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 5);
+    /* The mail still waiting is deferred without a connection attempt. */
+    assert_non_null(strstr(w.log, "dsn=4.4.1, status=deferred (delivery "
+                                  "temporarily suspended: connect to "
+                                  "127.0.0.1[127.0.0.1]:"));
+    assert_int_equal(count_of(w.log, "status=deferred (connect to 127.0.0.1"),
+                     10);
+    assert_int_equal(count_of(w.log, "status=deferred (delivery temporarily "
+                                     "suspended: "),
+                     10);
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 10);
     world_stop(&w);
 }
 

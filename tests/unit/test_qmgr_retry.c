@@ -80,6 +80,36 @@ static void test_backoff_doubles(void **state)
     conf_free(conf);
 }
 
+/*
+ * Jitter: up to a tenth more than the backoff, so that messages deferred
+ * together (or machines restarted together) do not come back in step.
+ */
+static void test_jitter(void **state)
+{
+    int64_t seen[1001];
+    int distinct = 0;
+
+    (void)state;
+    assert_int_equal(qmgr_retry_jitter(300 * SEC, 0), 300 * SEC);
+    assert_int_equal(qmgr_retry_jitter(300 * SEC, 500), 315 * SEC);
+    assert_int_equal(qmgr_retry_jitter(300 * SEC, 1000), 330 * SEC);
+    assert_int_equal(qmgr_retry_jitter(300 * SEC, 1001), 300 * SEC);
+    for (uint32_t rnd = 0; rnd <= 1000; rnd++) {
+        int64_t w = qmgr_retry_jitter(4000 * SEC, rnd * 7919u);
+
+        assert_true(w >= 4000 * SEC && w <= 4400 * SEC);
+        seen[rnd] = w;
+    }
+    for (int i = 0; i <= 1000; i++) {
+        int first = 1;
+
+        for (int j = 0; j < i && first; j++)
+            first = seen[j] != seen[i];
+        distinct += first;
+    }
+    assert_true(distinct > 900);
+}
+
 static void test_expiry(void **state)
 {
     struct conf *conf = conf_defaults();
@@ -122,6 +152,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_backoff_doubles),
+        cmocka_unit_test(test_jitter),
         cmocka_unit_test(test_expiry),
     };
 
