@@ -13,7 +13,8 @@
  *			cli_release_command, cli_requeue_command;
  *	extern const struct cli_command cli_sendmail_command,
  *			cli_import_command, cli_recover_command;
- *	extern const struct cli_command cli_route_command, cli_reload_command;
+ *	extern const struct cli_command cli_route_command, cli_reload_command,
+ *			cli_flush_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
@@ -74,6 +75,7 @@ extern const struct cli_command cli_import_command;
 extern const struct cli_command cli_recover_command;
 extern const struct cli_command cli_route_command;
 extern const struct cli_command cli_reload_command;
+extern const struct cli_command cli_flush_command;
 
 struct conf *cli_conf_open(const char *opt_path);
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,

@@ -54,6 +54,9 @@
  *	int	local_submit(const char *queue_directory,
  *			const struct spool_msg *m, int timeout_ms, char *id,
  *			size_t idlen, char *why, size_t whylen)
+ *	int	local_flush(const char *queue_directory, const char *domain,
+ *			int timeout_ms, long *messages, char *why,
+ *			size_t whylen)
  *	struct local_server *local_server_create(struct event_base *base,
  *			const char *queue_directory,
  *			const struct local_params *p, local_store_fn *store,
@@ -202,6 +205,7 @@ int maildrop_parse(char *buf, size_t len, uid_t owner, struct spool_msg **m,
 
 #define LOCAL_CLIENT_TIMEOUT 60  /* seconds a client may stay silent */
 #define LOCAL_CLIENT_LIMIT   100 /* clients served at once */
+#define LOCAL_DOMAIN_MAX     255 /* a flush's domain, in bytes */
 
 /* What local_submit() returns; the message stored only with LOCAL_OK. */
 enum local_status {
@@ -221,15 +225,23 @@ typedef void local_done_fn(void *conn, int status, const char *id,
 typedef void local_store_fn(void *ctx, struct spool_msg *m, uid_t uid,
                             local_done_fn *done, void *conn);
 
+/* Called once per flush request: messages made due now. */
+typedef void local_flushed_fn(void *conn, long messages);
+
 struct local_params {
     uint64_t size_limit; /* message_size_limit; 0 = none */
     void (*log)(void *ctx, const char *line);
     void *log_ctx;
+    /* flush requests (NULL: refused), with the server's ctx */
+    void (*flush)(void *ctx, const char *domain, local_flushed_fn *done,
+                  void *conn);
 };
 
 int local_submit(const char *queue_directory, const struct spool_msg *m,
                  int timeout_ms, char *id, size_t idlen, char *why,
                  size_t whylen);
+int local_flush(const char *queue_directory, const char *domain, int timeout_ms,
+                long *messages, char *why, size_t whylen);
 struct local_server *local_server_create(struct event_base *base,
                                          const char *queue_directory,
                                          const struct local_params *p,

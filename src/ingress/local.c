@@ -7,6 +7,9 @@
  *	int	local_submit(const char *queue_directory,
  *			const struct spool_msg *m, int timeout_ms, char *id,
  *			size_t idlen, char *why, size_t whylen)
+ *	int	local_flush(const char *queue_directory, const char *domain,
+ *			int timeout_ms, long *messages, char *why,
+ *			size_t whylen)
  *
  *	struct local_server *local_server_create(struct event_base *base,
  *			const char *queue_directory,
@@ -25,7 +28,7 @@
  *	open the spool and commit alone. When no daemon answers, sendmail
  *	stores the message itself, or leaves it in the maildrop.
  *
- *	The protocol, one message per connection:
+ *	The protocol, one request per connection:
  *
  *	    client: submit LENGTH LF, then LENGTH bytes: one maildrop
  *		    record (maildrop_format(); the maildrop file format)
@@ -33,6 +36,10 @@
  *		    ok QUEUEID LF		stored
  *		    reject REASON LF	never acceptable (malformed, too big)
  *		    tempfail REASON LF	not stored now (spool full, disk full)
+ *
+ *	    client: flush LF, or flush DOMAIN LF
+ *	    server: ok N LF		N deferred messages made due now
+ *		    reject REASON LF	a malformed domain
  *
  *	The server reads the record with the same strict parser as the
  *	maildrop (maildrop_parse()), and the uid it records must be the
@@ -43,6 +50,12 @@
  *	At most LOCAL_CLIENT_LIMIT clients are served at once: beyond
  *	that the server stops accepting, and new clients wait in the
  *	listen queue (flow control, not failure).
+ *
+ *	local_flush() asks the daemon to flush deferred mail, for one
+ *	domain or all (NULL), and puts the number of messages made due in
+ *	*messages; it returns as local_submit() does. The server hands a
+ *	flush to p->flush(ctx, domain, done, conn) (domain NULL for all),
+ *	which calls done(conn, messages) once, on the loop thread.
  *
  *	local_submit() is the client. It returns LOCAL_OK with the queue id
  *	in id, or LOCAL_REJECT / LOCAL_TEMPFAIL with the daemon's reason;
@@ -77,6 +90,7 @@
 #include "ingress/ingress.h"
 #include "ingress/ingress_private.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -215,26 +229,26 @@ static int parse_reply(char *line, char *id, size_t idlen, char *why,
     return LOCAL_NO_ANSWER;
 }
 
-int local_submit(const char *queue_directory, const struct spool_msg *m,
-                 int timeout_ms, char *id, size_t idlen, char *why,
-                 size_t whylen)
+/*
+ * One exchange with the daemon: the request line head, then len bytes of
+ * body; the answer's argument (the queue id, a count) goes to arg.
+ */
+static int request(const char *queue_directory, const char *head,
+                   const char *body, size_t len, int timeout_ms, char *arg,
+                   size_t arglen, char *why, size_t whylen)
 {
     struct sockaddr_un sun;
     struct timespec start;
-    char head[REQUEST_LINE_MAX], reply[REPLY_LINE_MAX];
-    char *rec = NULL;
-    size_t len;
+    char reply[REPLY_LINE_MAX];
     ssize_t n;
     int fd, rc;
 
-    *id = 0;
+    *arg = 0;
     if (socket_address(queue_directory, &sun) < 0) {
         snprintf(why, whylen, "queue_directory %s: name too long for a socket",
                  queue_directory);
         return LOCAL_UNAVAILABLE;
     }
-    if (maildrop_format(m, &rec, &len, why, whylen) < 0)
-        return LOCAL_REJECT;
     clock_gettime(CLOCK_MONOTONIC, &start);
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
@@ -242,22 +256,21 @@ int local_submit(const char *queue_directory, const struct spool_msg *m,
         rc = LOCAL_UNAVAILABLE;
         goto done;
     }
-    snprintf(head, sizeof(head), "submit %zu\n", len);
     if (send_all(fd, head, strlen(head), &start, timeout_ms) < 0 ||
-        send_all(fd, rec, len, &start, timeout_ms) < 0) {
+        send_all(fd, body, len, &start, timeout_ms) < 0) {
         snprintf(why, whylen, "sending to %s: %s", sun.sun_path,
                  strerror(errno));
         /* A refusal may already be waiting: a request too big. */
         n = read_reply(fd, reply, sizeof(reply), &start,
                        errno == ETIMEDOUT ? 0 : timeout_ms);
-        rc = n > 0                ? parse_reply(reply, id, idlen, why, whylen)
+        rc = n > 0                ? parse_reply(reply, arg, arglen, why, whylen)
              : errno == ETIMEDOUT ? LOCAL_NO_ANSWER
                                   : LOCAL_UNAVAILABLE;
         goto done;
     }
     n = read_reply(fd, reply, sizeof(reply), &start, timeout_ms);
     if (n > 0) {
-        rc = parse_reply(reply, id, idlen, why, whylen);
+        rc = parse_reply(reply, arg, arglen, why, whylen);
     } else if (n == 0 || errno != ETIMEDOUT) {
         snprintf(why, whylen, "%s: the daemon closed the connection",
                  sun.sun_path);
@@ -270,7 +283,41 @@ int local_submit(const char *queue_directory, const struct spool_msg *m,
 done:
     if (fd >= 0)
         close(fd);
+    return rc;
+}
+
+int local_submit(const char *queue_directory, const struct spool_msg *m,
+                 int timeout_ms, char *id, size_t idlen, char *why,
+                 size_t whylen)
+{
+    char head[REQUEST_LINE_MAX];
+    char *rec = NULL;
+    size_t len;
+    int rc;
+
+    *id = 0;
+    if (maildrop_format(m, &rec, &len, why, whylen) < 0)
+        return LOCAL_REJECT;
+    snprintf(head, sizeof(head), "submit %zu\n", len);
+    rc = request(queue_directory, head, rec, len, timeout_ms, id, idlen, why,
+                 whylen);
     free(rec);
+    return rc;
+}
+
+int local_flush(const char *queue_directory, const char *domain, int timeout_ms,
+                long *messages, char *why, size_t whylen)
+{
+    char head[REQUEST_LINE_MAX + LOCAL_DOMAIN_MAX], count[32];
+    int rc;
+
+    *messages = 0;
+    snprintf(head, sizeof(head), "flush%s%s\n", domain ? " " : "",
+             domain ? domain : "");
+    rc = request(queue_directory, head, "", 0, timeout_ms, count, sizeof(count),
+                 why, whylen);
+    if (rc == LOCAL_OK)
+        *messages = strtol(count, NULL, 10);
     return rc;
 }
 
@@ -400,6 +447,51 @@ static uint64_t request_limit(const struct local_server *s)
                                : MAILDROP_SIZE_MAX;
 }
 
+static void flushed(void *arg, long messages)
+{
+    struct local_conn *c = arg;
+    char count[32];
+
+    if (c->s == NULL || c->gone) {
+        conn_free(c);
+        return;
+    }
+    snprintf(count, sizeof(count), "%ld", messages);
+    conn_reply(c, "ok", count);
+}
+
+/* A domain for a flush: a host name or an address literal, no more. */
+static int domain_ok(const char *d)
+{
+    size_t n = strlen(d);
+
+    if (n == 0 || n > LOCAL_DOMAIN_MAX)
+        return 0;
+    for (; *d; d++)
+        if (!isalnum((unsigned char)*d) && !strchr(".-_[]:", *d))
+            return 0;
+    return 1;
+}
+
+static void read_flush(struct local_conn *c, char *line)
+{
+    struct local_server *s = c->s;
+    const char *domain = line[5] == ' ' ? line + 6 : NULL;
+
+    if (line[5] != 0 && line[5] != ' ') {
+        conn_reject(c, "malformed request line: expected \"flush [DOMAIN]\"");
+    } else if (domain != NULL && !domain_ok(domain)) {
+        conn_reject(c, "malformed domain for flush");
+    } else if (s->p.flush == NULL) {
+        conn_reject(c, "flush is not available here");
+    } else {
+        c->state = CONN_STORING;
+        bufferevent_disable(c->bev, EV_READ);
+        s->p.flush(s->ctx, domain, flushed, c);
+    }
+    free(line);
+}
+
 static void read_header(struct local_conn *c, struct evbuffer *in)
 {
     size_t n;
@@ -408,8 +500,12 @@ static void read_header(struct local_conn *c, struct evbuffer *in)
     unsigned long long want;
 
     if (line == NULL) {
-        if (evbuffer_get_length(in) > REQUEST_LINE_MAX)
+        if (evbuffer_get_length(in) > REQUEST_LINE_MAX + LOCAL_DOMAIN_MAX)
             conn_reject(c, "request line too long");
+        return;
+    }
+    if (strncmp(line, "flush", 5) == 0) {
+        read_flush(c, line);
         return;
     }
     errno = 0;

@@ -134,6 +134,15 @@ static void local_store(void *ctx, struct spool_msg *m, uid_t uid,
     qmgr_submit(d->q, m, (unsigned long)uid, done, conn);
 }
 
+/* "sluice flush [DOMAIN]" through the submission socket. */
+static void local_flush_request(void *ctx, const char *domain,
+                                local_flushed_fn *done, void *conn)
+{
+    struct daemon *d = ctx;
+
+    qmgr_flush(d->q, domain, done, conn);
+}
+
 static void local_log(void *ctx, const char *line)
 {
     (void)ctx;
@@ -248,6 +257,7 @@ static void reload(struct daemon *d)
     qmgr_reload(d->q, conf, routes);
     lp.size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
     lp.log = local_log;
+    lp.flush = local_flush_request;
     local_server_params_set(d->local, &lp);
     route_free(d->routes);
     conf_free(d->conf);
@@ -365,6 +375,7 @@ static int start(struct daemon *d)
     }
     lp.size_limit = (uint64_t)conf_int(d->conf, NULL, "message_size_limit");
     lp.log = local_log;
+    lp.flush = local_flush_request;
     d->local = local_server_create(d->base, d->queue_directory, &lp,
                                    local_store, d, why, sizeof(why));
     if (d->local == NULL) {

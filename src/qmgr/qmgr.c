@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/time.h>
@@ -348,6 +349,149 @@ void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
     n->ctx = ctx;
     n->uid = uid;
     submit_store(q, m, n);
+}
+
+/* ---- flush: deferred mail due now, dead destinations alive ---- */
+
+static void dispatch(struct qmgr *q);
+
+struct flush_job {
+    struct qmgr *q;
+    qmgr_flush_fn *done;
+    void *ctx;
+    long messages; /* made due */
+    long pending;  /* changes not yet committed */
+};
+
+static void flush_finish(struct flush_job *f)
+{
+    struct qmgr *q = f->q;
+
+    q->submitting--;
+    feed_ask(q, 0);
+    if (f->done)
+        f->done(f->ctx, f->messages);
+    free(f);
+}
+
+static void flush_seen(void *arg)
+{
+    struct flush_job *f = arg;
+
+    if (--f->pending == 0)
+        flush_finish(f);
+}
+
+static void flush_committed(void *ctx, const char *id, int status,
+                            const char *why)
+{
+    struct flush_job *f = ctx;
+
+    (void)id;
+    (void)status;
+    (void)why;
+    qmgr_inbox_post(f->q->inbox, flush_seen, f);
+}
+
+/* Does address (or a destination's next hop) belong to domain? */
+static int in_domain(const char *name, const char *domain)
+{
+    const char *at = strrchr(name, '@');
+
+    return strcasecmp(at ? at + 1 : name, domain) == 0;
+}
+
+struct flush_scan {
+    struct flush_job *f;
+    const char *domain;
+};
+
+/* The destination that mail for address goes to comes back, if dead. */
+static void flush_route(struct qmgr *q, const char *address)
+{
+    struct route_result r;
+    struct core_transport *t;
+    struct core_queue *cq;
+    char why[256];
+
+    if (route_resolve(q->routes, address, &r, why, sizeof(why)) < 0 ||
+        (t = core_transport_find(q->core, r.transport)) == NULL)
+        return;
+    cq = core_queue_find(t, r.key + strlen(r.transport) + 1);
+    if (cq != NULL && CORE_QUEUE_DEAD_P(cq))
+        core_queue_flush(cq, now_ms());
+}
+
+static int flush_one(void *ctx, const struct spool_msg *env)
+{
+    struct flush_scan *fs = ctx;
+    struct qmgr *q = fs->f->q;
+    struct spool_change ch = {0};
+    struct spool_msg *m;
+    char why[256];
+    int match = fs->domain == NULL;
+
+    if (msg_find(q, env->id) != NULL)
+        return 0; /* in memory: being delivered already */
+    if (!match && spool_get(q->sp, env->id, &m, SPOOL_GET_RCPTS, why,
+                            sizeof(why)) == 0) {
+        for (uint32_t i = 0; i < m->nrcpt; i++) {
+            if ((m->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                 m->rcpt[i].status == SPOOL_RCPT_PENDING) &&
+                in_domain(m->rcpt[i].address, fs->domain)) {
+                match = 1;
+                flush_route(q, m->rcpt[i].address);
+            }
+        }
+        spool_msg_free(m);
+    }
+    if (!match)
+        return 0;
+    ch.has_next_attempt = 1;
+    ch.next_attempt = spool_now();
+    fs->f->pending++;
+    if (spool_submit_change(q->sp, env->id, &ch, flush_committed, fs->f) < 0)
+        fs->f->pending--;
+    else
+        fs->f->messages++;
+    return 0;
+}
+
+void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
+                void *ctx)
+{
+    struct flush_job *f = calloc(1, sizeof(*f));
+    struct flush_scan fs = {f, domain && *domain ? domain : NULL};
+    char why[256];
+
+    if (f == NULL)
+        abort();
+    f->q = q;
+    f->done = done;
+    f->ctx = ctx;
+    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+        struct core_queue *cq;
+
+        TAILQ_FOREACH(cq, &t->queues, link)
+        {
+            const struct qm_dest *d = cq->ctx;
+
+            if (CORE_QUEUE_DEAD_P(cq) &&
+                (fs.domain == NULL || in_domain(d->route.nexthop, fs.domain) ||
+                 in_domain(cq->key, fs.domain)))
+                core_queue_flush(cq, now_ms());
+        }
+    }
+    q->submitting++; /* busy until the changes are in */
+    f->pending = 1;  /* this call's own */
+    if (spool_list(q->sp, SPOOL_INDEX_DEFERRED, flush_one, &fs, why,
+                   sizeof(why)) < 0)
+        qlog(q, QMGR_LOG_WARNING, "flush: cannot read the queue: %s", why);
+    qlog(q, QMGR_LOG_INFO, "flush%s%s: %ld deferred messages due now",
+         fs.domain ? " " : "", fs.domain ? fs.domain : "", f->messages);
+    dispatch(q);
+    if (--f->pending == 0)
+        flush_finish(f);
 }
 
 /* ---- recipient results ---- */
@@ -713,7 +857,25 @@ static struct core_queue *queue_for(struct qmgr *q,
     return cq;
 }
 
-static void msg_load(struct qmgr *q, const char *id)
+/* A recipient of a message found too old: returned with its last reason. */
+static void expire_rcpt(struct qm_msg *m, uint32_t i)
+{
+    const char *last = m->sm->rcpt[i].reason;
+    const char *sp = last ? strchr(last, ' ') : NULL;
+    uint64_t one = i;
+    char text[700];
+
+    snprintf(text, sizeof(text), "message expired: %s",
+             sp && sp[1] ? sp + 1 : "not delivered");
+    decide_all(m, &one, 1, DELIVER_BOUNCE, "4.4.7", text, "none");
+}
+
+/*
+ * Bring message id into memory: each recipient not yet final is routed
+ * to its destination queue; or, with expire, returned to the sender at
+ * once (a message found too old in any state, held ones included).
+ */
+static void msg_load(struct qmgr *q, const char *id, int expire)
 {
     struct qm_msg *m = calloc(1, sizeof(*m));
     char why[512];
@@ -751,6 +913,10 @@ static void msg_load(struct qmgr *q, const char *id)
         if (m->sm->rcpt[i].status == SPOOL_RCPT_DELIVERED ||
             m->sm->rcpt[i].status == SPOOL_RCPT_BOUNCED)
             continue;
+        if (expire) {
+            expire_rcpt(m, i);
+            continue;
+        }
         if (route_resolve(q->routes, m->sm->rcpt[i].address, &r, why,
                           sizeof(why)) < 0) {
             bad[nbad++] = i;
@@ -790,7 +956,6 @@ static int feed_collect(void *ctx, const struct spool_msg *sm)
     return fs->n >= fs->room;
 }
 
-static void dispatch(struct qmgr *q);
 
 static void feed(struct qmgr *q)
 {
@@ -813,13 +978,50 @@ static void feed(struct qmgr *q)
         qlog(q, QMGR_LOG_WARNING, "cannot read the queue: %s", why);
     for (i = j = 0; (i < in.n || j < de.n) && q->active < q->limit;) {
         if (i < in.n)
-            msg_load(q, in.ids[i++]);
+            msg_load(q, in.ids[i++], 0);
         if (j < de.n && q->active < q->limit)
-            msg_load(q, de.ids[j++]);
+            msg_load(q, de.ids[j++], 0);
     }
     q->spool_has_more = in.n >= in.room || de.n >= de.room;
     free(in.ids);
     free(de.ids);
+}
+
+/*
+ * Expiry in every state: messages past their lifetime that are not in
+ * memory (deferred and not due, held, or waiting in incoming) are loaded
+ * to be returned to their senders at once, as many as there is room for;
+ * the rest at the next sweep. A lifetime of 0 means one attempt, which
+ * the message's pass makes; the sweep leaves those alone.
+ */
+static int expire_collect(void *ctx, const struct spool_msg *sm)
+{
+    struct feed_scan *es = ctx;
+    const struct qmgr_retry *r = &es->q->retry;
+    int64_t lifetime = sm->sender[0] ? r->lifetime : r->bounce_lifetime;
+
+    if (sm->state == SPOOL_CORRUPT || lifetime == 0 ||
+        es->now - sm->arrival <= lifetime || msg_find(es->q, sm->id) != NULL)
+        return 0;
+    snprintf(es->ids[es->n++], SPOOL_ID_MAX + 1, "%s", sm->id);
+    return es->n >= es->room;
+}
+
+static void expire_sweep(struct qmgr *q)
+{
+    struct feed_scan es = {q, spool_now(), q->limit - q->active, 0, NULL};
+    char why[256];
+
+    if (es.room <= 0 || q->draining || q->closing)
+        return;
+    if ((es.ids = calloc((size_t)es.room, sizeof(*es.ids))) == NULL)
+        abort();
+    if (spool_list(q->sp, SPOOL_INDEX_ALL, expire_collect, &es, why,
+                   sizeof(why)) < 0)
+        qlog(q, QMGR_LOG_WARNING, "cannot read the queue: %s", why);
+    for (long i = 0; i < es.n; i++)
+        msg_load(q, es.ids[i], 1);
+    free(es.ids);
 }
 
 /* ---- delivery ---- */
@@ -1060,6 +1262,7 @@ static void scan_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     dest_sweep(q);
+    expire_sweep(q);
     feed_ask(q, 0);
 }
 

@@ -16,6 +16,8 @@
  *			const struct route_table *routes)
  *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
  *			unsigned long uid, qmgr_submit_fn *done, void *ctx)
+ *	void	qmgr_flush(struct qmgr *q, const char *domain,
+ *			qmgr_flush_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
  *	void	qmgr_drain(struct qmgr *q)
@@ -111,6 +113,15 @@
  *	the initial concurrency. Dead ones that came back are freed at the
  *	next queue run. So memory follows the destinations in use, not
  *	every destination ever seen.
+ *
+ *	qmgr_flush() is ETRN's and "sluice flush"'s work: every dead
+ *	destination whose next hop is domain, or that mail for domain is
+ *	routed to (all, with domain NULL or ""), comes back to life at
+ *	once, and every deferred message that is not
+ *	in memory and has a recipient still waiting in domain (all, without
+ *	one) is made due now; then done(ctx, messages) tells how many, once
+ *	those changes are committed, and the feed looks at the queue.
+ *	Logged as "flush [DOMAIN]: N deferred messages due now".
  *
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
@@ -214,6 +225,7 @@ enum qmgr_log_level {
 typedef void qmgr_log_fn(void *ctx, int level, const char *line);
 typedef void qmgr_submit_fn(void *ctx, int status, const char *id,
                             const char *why);
+typedef void qmgr_flush_fn(void *ctx, long messages);
 
 struct qmgr_stats {
     long active;       /* messages in memory now */
@@ -236,6 +248,8 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
                  const struct route_table *routes);
 void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
                  qmgr_submit_fn *done, void *ctx);
+void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
+                void *ctx);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 void qmgr_drain(struct qmgr *q);

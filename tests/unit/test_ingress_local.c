@@ -97,6 +97,18 @@ static void store(void *ctx, struct spool_msg *m, uid_t uid,
     }
 }
 
+static char flush_domain[300];
+static int flush_calls;
+
+static void flush(void *ctx, const char *domain, local_flushed_fn *done,
+                  void *conn)
+{
+    (void)ctx;
+    flush_calls++;
+    snprintf(flush_domain, sizeof(flush_domain), "%s", domain ? domain : "*");
+    done(conn, domain ? 7 : 12);
+}
+
 static void server_log(void *ctx, const char *line)
 {
     (void)ctx;
@@ -105,7 +117,7 @@ static void server_log(void *ctx, const char *line)
 
 static void server_start(uint64_t size_limit)
 {
-    struct local_params p = {size_limit, server_log, NULL};
+    struct local_params p = {size_limit, server_log, NULL, flush};
     char why[512];
 
     server = local_server_create(base, qdir, &p, store, NULL, why, sizeof(why));
@@ -116,6 +128,10 @@ static void server_start(uint64_t size_limit)
 /* ------------------------------------------------------ client thread */
 
 struct client {
+    /* local_flush(), when flush is set */
+    int flush;
+    const char *domain;
+    long messages;
     /* local_submit() */
     struct spool_msg *m;
     int timeout_ms;
@@ -137,6 +153,12 @@ static void *client_main(void *arg)
     ssize_t n, got_n = 0;
     int fd;
 
+    if (c->flush) {
+        c->rc = local_flush(qdir, c->domain, 5000, &c->messages, c->why,
+                            sizeof(c->why));
+        atomic_store(&c->done, 1);
+        return NULL;
+    }
     if (c->raw == NULL) {
         c->rc = local_submit(qdir, c->m, c->timeout_ms, c->id, sizeof(c->id),
                              c->why, sizeof(c->why));
@@ -423,6 +445,33 @@ static void test_reject_extra_and_too_big(void **state)
     spool_msg_free(m);
 }
 
+/* Flush requests reach the flush function with their domain, or none. */
+static void test_flush(void **state)
+{
+    static const char bad[] = "flush bad domain!\n";
+    static const char worse[] = "flushing\n";
+    struct client c = {0};
+
+    (void)state;
+    server_start(0);
+    c.flush = 1;
+    c.domain = "a.test";
+    run_client(&c);
+    assert_int_equal(c.rc, LOCAL_OK);
+    assert_int_equal(c.messages, 7);
+    assert_string_equal(flush_domain, "a.test");
+    c.domain = NULL;
+    run_client(&c);
+    assert_int_equal(c.rc, LOCAL_OK);
+    assert_int_equal(c.messages, 12);
+    assert_string_equal(flush_domain, "*");
+    assert_int_equal(flush_calls, 2);
+    raw_request(bad, strlen(bad), "reject malformed domain for flush\n");
+    raw_request(worse, strlen(worse),
+                "reject malformed request line: expected \"flush [DOMAIN]\"\n");
+    assert_int_equal(flush_calls, 2);
+}
+
 /* The server's side of a close, run from the loop while a client waits. */
 static void close_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -471,6 +520,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_close_drops_senders, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

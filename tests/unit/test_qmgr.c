@@ -416,6 +416,103 @@ static void test_failure_notices(void **state)
     unlink(table);
 }
 
+static long flushed;
+
+static void flush_cb(void *ctx, long messages)
+{
+    (void)ctx;
+    flushed = messages;
+}
+
+/* Run the loop until the last flush has answered, at most 5 s. */
+static void run_until_flushed(struct world *w)
+{
+    struct timeval tick = {0, 10000};
+
+    for (int i = 0; i < 500 && flushed < 0; i++) {
+        event_base_loopexit(w->base, &tick);
+        event_base_dispatch(w->base);
+    }
+}
+
+/* Store a message that arrived age_s ago, then put it in state. */
+static void store_old(struct world *w, const char *rcpt, int64_t age_s,
+                      enum spool_state state, int64_t due_in_s)
+{
+    struct spool_msg *m = spool_msg_new();
+    struct spool_change ch = {0};
+    char why[256];
+
+    m->sender = strdup("sender@client.test");
+    m->body = strdup("Subject: old\r\n\r\nold\r\n");
+    m->size = strlen(m->body);
+    m->arrival = spool_now() - age_s * 1000000;
+    assert_int_equal(spool_msg_add_rcpt(m, rcpt, NULL, 0, NULL), 0);
+    if (spool_store(w->sp, m, why, sizeof(why)) != 0)
+        fail_msg("spool_store: %s", why);
+    ch.has_state = 1;
+    ch.state = state;
+    ch.has_next_attempt = state == SPOOL_DEFERRED;
+    ch.next_attempt = spool_now() + due_in_s * 1000000;
+    if (spool_update(w->sp, m->id, &ch, why, sizeof(why)) != 0)
+        fail_msg("spool_update: %s", why);
+    spool_msg_free(m);
+}
+
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+/*
+ * Expiry in every state: a held message and a deferred one not yet due,
+ * both older than maximal_queue_lifetime, are returned at the next queue
+ * run without a delivery attempt; a young deferred one stays.
+ */
+static void test_expiry_sweep(void **state)
+{
+    struct world w;
+    char table[96];
+    FILE *fp;
+    struct qmgr_stats st;
+    struct timeval run = {1, 600000};
+    struct event *stop;
+
+    (void)state;
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-table.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp, "client.test discard:\nfar.test error:4.4.1 not now\n");
+    fclose(fp);
+    world_start(&w, "transport_maps", table, "queue_run_delay", "1s",
+                "maximal_queue_lifetime", "2h", NULL);
+    store_old(&w, "held@far.test", 3 * 3600, SPOOL_HOLD, 0);
+    store_old(&w, "later@far.test", 3 * 3600, SPOOL_DEFERRED, 86400);
+    store_old(&w, "young@far.test", 60, SPOOL_DEFERRED, 86400);
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    stop = evtimer_new(w.base, stop_cb, w.base);
+    evtimer_add(stop, &run);
+    event_base_dispatch(w.base);
+    event_free(stop);
+    run_until_idle(&w, 10);
+    qmgr_stats(w.q, &st);
+    unlink(table);
+    assert_int_equal(st.bounced, 2);
+    assert_int_equal(count_of(w.log, "dsn=4.4.7, status=bounced (message "
+                                     "expired: not delivered)"),
+                     2);
+    assert_non_null(strstr(w.log, "to=<held@far.test>"));
+    assert_non_null(strstr(w.log, "to=<later@far.test>"));
+    assert_null(strstr(w.log, "to=<young@far.test>"));
+    assert_int_equal(st.notices, 2);
+    /* The young one waits; the two old ones and their notices are gone. */
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 1);
+    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 1);
+    world_stop(&w);
+}
+
 /* A relay that refuses connections: the recipients are deferred (not
  * bounced), the destination is declared dead, the messages wait. */
 static void test_unreachable_relay(void **state)
@@ -459,6 +556,25 @@ static void test_unreachable_relay(void **state)
                                      "suspended: "),
                      10);
     assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 10);
+
+    /* A flush for another domain changes nothing; one for far.test
+     * revives the destination and makes its ten messages due now. */
+    flushed = -1;
+    qmgr_flush(w.q, "other.test", flush_cb, NULL);
+    run_until_flushed(&w);
+    assert_int_equal(flushed, 0);
+    assert_null(strstr(w.log, "destination alive again (flush)"));
+    flushed = -1;
+    qmgr_flush(w.q, "FAR.test", flush_cb, NULL);
+    run_until_flushed(&w);
+    assert_int_equal(flushed, 10);
+    assert_non_null(strstr(w.log, "flush FAR.test: 10 deferred messages due "
+                                  "now"));
+    assert_non_null(strstr(w.log, "destination alive again (flush)"));
+    /* They are tried again at once (and fail again: nobody listens). */
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.requeued, 20);
     world_stop(&w);
 }
 
@@ -584,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_failure_notices),
+        cmocka_unit_test(test_expiry_sweep),
         cmocka_unit_test(test_mx_outcomes),
         cmocka_unit_test(test_lmtp),
     };
