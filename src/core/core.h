@@ -18,6 +18,10 @@
  *			const char *name)
  *	void	core_transport_update(struct core_transport *t,
  *			const struct core_transport_params *p)
+ *	void	core_transport_suspend(struct core_transport *t,
+ *			core_time_t now, core_time_t duration,
+ *			const char *reason)
+ *	void	core_transport_resume(struct core_transport *t)
  *
  *	struct core_queue *core_queue_create(struct core_transport *t,
  *			const char *key)
@@ -120,8 +124,9 @@ typedef int64_t core_time_t; /* milliseconds */
 
 /* Hop status of one finished delivery: the concurrency feedback signal. */
 enum core_hop {
-    CORE_HOP_OK,   /* got past connection and handshake */
-    CORE_HOP_FAIL, /* connection or handshake failure */
+    CORE_HOP_OK,      /* got past connection and handshake */
+    CORE_HOP_FAIL,    /* connection or handshake failure */
+    CORE_HOP_NEUTRAL, /* says nothing of the destination (transport down) */
 };
 
 enum core_log_level {
@@ -320,7 +325,10 @@ struct core_transport {
     struct core_job *candidate_for;   /* for this current job, */
     core_time_t candidate_sec;        /* in this second */
     int candidate_valid;
-    struct core_timer timer; /* end of the transport rate delay */
+    struct core_timer timer;         /* end of the transport rate delay */
+    int suspended;                   /* cannot work: nothing starts */
+    char *suspend_reason;            /* why, while suspended */
+    struct core_timer suspend_timer; /* end of transport_retry_time */
     struct core_queue_list queues;
     struct core_queue **hash; /* queues by key */
     size_t hash_size;
@@ -352,6 +360,9 @@ core_transport_create(struct core *core, const char *name,
 struct core_transport *core_transport_find(struct core *core, const char *name);
 void core_transport_update(struct core_transport *t,
                            const struct core_transport_params *p);
+void core_transport_suspend(struct core_transport *t, core_time_t now,
+                            core_time_t duration, const char *reason);
+void core_transport_resume(struct core_transport *t);
 
 struct core_queue *core_queue_create(struct core_transport *t, const char *key);
 struct core_queue *core_queue_find(struct core_transport *t, const char *key);
@@ -375,10 +386,11 @@ void core_entry_done(struct core_entry *e, core_time_t now, enum core_hop hop,
                      const char *reason);
 
 /* Named predicates. */
-#define CORE_QUEUE_DEAD_P(q)  ((q)->state == CORE_QUEUE_DEAD)
-#define CORE_QUEUE_READY_P(q) ((q)->state == CORE_QUEUE_READY)
-#define CORE_JOB_BLOCKER_P(j) ((j)->blocker_tag == (j)->transport->blocker_tag)
-#define CORE_JOB_RETIRED_P(j) ((j)->stack_level < 0)
+#define CORE_QUEUE_DEAD_P(q)          ((q)->state == CORE_QUEUE_DEAD)
+#define CORE_TRANSPORT_SUSPENDED_P(t) ((t)->suspended)
+#define CORE_QUEUE_READY_P(q)         ((q)->state == CORE_QUEUE_READY)
+#define CORE_JOB_BLOCKER_P(j)         ((j)->blocker_tag == (j)->transport->blocker_tag)
+#define CORE_JOB_RETIRED_P(j)         ((j)->stack_level < 0)
 
 /* Effective window as Postfix reports it: 0 dead, -1 rate-delayed. */
 int core_queue_window_report(const struct core_queue *q);

@@ -134,7 +134,7 @@ int core_message_add(struct core_message *m, struct core_queue *q,
     struct core_peer *peer;
     struct core_entry *e;
 
-    if (q->state == CORE_QUEUE_DEAD)
+    if (q->state == CORE_QUEUE_DEAD || t->suspended)
         return -1;
     job = job_obtain(m, t);
     peer = peer_obtain(job, q);

@@ -329,7 +329,7 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
                 queue_feedback_debug(q, old_window, "positive",
                                      &t->params.positive);
         }
-    } else if (q->state != CORE_QUEUE_DEAD) {
+    } else if (hop == CORE_HOP_FAIL && q->state != CORE_QUEUE_DEAD) {
         if (!queue_cohort_failed(q, now, reason)) {
             t->policy->negative(q);
             if (q->window != old_window)

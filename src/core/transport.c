@@ -11,6 +11,10 @@
  *			const char *name)
  *	void	core_transport_update(struct core_transport *t,
  *			const struct core_transport_params *p)
+ *	void	core_transport_suspend(struct core_transport *t,
+ *			core_time_t now, core_time_t duration,
+ *			const char *reason)
+ *	void	core_transport_resume(struct core_transport *t)
  * DESCRIPTION
  *	core_transport_params_init() fills p with the reference defaults
  *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
@@ -34,6 +38,17 @@
  *	job selection policy is kept: its state lives in the job list,
  *	and a different one takes effect when the transport is created
  *	again (at the next start).
+ *
+ *	core_transport_suspend() is for a transport that cannot work at
+ *	all (its delivery agent cannot reach what it needs: a local LMTP
+ *	socket that is missing), the reference's transport_retry_time: for
+ *	duration, nothing starts on it, every entry waiting on any of its
+ *	queues is deferred through the entry_deferred callback with reason,
+ *	and core_message_add() refuses new recipients for it, as for a dead
+ *	destination. The delivery that found out ends with
+ *	CORE_HOP_NEUTRAL, which is no feedback for its destination. The
+ *	suspension is logged, and so is its end: when the time is up, or on
+ *	core_transport_resume() (a flush).
  *
  *	A transport may start a delivery while it is below its process
  *	limit (0 = no limit) and not paused by its rate delay. A transport
@@ -81,6 +96,19 @@ static void transport_rate_wait_end(struct core *core, struct core_timer *timer,
     t->rate_wait = 0;
 }
 
+static void transport_suspend_end(struct core *core, struct core_timer *timer,
+                                  core_time_t now)
+{
+    struct core_transport *t =
+        (struct core_transport *)((char *)timer -
+                                  offsetof(struct core_transport,
+                                           suspend_timer));
+
+    (void)core;
+    (void)now;
+    core_transport_resume(t);
+}
+
 struct core_transport *
 core_transport_create(struct core *core, const char *name,
                       const struct core_transport_params *p)
@@ -100,6 +128,7 @@ core_transport_create(struct core *core, const char *name,
     t->policy = &core_policy_feedback;
     t->scheduler = p->scheduler ? p->scheduler : &core_policy_preemptive;
     t->timer.fire = transport_rate_wait_end;
+    t->suspend_timer.fire = transport_suspend_end;
     t->blocker_tag = 1;
     TAILQ_INIT(&t->queues);
     TAILQ_INIT(&t->jobs);
@@ -149,16 +178,46 @@ void core_transport_free(struct core_transport *t)
     while ((q = TAILQ_FIRST(&t->queues)) != NULL)
         core_queue_destroy(q);
     core_timer_disarm(t->core, &t->timer);
+    core_timer_disarm(t->core, &t->suspend_timer);
+    free(t->suspend_reason);
     free(t->hash);
     free(t->name);
     free(t);
+}
+
+void core_transport_suspend(struct core_transport *t, core_time_t now,
+                            core_time_t duration, const char *reason)
+{
+    struct core_queue *q;
+
+    free(t->suspend_reason);
+    t->suspend_reason = core_strdup(reason ? reason : "transport unavailable");
+    if (!t->suspended)
+        core_log(t->core, CORE_LOG_INFO,
+                 "%s: transport suspended for %llds: %s", t->name,
+                 (long long)(duration / 1000), t->suspend_reason);
+    t->suspended = 1;
+    core_timer_arm(t->core, &t->suspend_timer, now + duration);
+    TAILQ_FOREACH(q, &t->queues, link)
+    core_queue_defer_todo(q, t->suspend_reason);
+}
+
+void core_transport_resume(struct core_transport *t)
+{
+    if (!t->suspended)
+        return;
+    t->suspended = 0;
+    free(t->suspend_reason);
+    t->suspend_reason = NULL;
+    core_timer_disarm(t->core, &t->suspend_timer);
+    core_log(t->core, CORE_LOG_INFO, "%s: transport resumed", t->name);
 }
 
 int core_transport_can_start(const struct core_transport *t)
 {
     int limit = t->params.process_limit;
 
-    if (t->rate_wait)
+    if (t->rate_wait || t->suspended)
         return 0;
     if (t->params.transport_rate_delay > 0)
         limit = 1;

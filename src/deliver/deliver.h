@@ -87,6 +87,10 @@
  *	cache's own when the request's idle_ms is 0.
  *	conn_use in the result counts the deliveries the connection has
  *	carried, this one included (1 for a fresh connection).
+ *	transport_failed says that connecting to a local (AF_UNIX) socket
+ *	failed: the socket is missing or refuses, so the transport cannot
+ *	work at all (the caller suspends it) rather than one destination
+ *	being down.
  *	dsn_passed says that an SMTP server offered DSN, so the request's
  *	NOTIFY, ORCPT, RET and ENVID went with the message: reporting
  *	success is that server's job from then on (RFC 3461).
@@ -192,11 +196,12 @@ struct deliver_result {
     char *hop_reason; /* when not */
     size_t nrcpt;
     struct deliver_rcpt_result *rcpt;
-    char relay[512];  /* "host[addr]:port", or "none" */
-    double conn_time; /* seconds: connection setup (c of delays=) */
-    double xfer_time; /* seconds: transmission (d of delays=) */
-    int conn_use;     /* deliveries on the connection, this one included */
-    int dsn_passed;   /* SMTP: the server offered DSN and got NOTIFY */
+    char relay[512];      /* "host[addr]:port", or "none" */
+    double conn_time;     /* seconds: connection setup (c of delays=) */
+    double xfer_time;     /* seconds: transmission (d of delays=) */
+    int conn_use;         /* deliveries on the connection, this one included */
+    int dsn_passed;       /* SMTP: the server offered DSN and got NOTIFY */
+    int transport_failed; /* a local socket could not be reached */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

@@ -40,6 +40,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <netdb.h>
+#include <sys/un.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,16 +132,32 @@ void *deliver_xcalloc(size_t n, size_t size)
     return p;
 }
 
-static void peer_name(struct deliver_session *s)
+/*
+ * An address as logs show it: "host[addr]" for peer, "host[addr]:port"
+ * for relay=; a local socket is "host[/path]" in both.
+ */
+static void addr_names(const struct deliver_addr *a, char *peer, size_t plen,
+                       char *relay, size_t rlen)
 {
-    const struct deliver_addr *a = &s->req.addrs[s->addr];
     char host[128] = "?", port[16] = "?";
 
+    if (a->sa.ss_family == AF_UNIX) {
+        const struct sockaddr_un *sun = (const struct sockaddr_un *)&a->sa;
+
+        snprintf(peer, plen, "%s[%s]", a->host, sun->sun_path);
+        snprintf(relay, rlen, "%s[%s]", a->host, sun->sun_path);
+        return;
+    }
     getnameinfo((const struct sockaddr *)&a->sa, a->salen, host, sizeof(host),
                 port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(s->peer, sizeof(s->peer), "%s[%s]", a->host, host);
-    snprintf(s->res->relay, sizeof(s->res->relay), "%s[%s]:%s", a->host, host,
-             port);
+    snprintf(peer, plen, "%s[%s]", a->host, host);
+    snprintf(relay, rlen, "%s[%s]:%s", a->host, host, port);
+}
+
+static void peer_name(struct deliver_session *s)
+{
+    addr_names(&s->req.addrs[s->addr], s->peer, sizeof(s->peer), s->res->relay,
+               sizeof(s->res->relay));
 }
 
 /* Set a recipient's final result, once. */
@@ -266,16 +283,17 @@ static void connection_lost(struct deliver_session *s, int timed_out)
 
     if (s->state == ST_CONNECT) {
         const struct deliver_addr *a = &s->req.addrs[s->addr];
-        char host[128] = "?", port[16] = "?";
+        int err = EVUTIL_SOCKET_ERROR();
+        char peer[400], relay[512];
 
-        getnameinfo((const struct sockaddr *)&a->sa, a->salen, host,
-                    sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV);
-        snprintf(reason, sizeof(reason), "connect to %s[%s]:%s: %s", a->host,
-                 host, port,
-                 timed_out
-                     ? "Connection timed out"
-                     : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        addr_names(a, peer, sizeof(peer), relay, sizeof(relay));
+        snprintf(reason, sizeof(reason), "connect to %s: %s", relay,
+                 timed_out ? "Connection timed out"
+                           : evutil_socket_error_to_string(err));
+        /* A local socket that is not there, or refuses: the transport
+         * cannot work, whatever the destination. */
+        if (a->sa.ss_family == AF_UNIX && !timed_out)
+            s->res->transport_failed = 1;
     } else if (timed_out) {
         snprintf(reason, sizeof(reason),
                  "conversation with %s timed out while %s", s->peer,

@@ -49,6 +49,7 @@
 #include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ID_HASH_SIZE 4096
@@ -107,9 +108,10 @@ struct qmgr {
     long limit;  /* qmgr_message_active_limit */
     int64_t scan_delay_ms;
     struct qmgr_retry retry;
-    int64_t delay_warning;      /* delay_warning_time, microseconds */
-    uint64_t bounce_size_limit; /* bounce_size_limit */
-    char hostname[256];         /* myhostname, for notices */
+    int64_t delay_warning;          /* delay_warning_time, microseconds */
+    core_time_t transport_retry_ms; /* transport_retry_time */
+    uint64_t bounce_size_limit;     /* bounce_size_limit */
+    char hostname[256];             /* myhostname, for notices */
     uint64_t next_id;
     int feed_asked;     /* a look at the spool is scheduled */
     int spool_has_more; /* the last look stopped for want of room */
@@ -420,6 +422,7 @@ static void flush_route(struct qmgr *q, const char *address)
     cq = core_queue_find(t, r.key + strlen(r.transport) + 1);
     if (cq != NULL && CORE_QUEUE_DEAD_P(cq))
         core_queue_flush(cq, now_ms());
+    core_transport_resume(t);
 }
 
 static int flush_one(void *ctx, const struct spool_msg *env)
@@ -433,8 +436,8 @@ static int flush_one(void *ctx, const struct spool_msg *env)
 
     if (msg_find(q, env->id) != NULL)
         return 0; /* in memory: being delivered already */
-    if (!match && spool_get(q->sp, env->id, &m, SPOOL_GET_RCPTS, why,
-                            sizeof(why)) == 0) {
+    if (!match &&
+        spool_get(q->sp, env->id, &m, SPOOL_GET_RCPTS, why, sizeof(why)) == 0) {
         for (uint32_t i = 0; i < m->nrcpt; i++) {
             if ((m->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
                  m->rcpt[i].status == SPOOL_RCPT_PENDING) &&
@@ -472,6 +475,8 @@ void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
     for (struct core_transport *t = q->core->transports; t; t = t->next) {
         struct core_queue *cq;
 
+        if (fs.domain == NULL)
+            core_transport_resume(t);
         TAILQ_FOREACH(cq, &t->queues, link)
         {
             const struct qm_dest *d = cq->ctx;
@@ -926,7 +931,10 @@ static void msg_load(struct qmgr *q, const char *id, int expire)
         if (core_message_add(m->cm, cq, i) < 0) {
             uint64_t one = i;
 
-            defer_suspended(m, &one, 1, cq->dead_reason);
+            defer_suspended(m, &one, 1,
+                            CORE_QUEUE_DEAD_P(cq)
+                                ? cq->dead_reason
+                                : cq->transport->suspend_reason);
         }
     }
     if (nbad > 0)
@@ -955,7 +963,6 @@ static int feed_collect(void *ctx, const struct spool_msg *sm)
         snprintf(fs->ids[fs->n++], SPOOL_ID_MAX + 1, "%s", sm->id);
     return fs->n >= fs->room;
 }
-
 
 static void feed(struct qmgr *q)
 {
@@ -1034,12 +1041,15 @@ static void delivery_free(struct qm_delivery *d)
 
 /*
  * Free a destination queue with nothing waiting, nothing in flight and no
- * state to remember (not dead, no rate delay running): its route goes
- * with it, and the next mail for it starts at the initial window.
+ * state to remember (not dead, no rate delay running, no failures that a
+ * success has not cleared: mail trickling to a dead site must still add
+ * up to a dead destination): its route goes with it, and the next mail
+ * for it starts at the initial window.
  */
 static void dest_release(struct core_queue *cq)
 {
-    if (cq->busy == 0 && cq->todo_count == 0 && CORE_QUEUE_READY_P(cq)) {
+    if (cq->busy == 0 && cq->todo_count == 0 && CORE_QUEUE_READY_P(cq) &&
+        cq->fail_cohorts == 0) {
         free(cq->ctx);
         core_queue_free(cq);
     }
@@ -1088,8 +1098,15 @@ static void delivery_done(void *ctx, struct deliver_result *res)
            d->dest->route.type != ROUTE_SMTP ? HOW_FINAL
            : res->dsn_passed                 ? HOW_SMTP_DSN
                                              : HOW_SMTP);
-    delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
-                        res->hop_reason);
+    if (res->transport_failed) {
+        /* Its local socket is not there: the transport cannot work. */
+        core_transport_suspend(d->e->peer->queue->transport, now_ms(),
+                               q->transport_retry_ms, res->hop_reason);
+        delivery_entry_done(d, CORE_HOP_NEUTRAL, res->hop_reason);
+    } else {
+        delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
+                            res->hop_reason);
+    }
     deliver_result_free(res);
     delivery_free(d);
     dispatch(q);
@@ -1156,11 +1173,27 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
         req.addrs = addrs;
         req.naddrs =
             qmgr_addresses(res, port, set.address_limit, addrs, MAX_ADDRS);
-        if (set.cache.idle_ms > 0) {
-            req.cache = q->cache;
-            req.cache_key = r->key;
-            req.cache_limits = set.cache;
+    } else if (r->unix_path) {
+        struct sockaddr_un *sun;
+
+        addrs = calloc(1, sizeof(*addrs));
+        if (addrs == NULL)
+            abort();
+        sun = (struct sockaddr_un *)&addrs->sa;
+        sun->sun_family = AF_UNIX;
+        /* route/ keeps socket paths short enough for sun_path */
+        if (strlen(r->nexthop) < sizeof(sun->sun_path)) {
+            memcpy(sun->sun_path, r->nexthop, strlen(r->nexthop) + 1);
+            addrs->salen = sizeof(*sun);
+            snprintf(addrs->host, sizeof(addrs->host), "%s", q->hostname);
+            req.addrs = addrs;
+            req.naddrs = 1;
         }
+    }
+    if (req.naddrs > 0 && set.cache.idle_ms > 0) {
+        req.cache = q->cache;
+        req.cache_key = r->key;
+        req.cache_limits = set.cache;
     }
     d->session = deliver_start(q->base, &req, delivery_done, d);
     free(rcpt);
@@ -1195,7 +1228,7 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     d->handoff = now_sec();
     LIST_INSERT_HEAD(&q->deliveries, d, link);
     r = &d->dest->route;
-    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR) {
+    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR || r->unix_path) {
         delivery_run(d, NULL);
         return;
     }
@@ -1278,6 +1311,7 @@ static void settings_apply(struct qmgr *q)
     q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
     qmgr_retry_params(conf, &q->retry);
     q->delay_warning = conf_time_ms(conf, NULL, "delay_warning_time") * 1000;
+    q->transport_retry_ms = conf_time_ms(conf, NULL, "transport_retry_time");
     q->bounce_size_limit = (uint64_t)conf_int(conf, NULL, "bounce_size_limit");
     snprintf(q->hostname, sizeof(q->hostname), "%s",
              conf_str(conf, NULL, "myhostname"));

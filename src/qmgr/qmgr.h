@@ -108,9 +108,11 @@
  *	after: a burst of submissions costs one look.
  *
  *	A destination queue that has nothing waiting and nothing in flight
- *	is freed, as the reference does, unless it is dead or in a rate
- *	delay (its state is still needed); the next mail for it starts at
- *	the initial concurrency. Dead ones that came back are freed at the
+ *	is freed, as the reference does, unless it is dead, in a rate delay,
+ *	or has failures that no success has cleared since (its state is
+ *	still needed: one message at a time to a dead site must still add
+ *	up to a dead destination); the next mail for it starts at the
+ *	initial concurrency. Dead ones that came back are freed at the
  *	next queue run. So memory follows the destinations in use, not
  *	every destination ever seen.
  *

@@ -34,6 +34,9 @@
  *	where the operator surely meant [address]. A port is a decimal
  *	number from 1 to 65535 (no service names).
  *
+ *	"unix:/path" is an LMTP server on a local socket; the path must be
+ *	absolute, and only lmtp takes one.
+ *
  *	A formatted next hop has brackets when it is not an MX domain for
  *	SMTP, and for any IP address (an IPv6 address needs them before a
  *	port). For LMTP a host name is shown without brackets, whichever
@@ -309,6 +312,25 @@ int route_hop_parse(const char *text, enum route_type type,
     }
     if (len == 0)
         return 0;
+    if (strncmp(text, "unix:", 5) == 0) {
+        if (type != ROUTE_LMTP) {
+            snprintf(why, whylen, "only lmtp delivers to a local socket");
+            return -1;
+        }
+        if (text[5] != '/' || strpbrk(text, " \t") != NULL) {
+            snprintf(why, whylen,
+                     "a local socket is an absolute path (unix:/path)");
+            return -1;
+        }
+        if (len - 5 > ROUTE_SOCKET_PATH_MAX) {
+            snprintf(why, whylen, "a local socket path is at most %d bytes",
+                     ROUTE_SOCKET_PATH_MAX);
+            return -1;
+        }
+        hop->host = route_xstrndup(text + 5, len - 5);
+        hop->unix_path = 1;
+        return 0;
+    }
     if (text[0] == '[')
         return bracket_parse(text, hop, why, whylen);
     return plain_parse(text, hop, why, whylen);
@@ -344,6 +366,8 @@ size_t route_nexthop_format(const struct route_result *r, char *buf, size_t len)
 
     if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR) {
         n = snprintf(buf, len, "%s", host);
+    } else if (r->unix_path) {
+        n = snprintf(buf, len, "unix:%s", host);
     } else {
         brackets = (r->type == ROUTE_SMTP && !r->mx) ||
                    strchr(host, ':') != NULL ||

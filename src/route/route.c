@@ -289,6 +289,7 @@ static void result_fill(const struct route_table *t, int transport,
     out->type = tr->type;
     out->port = 0;
     out->mx = 0;
+    out->unix_path = 0;
     if (tr->type == ROUTE_DISCARD || tr->type == ROUTE_ERROR) {
         snprintf(out->nexthop, sizeof(out->nexthop), "%s",
                  hop && hop->host ? hop->host : "");
@@ -296,6 +297,7 @@ static void result_fill(const struct route_table *t, int transport,
         snprintf(out->nexthop, sizeof(out->nexthop), "%s", hop->host);
         out->port = hop->port;
         out->mx = tr->type == ROUTE_SMTP && !hop->bracketed;
+        out->unix_path = hop->unix_path;
     } else {
         domain_host(d, out->nexthop, sizeof(out->nexthop));
         out->mx = tr->type == ROUTE_SMTP && d->kind == ROUTE_DOMAIN_NAME;

@@ -83,6 +83,8 @@ enum route_type {
 /* Longest transport name, and longest next hop or text, in bytes. */
 #define ROUTE_NAME_MAX    63
 #define ROUTE_NEXTHOP_MAX 511
+/* Longest local socket path: what struct sockaddr_un holds on Linux. */
+#define ROUTE_SOCKET_PATH_MAX 107
 /* "transport:" plus the next hop in brackets with ":65535". */
 #define ROUTE_KEY_MAX (ROUTE_NAME_MAX + 1 + ROUTE_NEXTHOP_MAX + 2 + 6)
 
@@ -98,6 +100,7 @@ struct route_result {
     char nexthop[ROUTE_NEXTHOP_MAX + 1]; /* see below */
     unsigned port;                       /* 0: the transport's default */
     int mx;                              /* 1: look up nexthop's MX */
+    int unix_path;                       /* lmtp: nexthop is a socket path */
     char key[ROUTE_KEY_MAX + 1];         /* the destination queue */
 };
 
@@ -107,7 +110,9 @@ struct route_result {
  * or a port; mx says whether it is a mail domain to look up MX records
  * for (smtp, written without brackets) or a host to connect to. For
  * discard and error, the text from the table (may be empty: the agent
- * supplies its own), with port 0 and mx 0.
+ * supplies its own), with port 0 and mx 0. For lmtp written as
+ * "unix:/path", the absolute path of a local (Unix domain) socket, with
+ * unix_path 1, port 0 and mx 0.
  *
  * key: opaque; two recipients with the same key share a destination
  * queue ("smtp:example.com", "relay:[10.0.0.1]:2525",

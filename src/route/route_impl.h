@@ -82,6 +82,7 @@ struct route_hop {
     char *host;    /* see route_hop_parse(); NULL: none given */
     unsigned port; /* 0: the default */
     int bracketed; /* written in brackets: no MX lookup */
+    int unix_path; /* "unix:/path": host is a local socket's path */
 };
 
 /* One line of the transport table. */

@@ -39,8 +39,8 @@ int smtp_date(char *buf, size_t len, time_t t)
     }
     off = tm.tm_gmtoff / 60;
     snprintf(buf, len, "%s, %d %s %d %02d:%02d:%02d %c%02ld%02ld",
-             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
-             tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, off < 0 ? '-' : '+',
+             labs(off) / 60, labs(off) % 60);
     return 0;
 }

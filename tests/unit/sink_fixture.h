@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ struct sink {
     pid_t pid;
     int port;
     char dir[64];
+    char path[96]; /* sink_start_unix(): its socket */
 };
 
 #define SINK_MAX 32
@@ -134,6 +136,66 @@ static inline int sink_start(struct sink *sk, const char *opt1,
         kill(sk->pid, SIGTERM);
         waitpid(sk->pid, NULL, 0);
     }
+    return -1;
+}
+
+/*
+ * smtp-sink -L on a local socket, sk->dir/lmtp.sock (sk->path), started
+ * in a directory made beforehand (sk->dir, from sink_unix_dir()) so that
+ * a test can use the path before the sink exists. 0 or -1.
+ */
+static inline void sink_unix_dir(struct sink *sk)
+{
+    snprintf(sk->dir, sizeof(sk->dir), "/tmp/sluice-sink.XXXXXX");
+    if (mkdtemp(sk->dir) == NULL)
+        sk->dir[0] = 0;
+    chmod(sk->dir, 0777);
+    snprintf(sk->path, sizeof(sk->path), "%s/lmtp.sock", sk->dir);
+}
+
+static inline int sink_start_unix(struct sink *sk)
+{
+    char listen[160], dump[128];
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+    snprintf(listen, sizeof(listen), "unix:%s", sk->path);
+    snprintf(dump, sizeof(dump), "%s/%%M.", sk->dir);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sk->path);
+    if ((sk->pid = fork()) == 0) {
+        const char *argv[10];
+        int n = 0;
+
+        argv[n++] = SINK;
+        if (geteuid() == 0) {
+            argv[n++] = "-u";
+            argv[n++] = "postfix";
+        }
+        argv[n++] = "-L";
+        argv[n++] = "-d";
+        argv[n++] = dump;
+        argv[n++] = listen;
+        argv[n++] = "16";
+        argv[n] = NULL;
+        freopen("/dev/null", "w", stderr);
+        execv(SINK, (char *const *)argv);
+        _exit(127);
+    }
+    for (int wait = 0; wait < 100; wait++) {
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        int status;
+
+        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+            close(fd);
+            sink_note(sk->pid, 0);
+            return 0;
+        }
+        close(fd);
+        if (waitpid(sk->pid, &status, WNOHANG) == sk->pid)
+            return -1;
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    kill(sk->pid, SIGTERM);
+    waitpid(sk->pid, NULL, 0);
     return -1;
 }
 

@@ -274,6 +274,56 @@ static void test_transport_update(void **state)
     fixture_free(fx);
 }
 
+/*
+ * A transport that cannot work (its local socket is missing) is
+ * suspended for transport_retry_time: everything waiting on any of its
+ * queues is deferred with the reason, nothing starts, new recipients are
+ * refused; the delivery that found out is neutral for its destination;
+ * at the end of the time it works again.
+ */
+static void test_transport_suspend(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_message *m;
+    struct core_queue *a, *b;
+    struct core_entry *e;
+
+    (void)state;
+    fx->params.recipient_limit = 1;
+    fixture_transport(fx);
+    a = core_queue_create(fx->t, "a.example");
+    b = core_queue_create(fx->t, "b.example");
+    m = core_message_create(fx->core, 1, 0, NULL);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(core_message_add(m, a, (uint64_t)i), 0);
+    assert_int_equal(core_message_add(m, b, 4), 0);
+    core_message_release(m);
+    e = core_select(fx->core, 0);
+    assert_non_null(e);
+    core_transport_suspend(fx->t, 0, 60000, "connect to /run/lmtp: gone");
+    assert_true(CORE_TRANSPORT_SUSPENDED_P(fx->t));
+    assert_int_equal(fx->deferred_calls, 4);
+    assert_string_equal(fixture_last(fx), "smtp: transport suspended for 60s: "
+                                          "connect to /run/lmtp: gone");
+    assert_null(core_select(fx->core, 0));
+    m = core_message_create(fx->core, 2, 0, NULL);
+    assert_int_equal(core_message_add(m, b, 0), -1);
+    core_message_release(m);
+    core_entry_done(e, 0, CORE_HOP_NEUTRAL, "connect to /run/lmtp: gone");
+    assert_int_equal(a->window, 5);
+    assert_int_equal(a->fail_cohorts, 0);
+    assert_true(CORE_QUEUE_READY_P(a));
+    assert_int_equal(core_next_timer(fx->core), 60000);
+    core_run_timers(fx->core, 60000);
+    assert_false(CORE_TRANSPORT_SUSPENDED_P(fx->t));
+    assert_string_equal(fixture_last(fx), "smtp: transport resumed");
+    m = core_message_create(fx->core, 3, 60000, NULL);
+    assert_int_equal(core_message_add(m, b, 0), 0);
+    core_message_release(m);
+    assert_non_null(core_select(fx->core, 60000));
+    fixture_free(fx);
+}
+
 /* Queues are found by their opaque key; many of them. */
 static void test_queue_lookup_many(void **state)
 {
@@ -337,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_transport_rate_delay),
         cmocka_unit_test(test_process_limit),
         cmocka_unit_test(test_transport_update),
+        cmocka_unit_test(test_transport_suspend),
         cmocka_unit_test(test_queue_lookup_many),
         cmocka_unit_test(test_timers_in_order),
     };

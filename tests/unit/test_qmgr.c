@@ -578,6 +578,44 @@ static void test_unreachable_relay(void **state)
     world_stop(&w);
 }
 
+/*
+ * Mail trickling, one message at a time, to a site that refuses: the
+ * failures add up (the idle queue is kept while it has failures) and the
+ * destination is declared dead: 1/5 + 1/4 + 1/3 + 1/2 >= 1.
+ */
+static void test_trickle_to_dead_site(void **state)
+{
+    struct world w;
+    char relay[64];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {0};
+    socklen_t len = sizeof(sin);
+    static const char *const rcpt[] = {"x@far.test"};
+    struct qmgr_stats st;
+
+    (void)state;
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+    getsockname(fd, (struct sockaddr *)&sin, &len);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", ntohs(sin.sin_port));
+    world_start(&w, "relayhost", relay, NULL);
+    for (int i = 0; i < 4; i++) {
+        assert_null(strstr(w.log ? w.log : "", "destination dead"));
+        store(&w, "", 1, rcpt);
+        if (w.q != NULL)
+            qmgr_wake(w.q);
+        run_until_idle(&w, 10);
+    }
+    close(fd);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.deferred, 4);
+    assert_non_null(strstr(w.log, ": destination dead after 1.28 failed "
+                                  "pseudo-cohorts (window 2)"));
+    assert_int_equal(st.destinations, 1);
+    world_stop(&w);
+}
+
 /* MX records from a real name server (dnsmasq): fallback from a primary
  * that refuses to the secondary, an implicit MX (RFC 5321 5.1), a null
  * MX (RFC 7505) and a domain that does not exist, which are permanent. */
@@ -692,6 +730,67 @@ static void test_lmtp(void **state)
     sink_stop(&sk);
 }
 
+/*
+ * LMTP over a local socket; a missing socket suspends the transport for
+ * transport_retry_time: the mail waiting for it is deferred without a
+ * try, the destination is not marked dead; a flush resumes it.
+ */
+static void test_lmtp_unix_and_suspend(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char table[96];
+    FILE *fp;
+    static const char *const rcpt[] = {"a@lm.test"};
+    struct qmgr_stats st;
+
+    (void)state;
+    if (access(SINK, X_OK) < 0) {
+        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
+        return;
+    }
+    sink_unix_dir(&sk);
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-lmtp.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp, "lm.test lmtp:unix:%s\n", sk.path);
+    fclose(fp);
+    world_start(&w, "transport_maps", table, "myhostname", "mx.sluice.test",
+                "lmtp_destination_concurrency_limit", "1", NULL);
+    for (int i = 0; i < 3; i++)
+        store(&w, "", 1, rcpt);
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.deferred, 3);
+    assert_non_null(strstr(w.log,
+                           "lmtp: transport suspended for 60s: connect to "
+                           "mx.sluice.test["));
+    assert_int_equal(count_of(w.log, "status=deferred (delivery temporarily "
+                                     "suspended: connect to mx.sluice.test["),
+                     2);
+    assert_null(strstr(w.log, "destination dead"));
+    /* The sink appears; a flush brings the transport back at once. */
+    assert_int_equal(sink_start_unix(&sk), 0);
+    flushed = -1;
+    qmgr_flush(w.q, NULL, flush_cb, NULL);
+    run_until_flushed(&w);
+    assert_int_equal(flushed, 3);
+    assert_non_null(strstr(w.log, "lmtp: transport resumed"));
+    run_until_idle(&w, 30);
+    qmgr_stats(w.q, &st);
+    unlink(table);
+    assert_int_equal(st.delivered, 3);
+    {
+        char relay[160];
+
+        snprintf(relay, sizeof(relay), "relay=mx.sluice.test[%s], ", sk.path);
+        assert_int_equal(count_of(w.log, relay), 3);
+    }
+    world_stop(&w);
+    assert_int_equal(sink_count(&sk) - 1, 3); /* the socket is a file too */
+    sink_stop(&sk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,10 +798,12 @@ int main(void)
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
+        cmocka_unit_test(test_trickle_to_dead_site),
         cmocka_unit_test(test_failure_notices),
         cmocka_unit_test(test_expiry_sweep),
         cmocka_unit_test(test_mx_outcomes),
         cmocka_unit_test(test_lmtp),
+        cmocka_unit_test(test_lmtp_unix_and_suspend),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -476,7 +476,8 @@ static void test_result_forms(void **state)
                 "  continues here\n"
                 "\tand here\n"
                 "r.example    relay  :   [10.0.0.3]   \r\n"
-                "s.example smtp:[127.0.0.1]:25\n");
+                "s.example smtp:[127.0.0.1]:25\n"
+                "t.example lmtp:unix:/run/dovecot/lmtp\n");
     t = load_conf_ok(conf_with("transport_maps", table, "relayhost",
                                "[relay.isp.net]", NULL));
     routes(t, "u@a.example", "relay", ROUTE_SMTP, "10.0.0.1", 2525, 0,
@@ -518,6 +519,20 @@ static void test_result_forms(void **state)
            "relay:[10.0.0.3]");
     routes(t, "u@s.example", "smtp", ROUTE_SMTP, "127.0.0.1", 25, 0,
            "smtp:[127.0.0.1]:25");
+    /* LMTP over a local socket: the path is the next hop. */
+    routes(t, "u@t.example", "lmtp", ROUTE_LMTP, "/run/dovecot/lmtp", 0, 0,
+           "lmtp:unix:/run/dovecot/lmtp");
+    {
+        struct route_result r;
+        char why[WHY_SIZE];
+
+        assert_int_equal(route_resolve(t, "u@t.example", &r, why, sizeof(why)),
+                         0);
+        assert_int_equal(r.unix_path, 1);
+        assert_int_equal(route_resolve(t, "u@s.example", &r, why, sizeof(why)),
+                         0);
+        assert_int_equal(r.unix_path, 0);
+    }
     /* No match: the default transport to the relay host. */
     routes(t, "u@z.example", "smtp", ROUTE_SMTP, "relay.isp.net", 0, 0,
            "smtp:[relay.isp.net]");
@@ -684,6 +699,12 @@ static void test_table_errors(void **state)
     table_fails("example.com smtp:\nuser@example.com smtp:\n", 2,
                 "bad pattern \"user@example.com\": addresses are not "
                 "supported, only domains");
+    table_fails("example.com lmtp:unix:relative/path\n", 1,
+                "bad nexthop \"unix:relative/path\" for transport lmtp: a "
+                "local socket is an absolute path (unix:/path)");
+    table_fails("example.com smtp:unix:/run/sock\n", 1,
+                "bad nexthop \"unix:/run/sock\" for transport smtp: only lmtp "
+                "delivers to a local socket");
     table_fails("*.example.com smtp:\n", 1,
                 "bad pattern \"*.example.com\": write \".example.com\" for "
                 "the subdomains of example.com");
