@@ -69,100 +69,28 @@ static inline void sink_note(pid_t pid, int forget)
     }
 }
 
-/* Start smtp-sink with extra options on a free port; wait until it
- * answers. Returns 0, or -1 if it cannot run here. */
-static inline int sink_start(struct sink *sk, const char *opt1,
-                             const char *opt2)
-{
-    char addr[64], dump[128];
-
-    snprintf(sk->dir, sizeof(sk->dir), "/tmp/sluice-sink.XXXXXX");
-    if (mkdtemp(sk->dir) == NULL)
-        return -1;
-    chmod(sk->dir, 0777);
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in sin = {0};
-        socklen_t len = sizeof(sin);
-
-        sin.sin_family = AF_INET;
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-        getsockname(fd, (struct sockaddr *)&sin, &len);
-        sk->port = ntohs(sin.sin_port);
-        close(fd);
-        snprintf(addr, sizeof(addr), "127.0.0.1:%d", sk->port);
-        snprintf(dump, sizeof(dump), "%s/%%M.", sk->dir);
-        if ((sk->pid = fork()) == 0) {
-            const char *argv[12];
-            int n = 0;
-
-            argv[n++] = SINK;
-            if (geteuid() == 0) {
-                argv[n++] = "-u";
-                argv[n++] = "postfix";
-            }
-            argv[n++] = "-d";
-            argv[n++] = dump;
-            if (opt1)
-                argv[n++] = opt1;
-            if (opt2)
-                argv[n++] = opt2;
-            argv[n++] = addr;
-            argv[n++] = "16";
-            argv[n] = NULL;
-            freopen("/dev/null", "w", stderr);
-            execv(SINK, (char *const *)argv);
-            _exit(127);
-        }
-        for (int wait = 0; wait < 100; wait++) {
-            int fd2 = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in to = {0};
-            int status;
-
-            to.sin_family = AF_INET;
-            to.sin_port = htons((uint16_t)sk->port);
-            to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (connect(fd2, (struct sockaddr *)&to, sizeof(to)) == 0) {
-                close(fd2);
-                sink_note(sk->pid, 0);
-                return 0;
-            }
-            close(fd2);
-            if (waitpid(sk->pid, &status, WNOHANG) == sk->pid)
-                break; /* it exited: port taken, or no smtp-sink */
-            nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-        }
-        kill(sk->pid, SIGTERM);
-        waitpid(sk->pid, NULL, 0);
-    }
-    return -1;
-}
-
-/*
- * smtp-sink -L on a local socket, sk->dir/lmtp.sock (sk->path), started
- * in a directory made beforehand (sk->dir, from sink_unix_dir()) so that
- * a test can use the path before the sink exists. 0 or -1.
- */
-static inline void sink_unix_dir(struct sink *sk)
+static inline void sink_make_dir(struct sink *sk)
 {
     snprintf(sk->dir, sizeof(sk->dir), "/tmp/sluice-sink.XXXXXX");
     if (mkdtemp(sk->dir) == NULL)
         sk->dir[0] = 0;
     chmod(sk->dir, 0777);
-    snprintf(sk->path, sizeof(sk->path), "%s/lmtp.sock", sk->dir);
 }
 
-static inline int sink_start_unix(struct sink *sk)
+/*
+ * Run smtp-sink on listen (its address argument) with up to two extra
+ * options, and wait until a connection to to succeeds. 0, or -1 when it
+ * exited first (the port was taken, or there is no smtp-sink).
+ */
+static inline int sink_run(struct sink *sk, const char *listen,
+                           const char *opt1, const char *opt2,
+                           const struct sockaddr *to, socklen_t tolen)
 {
-    char listen[160], dump[128];
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    char dump[128];
 
-    snprintf(listen, sizeof(listen), "unix:%s", sk->path);
     snprintf(dump, sizeof(dump), "%s/%%M.", sk->dir);
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sk->path);
     if ((sk->pid = fork()) == 0) {
-        const char *argv[10];
+        const char *argv[12];
         int n = 0;
 
         argv[n++] = SINK;
@@ -170,9 +98,12 @@ static inline int sink_start_unix(struct sink *sk)
             argv[n++] = "-u";
             argv[n++] = "postfix";
         }
-        argv[n++] = "-L";
         argv[n++] = "-d";
         argv[n++] = dump;
+        if (opt1)
+            argv[n++] = opt1;
+        if (opt2)
+            argv[n++] = opt2;
         argv[n++] = listen;
         argv[n++] = "16";
         argv[n] = NULL;
@@ -181,10 +112,10 @@ static inline int sink_start_unix(struct sink *sk)
         _exit(127);
     }
     for (int wait = 0; wait < 100; wait++) {
-        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        int fd = socket(to->sa_family, SOCK_STREAM, 0);
         int status;
 
-        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+        if (connect(fd, to, tolen) == 0) {
             close(fd);
             sink_note(sk->pid, 0);
             return 0;
@@ -197,6 +128,57 @@ static inline int sink_start_unix(struct sink *sk)
     kill(sk->pid, SIGTERM);
     waitpid(sk->pid, NULL, 0);
     return -1;
+}
+
+/* Start smtp-sink with extra options on a free port; wait until it
+ * answers. Returns 0, or -1 if it cannot run here. */
+static inline int sink_start(struct sink *sk, const char *opt1,
+                             const char *opt2)
+{
+    char addr[64];
+
+    sink_make_dir(sk);
+    if (sk->dir[0] == 0)
+        return -1;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sin = {0};
+        socklen_t len = sizeof(sin);
+
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+        getsockname(fd, (struct sockaddr *)&sin, &len);
+        sk->port = ntohs(sin.sin_port);
+        close(fd);
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", sk->port);
+        if (sink_run(sk, addr, opt1, opt2, (struct sockaddr *)&sin,
+                     sizeof(sin)) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/*
+ * smtp-sink -L on a local socket, sk->dir/lmtp.sock (sk->path), started
+ * in a directory made beforehand (sk->dir, from sink_unix_dir()) so that
+ * a test can use the path before the sink exists. 0 or -1.
+ */
+static inline void sink_unix_dir(struct sink *sk)
+{
+    sink_make_dir(sk);
+    snprintf(sk->path, sizeof(sk->path), "%s/lmtp.sock", sk->dir);
+}
+
+static inline int sink_start_unix(struct sink *sk)
+{
+    char listen[160];
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+    snprintf(listen, sizeof(listen), "unix:%s", sk->path);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sk->path);
+    return sink_run(sk, listen, "-L", NULL, (struct sockaddr *)&sun,
+                    sizeof(sun));
 }
 
 static inline void sink_stop(struct sink *sk)

@@ -513,25 +513,37 @@ static void test_expiry_sweep(void **state)
     world_stop(&w);
 }
 
+/*
+ * A relay ("[127.0.0.1]:PORT" in buf) on a port nobody listens on: bound,
+ * never listened to, so connections are refused until the returned
+ * descriptor is closed.
+ */
+static int closed_relay(char *buf, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {0};
+    socklen_t slen = sizeof(sin);
+
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    getsockname(fd, (struct sockaddr *)&sin, &slen);
+    snprintf(buf, len, "[127.0.0.1]:%d", ntohs(sin.sin_port));
+    return fd;
+}
+
 /* A relay that refuses connections: the recipients are deferred (not
  * bounced), the destination is declared dead, the messages wait. */
 static void test_unreachable_relay(void **state)
 {
     struct world w;
     char relay[64];
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {0};
-    socklen_t len = sizeof(sin);
+    int fd;
     static const char *const rcpt[] = {"x@far.test", "y@far.test"};
     struct qmgr_stats st;
 
     (void)state;
-    /* A port nobody listens on: bound, never listened to. */
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-    getsockname(fd, (struct sockaddr *)&sin, &len);
-    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", ntohs(sin.sin_port));
+    fd = closed_relay(relay, sizeof(relay));
     world_start(&w, "relayhost", relay, NULL);
     /* Twice the initial window: the first five fail, the rest wait. */
     for (int i = 0; i < 10; i++)
@@ -587,18 +599,12 @@ static void test_trickle_to_dead_site(void **state)
 {
     struct world w;
     char relay[64];
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {0};
-    socklen_t len = sizeof(sin);
+    int fd;
     static const char *const rcpt[] = {"x@far.test"};
     struct qmgr_stats st;
 
     (void)state;
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-    getsockname(fd, (struct sockaddr *)&sin, &len);
-    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", ntohs(sin.sin_port));
+    fd = closed_relay(relay, sizeof(relay));
     world_start(&w, "relayhost", relay, NULL);
     for (int i = 0; i < 4; i++) {
         assert_null(strstr(w.log ? w.log : "", "destination dead"));
