@@ -605,6 +605,15 @@ static void decide_all(struct qm_msg *m, const uint64_t *idx, int n,
 
 /* ---- the end of a message's stay in core ---- */
 
+/* The message-level line of an expiry, in the reference's form. */
+static void msg_expired_log(struct qm_msg *m)
+{
+    qlog(m->q, QMGR_LOG_INFO, "%s: from=<%s>, status=expired, %s", m->id,
+         m->sm->sender,
+         m->sm->sender[0] ? "returned to sender" : "dropped (null sender)");
+}
+
+
 static uint32_t random_u32(void)
 {
     uint32_t r;
@@ -766,6 +775,7 @@ static void msg_maybe_finish(struct qm_msg *m)
                 idx[n++] = i;
         snprintf(text, sizeof(text), "message expired: %s",
                  m->last_reason[0] ? m->last_reason : "not delivered");
+        msg_expired_log(m);
         decide_all(m, idx, n, DELIVER_BOUNCE, "4.4.7", text, "none");
         free(idx);
         return; /* finishes again once that is committed: DONE */
@@ -911,6 +921,8 @@ static void msg_load(struct qmgr *q, const char *id, int expire)
     bad = calloc(m->sm->nrcpt + 1, sizeof(*bad));
     if (bad == NULL)
         abort();
+    if (expire)
+        msg_expired_log(m);
     for (uint32_t i = 0; i < m->sm->nrcpt; i++) {
         struct route_result r;
         struct core_queue *cq;

@@ -504,6 +504,9 @@ static void test_expiry_sweep(void **state)
                                      "expired: not delivered)"),
                      2);
     assert_non_null(strstr(w.log, "to=<held@far.test>"));
+    assert_int_equal(count_of(w.log, ": from=<sender@client.test>, "
+                                     "status=expired, returned to sender\n"),
+                     2);
     assert_non_null(strstr(w.log, "to=<later@far.test>"));
     assert_null(strstr(w.log, "to=<young@far.test>"));
     assert_int_equal(st.notices, 2);
