@@ -613,7 +613,6 @@ static void msg_expired_log(struct qm_msg *m)
          m->sm->sender[0] ? "returned to sender" : "dropped (null sender)");
 }
 
-
 static uint32_t random_u32(void)
 {
     uint32_t r;
@@ -790,6 +789,7 @@ static void msg_maybe_finish(struct qm_msg *m)
         notices(m, 1, &ch, marks);
         ch.has_state = 1;
         ch.state = SPOOL_DEFERRED;
+        ch.keep_hold = 1; /* held while it was being delivered: stays */
         ch.has_next_attempt = 1;
         ch.next_attempt = now + qmgr_retry_jitter(next - now, random_u32());
         ch.has_attempts = 1;

@@ -407,7 +407,10 @@ static int update_apply(struct spool *sp, MDB_txn *txn, const char *id,
     if (msg_read(sp, txn, id, &m, why, whylen) < 0)
         return -1;
     if ((rc = spool_index_del(sp, txn, &m)) == 0) {
-        if (ch->has_state) {
+        if (ch->has_state && ch->keep_hold && m.state == SPOOL_HOLD &&
+            ch->state != SPOOL_HOLD) {
+            m.held_from = ch->state; /* released into it later */
+        } else if (ch->has_state) {
             if (ch->state == SPOOL_HOLD && m.state != SPOOL_HOLD)
                 m.held_from = m.state;
             m.state = ch->state;

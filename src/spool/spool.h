@@ -91,7 +91,10 @@
  *	new state, next attempt time, attempt count, and recipient results.
  *	A recipient result sets its status, code and reason, and adds its
  *	notified bits (the notices the sender has had about it: they are
- *	never taken away); with notified_only it only adds the bits.
+ *	never taken away); with notified_only it only adds the bits. With
+ *	keep_hold, a message that is on hold stays on hold and the new state
+ *	is where a release will put it (the queue manager's writes: an
+ *	operator's hold while a message is being delivered is kept).
  *	spool_delete() removes a message with everything it has.
  *
  *	spool_recover() is the start-up pass: messages left active go back
@@ -203,6 +206,7 @@ struct spool_change {
     uint32_t attempts;
     uint32_t nresults;
     const struct spool_result *results;
+    int keep_hold; /* a held message stays held: state becomes held_from */
 };
 
 struct spool_result {

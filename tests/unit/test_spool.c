@@ -368,6 +368,29 @@ static void test_indices_and_updates(void **state)
     assert_int_equal(got->held_from, SPOOL_DEFERRED);
     spool_msg_free(got);
 
+    /*
+     * keep_hold: the queue manager's state change for a message that an
+     * operator held meanwhile goes to held_from; the message stays held.
+     */
+    memset(&ch, 0, sizeof(ch));
+    ch.has_state = 1;
+    ch.state = SPOOL_DEFERRED;
+    ch.has_next_attempt = 1;
+    ch.next_attempt = 900;
+    ch.keep_hold = 1;
+    assert_int_equal(
+        spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(
+        spool_get(fx->sp, ids[0], &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_HOLD);
+    assert_int_equal(got->held_from, SPOOL_DEFERRED);
+    assert_int_equal(got->next_attempt, 900);
+    spool_msg_free(got);
+    assert_int_equal(count(fx, SPOOL_INDEX_DEFERRED), 1);
+    memset(&ch, 0, sizeof(ch));
+    ch.has_state = 1;
+    ch.state = SPOOL_HOLD;
+
     /* A result for a recipient that does not exist is refused whole. */
     res[0] = (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok", 0, 0};
     ch.results = res;
@@ -490,8 +513,8 @@ static void test_queued_changes(void **state)
         {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0},
         {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no", 0, 0},
     };
-    struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res};
-    struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res};
+    struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res, 0};
+    struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res, 0};
     char why[128];
 
     store(fx, a);

@@ -37,6 +37,10 @@ Options:
                         the server's idle-timeout reply had crossed that
                         command on the wire (the connection counts as an
                         idle close when the timeout passes)
+    --greeting TEXT     answer every connection with TEXT (e.g. "421 4.3.2
+                        service not available") instead of the 220 greeting,
+                        then close it: a site where nothing can be delivered
+                        (the connection is counted all the same)
 
 Only the standard library is used, so that the tests need nothing beyond
 python3.
@@ -132,6 +136,10 @@ class Sink:
             rcpts = 0
 
         try:
+            if self.opts.greeting:
+                writer.write(self.opts.greeting.encode() + b"\r\n")
+                await writer.drain()
+                return
             writer.write(b"220 count-sink ESMTP\r\n")
             while True:
                 await writer.drain()
@@ -259,6 +267,7 @@ def parse_args(argv):
     p.add_argument("--idle-close", type=float, default=0.0)
     p.add_argument("--idle-reply", default="")
     p.add_argument("--idle-crossing", default="")
+    p.add_argument("--greeting", default="")
     p.add_argument("ports", nargs="+", type=int)
     return p.parse_args(argv)
 
