@@ -21,11 +21,13 @@
  *	The notice is a multipart/report (RFC 6522) of report-type
  *	delivery-status with three parts: a text for people listing each
  *	recipient with the reason; a message/delivery-status part (RFC
- *	3464) with the per-message fields (Reporting-MTA, the queue id and
- *	sender, Arrival-Date, Original-Envelope-Id when the message had an
- *	ENVID) and, per recipient, Final-Recipient, Original-Recipient (its
- *	ORCPT), Action, Status, and Remote-MTA and Diagnostic-Code when a
- *	server said why, Will-Retry-Until for a delay; and the message
+ *	3464) with the per-message fields in the RFC's order
+ *	(Original-Envelope-Id when the message had an ENVID,
+ *	Reporting-MTA, Arrival-Date, then the queue id and sender as
+ *	X-Sluice- extensions) and, per recipient, Original-Recipient (its
+ *	ORCPT), Final-Recipient, Action, Status, and Remote-MTA and
+ *	Diagnostic-Code when a server said why, Will-Retry-Until for a
+ *	delay; and the message
  *	itself. A failure returns the whole message (message/rfc822)
  *	unless the sender asked for headers only (RET=HDRS) or the message
  *	is larger than p->size_limit (bounce_size_limit); then, and for
@@ -205,20 +207,23 @@ static void status_part(struct text *t, const struct qmgr_notice_params *p,
 {
     char date[SMTP_DATE_MAX];
 
-    addf(t, "Reporting-MTA: dns; %s\r\n", p->hostname);
-    addf(t, "X-Sluice-Queue-ID: %s\r\n", m->id);
-    addf(t, "X-Sluice-Sender: rfc822; %s\r\n", m->sender);
-    date_of(date, sizeof(date), m->arrival);
-    addf(t, "Arrival-Date: %s\r\n", date);
+    /* In RFC 3464's order (section 2.2), extension fields last. */
     if (m->envid != NULL)
         addf(t, "Original-Envelope-Id: %s\r\n", m->envid);
+    addf(t, "Reporting-MTA: dns; %s\r\n", p->hostname);
+    date_of(date, sizeof(date), m->arrival);
+    addf(t, "Arrival-Date: %s\r\n", date);
+    addf(t, "X-Sluice-Queue-ID: %s\r\n", m->id);
+    addf(t, "X-Sluice-Sender: rfc822; %s\r\n", m->sender);
     for (size_t i = 0; i < n; i++) {
         struct reason why;
 
         reason_split(&r[i], kind, &why);
-        addf(t, "\r\nFinal-Recipient: rfc822; %s\r\n", r[i].address);
+        /* RFC 3464 section 2.3's order: Original-Recipient first. */
+        add(t, "\r\n", 2);
         if (r[i].orcpt != NULL)
             addf(t, "Original-Recipient: %s\r\n", r[i].orcpt);
+        addf(t, "Final-Recipient: rfc822; %s\r\n", r[i].address);
         addf(t, "Action: %s\r\n",
              kind == QMGR_NOTICE_FAILED    ? "failed"
              : kind == QMGR_NOTICE_DELAYED ? "delayed"

@@ -392,8 +392,8 @@ static void test_failure_notices(void **state)
     assert_non_null(strstr(dump, "Content-Type: multipart/report; "
                                  "report-type=delivery-status;"));
     assert_non_null(strstr(dump, "Original-Envelope-Id: env-7\n"));
-    assert_non_null(strstr(dump, "Final-Recipient: rfc822; x@bad.test\n"
-                                 "Original-Recipient: rfc822;X@bad.test\n"
+    assert_non_null(strstr(dump, "Original-Recipient: rfc822;X@bad.test\n"
+                                 "Final-Recipient: rfc822; x@bad.test\n"
                                  "Action: failed\n"
                                  "Status: 5.1.1\n"
                                  "Diagnostic-Code: X-Sluice; no such user "
