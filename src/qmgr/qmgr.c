@@ -963,22 +963,24 @@ struct feed_scan {
     long room;
     long n;
     char (*ids)[SPOOL_ID_MAX + 1];
+    int deferred; /* the deferred index: stop at the first not yet due */
 };
 
-static int feed_collect(void *ctx, const struct spool_msg *sm)
+/* From the index alone: a look walks past what is in memory cheaply. */
+static int feed_collect(void *ctx, const char *id, int64_t when)
 {
     struct feed_scan *fs = ctx;
 
-    if (sm->state == SPOOL_DEFERRED && sm->next_attempt > fs->now)
+    if (fs->deferred && when > fs->now)
         return 1; /* by due time: the rest are later still */
-    if (msg_find(fs->q, sm->id) == NULL)
-        snprintf(fs->ids[fs->n++], SPOOL_ID_MAX + 1, "%s", sm->id);
+    if (msg_find(fs->q, id) == NULL)
+        snprintf(fs->ids[fs->n++], SPOOL_ID_MAX + 1, "%s", id);
     return fs->n >= fs->room;
 }
 
 static void feed(struct qmgr *q)
 {
-    struct feed_scan in = {q, spool_now(), 0, 0, NULL};
+    struct feed_scan in = {q, spool_now(), 0, 0, NULL, 0};
     struct feed_scan de = in;
     char why[256];
     long i, j;
@@ -990,10 +992,11 @@ static void feed(struct qmgr *q)
     de.ids = calloc((size_t)de.room, sizeof(*de.ids));
     if (in.ids == NULL || de.ids == NULL)
         abort();
-    if (spool_list(q->sp, SPOOL_INDEX_INCOMING, feed_collect, &in, why,
-                   sizeof(why)) < 0 ||
-        spool_list(q->sp, SPOOL_INDEX_DEFERRED, feed_collect, &de, why,
-                   sizeof(why)) < 0)
+    de.deferred = 1;
+    if (spool_list_index(q->sp, SPOOL_INDEX_INCOMING, feed_collect, &in, why,
+                         sizeof(why)) < 0 ||
+        spool_list_index(q->sp, SPOOL_INDEX_DEFERRED, feed_collect, &de, why,
+                         sizeof(why)) < 0)
         qlog(q, QMGR_LOG_WARNING, "cannot read the queue: %s", why);
     for (i = j = 0; (i < in.n || j < de.n) && q->active < q->limit;) {
         if (i < in.n)
@@ -1028,7 +1031,7 @@ static int expire_collect(void *ctx, const struct spool_msg *sm)
 
 static void expire_sweep(struct qmgr *q)
 {
-    struct feed_scan es = {q, spool_now(), q->limit - q->active, 0, NULL};
+    struct feed_scan es = {q, spool_now(), q->limit - q->active, 0, NULL, 0};
     char why[256];
 
     if (es.room <= 0 || q->draining || q->closing)

@@ -219,6 +219,48 @@ static void id_from_key(char id[SPOOL_ID_MAX + 1], const unsigned char *p)
     id[SPOOL_KEY_ID] = 0;
 }
 
+int spool_list_index(struct spool *sp, enum spool_index index,
+                     spool_index_fn *fn, void *ctx, char *why, size_t whylen)
+{
+    MDB_dbi dbi = index == SPOOL_INDEX_INCOMING ? sp->incoming : sp->deferred;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc;
+
+    if (index == SPOOL_INDEX_ALL) {
+        snprintf(why, whylen, "spool: list: the message list has no times");
+        return -1;
+    }
+    if (spool_txn_begin(sp, 0, &txn, why, whylen) < 0)
+        return -1;
+    if ((rc = mdb_cursor_open(txn, dbi, &cur))) {
+        spool_why_lmdb(why, whylen, "spool: list", rc);
+        spool_txn_end(sp, txn);
+        return -1;
+    }
+    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+        const unsigned char *p = k.mv_data;
+        char id[SPOOL_ID_MAX + 1];
+        uint64_t when = 0;
+
+        if (k.mv_size != 8 + SPOOL_KEY_ID)
+            continue;
+        for (int i = 0; i < 8; i++)
+            when = when << 8 | p[i];
+        id_from_key(id, p + 8);
+        if (fn(ctx, id, (int64_t)when))
+            break;
+    }
+    mdb_cursor_close(cur);
+    spool_txn_end(sp, txn);
+    if (rc && rc != MDB_NOTFOUND) {
+        spool_why_lmdb(why, whylen, "spool: list", rc);
+        return -1;
+    }
+    return 0;
+}
+
 int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                void *ctx, char *why, size_t whylen)
 {

@@ -33,6 +33,9 @@
  *			char *why, size_t whylen)
  *	int	spool_list(struct spool *sp, enum spool_index index,
  *			spool_list_fn *fn, void *ctx, char *why, size_t whylen)
+ *	int	spool_list_index(struct spool *sp, enum spool_index index,
+ *			spool_index_fn *fn, void *ctx, char *why,
+ *			size_t whylen)
  *	int	spool_update(struct spool *sp, const char *id,
  *			const struct spool_change *ch, char *why, size_t whylen)
  *	int	spool_delete(struct spool *sp, const char *id, char *why,
@@ -84,8 +87,11 @@
  *	calls fn for each message of an index: SPOOL_INDEX_INCOMING in
  *	arrival order, SPOOL_INDEX_DEFERRED by next attempt time,
  *	SPOOL_INDEX_ALL by queue id (roughly arrival order); fn returns
- *	non-zero to stop. Listing uses a read transaction and never blocks
- *	writers.
+ *	non-zero to stop. spool_list_index() walks the incoming or deferred
+ *	index alone, without reading a message: fn gets each queue id and
+ *	its time there (arrival, or next attempt), in that order; it is
+ *	what the daemon's feed runs every time it looks. Listing uses a
+ *	read transaction and never blocks writers.
  *
  *	spool_update() applies a change to one message in one transaction:
  *	new state, next attempt time, attempt count, and recipient results.
@@ -230,6 +236,7 @@ typedef void spool_done_fn(void *ctx, struct spool_msg *m, int status,
 typedef void spool_change_done_fn(void *ctx, const char *id, int status,
                                   const char *why);
 typedef int spool_list_fn(void *ctx, const struct spool_msg *m);
+typedef int spool_index_fn(void *ctx, const char *id, int64_t when);
 
 int spool_open(struct spool **sp, const struct spool_config *cf, int flags,
                char *why, size_t whylen);
@@ -258,6 +265,8 @@ int spool_rcpts(struct spool *sp, const char *id, uint32_t from, uint32_t max,
 void spool_rcpts_free(struct spool_rcpt *r, uint32_t count);
 int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                void *ctx, char *why, size_t whylen);
+int spool_list_index(struct spool *sp, enum spool_index index,
+                     spool_index_fn *fn, void *ctx, char *why, size_t whylen);
 int spool_update(struct spool *sp, const char *id,
                  const struct spool_change *ch, char *why, size_t whylen);
 int spool_delete(struct spool *sp, const char *id, char *why, size_t whylen);

@@ -246,6 +246,21 @@ static int order_cb(void *ctx, const struct spool_msg *m)
     return o->n == 8;
 }
 
+struct keys {
+    char ids[8][SPOOL_ID_MAX + 1];
+    int64_t when[8];
+    int n;
+};
+
+static int keys_cb(void *ctx, const char *id, int64_t when)
+{
+    struct keys *k = ctx;
+
+    snprintf(k->ids[k->n], sizeof(k->ids[0]), "%s", id);
+    k->when[k->n++] = when;
+    return k->n == 8;
+}
+
 /* "Indices to list incoming mail in arrival order, deferred mail by due
  * time": updates move messages between them. */
 static void test_indices_and_updates(void **state)
@@ -272,6 +287,19 @@ static void test_indices_and_updates(void **state)
     assert_string_equal(o.ids[0], ids[1]);
     assert_string_equal(o.ids[1], ids[2]);
     assert_string_equal(o.ids[2], ids[0]);
+    {
+        /* The same order from the index alone, with the times. */
+        struct keys k = {0};
+
+        assert_int_equal(spool_list_index(fx->sp, SPOOL_INDEX_INCOMING, keys_cb,
+                                          &k, fx->why, sizeof(fx->why)),
+                         0);
+        assert_int_equal(k.n, 3);
+        assert_string_equal(k.ids[0], ids[1]);
+        assert_int_equal(k.when[0], arrival[1]);
+        assert_string_equal(k.ids[2], ids[0]);
+        assert_int_equal(k.when[2], arrival[0]);
+    }
 
     /* Defer two, due at 500 and 200; record recipient results. */
     ch.has_state = 1;
@@ -298,6 +326,17 @@ static void test_indices_and_updates(void **state)
                sizeof(fx->why));
     assert_int_equal(o.n, 2);
     assert_string_equal(o.ids[0], ids[1]);
+    {
+        struct keys k = {0};
+
+        assert_int_equal(spool_list_index(fx->sp, SPOOL_INDEX_DEFERRED, keys_cb,
+                                          &k, fx->why, sizeof(fx->why)),
+                         0);
+        assert_int_equal(k.n, 2);
+        assert_string_equal(k.ids[0], ids[1]);
+        assert_int_equal(k.when[0], 200);
+        assert_int_equal(k.when[1], 500);
+    }
     assert_string_equal(o.ids[1], ids[0]);
 
     assert_int_equal(spool_get(fx->sp, ids[0], &got, SPOOL_GET_RCPTS, fx->why,
