@@ -7,69 +7,22 @@
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
+. tests/integration/lib/daemon_lib.sh
 
-sink=/usr/sbin/smtp-sink
 if [ ! -x "$sink" ]; then
     echo "# SKIP daemon.sh: $sink is not installed"
     ok "skipped: no smtp-sink"
     tap_done
 fi
-user_opt=
-[ "$(id -u)" = 0 ] && user_opt="-u postfix"
-
-pids=
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# A free loopback TCP port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# start_sink NAME [OPTIONS...]: a sink dumping each message to $tmp/NAME/.
-start_sink() {
-    name=$1
-    shift
-    port=$(free_port)
-    mkdir -p "$tmp/$name"
-    chmod 777 "$tmp/$name"
-    # shellcheck disable=SC2086
-    "$sink" $user_opt -d "$tmp/$name/%M." "$@" "127.0.0.1:$port" 64 \
-        2>/dev/null &
-    pids="$pids $!"
-    eval "port_$name=$port"
-    i=0
-    while ! python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && return 1
-        sleep 0.05
-    done
-}
 
 count_dir() { find "$1" -type f | wc -l; }
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
-wait_for() {
-    limit=$(($1 * 10))
-    shift
-    i=0
-    until "$@"; do
-        i=$((i + 1))
-        [ $i -gt $limit ] && return 1
-        sleep 0.1
-    done
-}
-
 # The sinks run as postfix and write their dumps below $tmp.
 chmod 711 "$tmp"
-start_sink fast || { not_ok "smtp-sink starts"; tap_done; }
-start_sink slow -w 1 || { not_ok "smtp-sink -w 1 starts"; tap_done; }
+start_smtp_sink fast || { not_ok "smtp-sink starts"; tap_done; }
+start_smtp_sink slow -w 1 || { not_ok "smtp-sink -w 1 starts"; tap_done; }
 for d in 0 1 2 3 4 5 6 7 8 9; do
-    start_sink "d$d" || { not_ok "smtp-sink d$d starts"; tap_done; }
+    start_smtp_sink "d$d" || { not_ok "smtp-sink d$d starts"; tap_done; }
 done
 
 q=$tmp/q

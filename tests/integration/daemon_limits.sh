@@ -9,76 +9,26 @@
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
+. tests/integration/lib/daemon_lib.sh
 
 if ! command -v python3 >/dev/null 2>&1; then
     echo "# SKIP daemon_limits.sh: python3 is not installed"
     ok "skipped: no python3"
     tap_done
 fi
-count_sink=$(pwd)/tests/integration/lib/count_sink.py
-
-pids=
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# A free loopback TCP port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
-wait_for() {
-    limit=$(($1 * 10))
-    shift
-    i=0
-    until "$@"; do
-        i=$((i + 1))
-        [ $i -gt $limit ] && return 1
-        sleep 0.1
-    done
-}
-
-# start_sink NAME "PORTS" [OPTIONS...]: a count_sink.py listening on
-# PORTS, counting into $tmp/NAME.stats, logging Message-IDs to
-# $tmp/NAME.ids. The stats file appears once it listens.
-start_sink() {
-    name=$1
-    list=$2
-    shift 2
-    # shellcheck disable=SC2086
-    python3 "$count_sink" --stats "$tmp/$name.stats" --ids "$tmp/$name.ids" \
-        "$@" $list 2>>"$tmp/$name.err" &
-    pids="$pids $!"
-    wait_for 10 test -f "$tmp/$name.stats"
-}
-
-# counter NAME KEY [PORT]: a count_sink.py counter, of PORT or of the
-# sink's first port.
-counter() {
-    awk -v p="port=$3" -v k="$2=" '!done && ($1 == p || p == "port=") {
-        for (i = 2; i <= NF; i++)
-            if (index($i, k) == 1)
-                print substr($i, length(k) + 1)
-        done = 1
-    }' "$tmp/$1.stats"
-}
 
 conc_ports="$(free_port) $(free_port) $(free_port)"
 quiet_port=$(free_port)
 polite_port=$(free_port)
 crossing_port=$(free_port)
-start_sink conc "$conc_ports" --data-delay 0.3 ||
+start_count_sink conc "$conc_ports" --data-delay 0.3 ||
     { not_ok "count_sink.py starts"; tap_done; }
-start_sink quiet "$quiet_port" --idle-close 0.5 ||
+start_count_sink quiet "$quiet_port" --idle-close 0.5 ||
     { not_ok "count_sink.py --idle-close starts"; tap_done; }
-start_sink polite "$polite_port" --idle-close 0.5 \
+start_count_sink polite "$polite_port" --idle-close 0.5 \
     --idle-reply "421 4.4.2 idle timeout" ||
     { not_ok "count_sink.py --idle-reply starts"; tap_done; }
-start_sink crossing "$crossing_port" --idle-close 0.5 \
+start_count_sink crossing "$crossing_port" --idle-close 0.5 \
     --idle-crossing "421 4.4.2 idle timeout" ||
     { not_ok "count_sink.py --idle-crossing starts"; tap_done; }
 

@@ -19,8 +19,8 @@
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
+. tests/integration/lib/daemon_lib.sh
 
-sink=/usr/sbin/smtp-sink
 if [ ! -x "$sink" ]; then
     echo "# SKIP failures.sh: $sink is not installed"
     ok "skipped: no smtp-sink"
@@ -31,55 +31,7 @@ if ! command -v python3 >/dev/null 2>&1; then
     ok "skipped: no python3"
     tap_done
 fi
-user_opt=
-[ "$(id -u)" = 0 ] && user_opt="-u postfix"
-count_sink=$(pwd)/tests/integration/lib/count_sink.py
 dsn_summary=$(pwd)/tests/integration/lib/dsn_summary.py
-
-pids=
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# A free loopback TCP port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
-wait_for() {
-    limit=$(($1 * 10))
-    shift
-    i=0
-    until "$@"; do
-        i=$((i + 1))
-        [ $i -gt $limit ] && return 1
-        sleep 0.1
-    done
-}
-
-listening() {
-    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),1)" 2>/dev/null
-}
-
-# start_sink NAME [OPTIONS...]: an smtp-sink dumping each message to
-# $tmp/NAME/, its port in $port_NAME.
-start_sink() {
-    name=$1
-    shift
-    port=$(free_port)
-    mkdir -p "$tmp/$name"
-    chmod 777 "$tmp/$name"
-    # shellcheck disable=SC2086
-    "$sink" $user_opt -d "$tmp/$name/%M." "$@" "127.0.0.1:$port" 64 \
-        2>/dev/null &
-    pids="$pids $!"
-    eval "port_$name=$port"
-    wait_for 10 listening "$port"
-}
 
 # reply_to_rcpt PORT: the server's reply to a RCPT, as one line.
 reply_to_rcpt() {
@@ -94,10 +46,10 @@ s.quit()' "$1"
 
 # The sinks run as postfix and write their dumps below $tmp.
 chmod 711 "$tmp"
-start_sink home || { not_ok "smtp-sink (home.test) starts"; tap_done; }
-start_sink bad -f RCPT || { not_ok "smtp-sink -f RCPT starts"; tap_done; }
-start_sink later -r RCPT || { not_ok "smtp-sink -r RCPT starts"; tap_done; }
-start_sink dsn || { not_ok "smtp-sink (dsn.test) starts"; tap_done; }
+start_smtp_sink home || { not_ok "smtp-sink (home.test) starts"; tap_done; }
+start_smtp_sink bad -f RCPT || { not_ok "smtp-sink -f RCPT starts"; tap_done; }
+start_smtp_sink later -r RCPT || { not_ok "smtp-sink -r RCPT starts"; tap_done; }
+start_smtp_sink dsn || { not_ok "smtp-sink (dsn.test) starts"; tap_done; }
 
 # What the sinks say, from the horse's mouth: the notices must quote it.
 bad_reply=$(reply_to_rcpt "$port_bad")

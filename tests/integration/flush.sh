@@ -9,37 +9,13 @@
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
+. tests/integration/lib/daemon_lib.sh
 
 if ! command -v python3 >/dev/null 2>&1; then
     echo "# SKIP flush.sh: python3 is not installed"
     ok "skipped: no python3"
     tap_done
 fi
-count_sink=$(pwd)/tests/integration/lib/count_sink.py
-
-pids=
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
-wait_for() {
-    limit=$(($1 * 10))
-    shift
-    i=0
-    until "$@"; do
-        i=$((i + 1))
-        [ $i -gt $limit ] && return 1
-        sleep 0.1
-    done
-}
 
 dead_port=$(free_port)
 other_port=$(free_port)
