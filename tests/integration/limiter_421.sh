@@ -55,9 +55,12 @@ daemon_dir=$(postconf -dh daemon_directory 2>/dev/null)
 id postfix >/dev/null 2>&1 || skip "no postfix user"
 command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
 
+# free_port, wait_for, listening, $pids and an exit trap that stops them
+# and removes $tmp; ours below stops the Postfix instance first.
+. tests/integration/lib/daemon_lib.sh
+
 pf=$tmp/postfix
 pf_up=0
-pids=
 # in_use DIR: a process works in DIR (Postfix's daemons run in their
 # queue directory and linger a moment after the stop).
 in_use() {
@@ -71,6 +74,7 @@ in_use() {
 cleanup() {
     for p in $pids; do kill "$p" 2>/dev/null; done
     for p in $pids; do wait "$p" 2>/dev/null; done
+    pids=
     if [ "$pf_up" = 1 ]; then
         postfix -c "$pf/etc" stop >/dev/null 2>&1
         i=0
@@ -82,37 +86,15 @@ cleanup() {
     if [ -n "$KEEP" ]; then
         mkdir -p "$KEEP" && cp "$pf/maillog" "$tmp"/*.log "$KEEP/" 2>/dev/null
     fi
-    rm -rf "$tmp"
+    _dl_cleanup
 }
 trap cleanup EXIT
-
-# A free loopback TCP port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS.
-wait_for() {
-    limit=$(($1 * 10))
-    shift
-    i=0
-    until "$@"; do
-        i=$((i + 1))
-        [ $i -gt $limit ] && return 1
-        sleep 0.1
-    done
-}
 
 # exited PID: our child PID has exited (gone, or a zombie not yet waited
 # for, which kill -0 would still find).
 exited() {
     [ ! -e "/proc/$1/stat" ] ||
         [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" = Z ]
-}
-
-listening() {
-    python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),1)" \
-        2>/dev/null
 }
 
 # The receiver: a private Postfix instance in $tmp/postfix (configuration
