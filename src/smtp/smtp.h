@@ -28,12 +28,17 @@
  *			void *ctx)
  *
  *	int	smtp_date(char *buf, size_t len, time_t t)
+ *
+ *	int	smtp_command_parse(const char *line, size_t len,
+ *			struct smtp_command *cmd, char *why, size_t whylen)
+ *	void	smtp_command_free(struct smtp_command *cmd)
  * DESCRIPTION
  *	The smtp/ layer turns protocol text into values and back, without
  *	doing any I/O, so that every codec can be tested to the byte. This
  *	header is the layer's whole public face: address syntax
  *	(address.c); replies, enhanced status codes, EHLO keywords and
  *	dot-stuffing (reply.c, described there); RFC 5322 dates (date.c,
+ *	described there); the commands an SMTP server reads (command.c,
  *	described there); command parsing for the
  *	SMTP server will join them.
  *
@@ -132,5 +137,58 @@ void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
 #define SMTP_DATE_MAX 40
 
 int smtp_date(char *buf, size_t len, time_t t);
+
+/* SMTP commands a server reads (command.c). */
+enum smtp_verb {
+    SMTP_CMD_UNKNOWN,
+    SMTP_CMD_EHLO,
+    SMTP_CMD_HELO,
+    SMTP_CMD_MAIL,
+    SMTP_CMD_RCPT,
+    SMTP_CMD_DATA,
+    SMTP_CMD_BDAT,
+    SMTP_CMD_RSET,
+    SMTP_CMD_NOOP,
+    SMTP_CMD_QUIT,
+    SMTP_CMD_VRFY,
+    SMTP_CMD_HELP,
+    SMTP_CMD_ETRN,
+    SMTP_CMD_STARTTLS,
+};
+
+/* What smtp_command_parse() returns when it refuses: the reply code. */
+#define SMTP_PARSE_UNKNOWN 500 /* no such command */
+#define SMTP_PARSE_SYNTAX  501 /* bad arguments or parameter values */
+#define SMTP_PARSE_ADDRESS 501 /* a path's address is not valid */
+#define SMTP_PARSE_PARAM   555 /* an unsupported MAIL or RCPT parameter */
+
+/* DSN NOTIFY bits (the spool's SPOOL_NOTIFY_* have the same values). */
+#define SMTP_NOTIFY_NEVER   1u
+#define SMTP_NOTIFY_SUCCESS 2u
+#define SMTP_NOTIFY_FAILURE 4u
+#define SMTP_NOTIFY_DELAY   8u
+
+/* DSN RET (the spool's enum spool_ret has the same values). */
+#define SMTP_RET_FULL 1
+#define SMTP_RET_HDRS 2
+
+struct smtp_command {
+    enum smtp_verb verb;
+    char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node */
+    char *path;      /* MAIL/RCPT: the address, "" for <> */
+    int has_size;    /* MAIL SIZE= given: */
+    uint64_t size;   /*   its value */
+    int body_8bit;   /* MAIL BODY=8BITMIME */
+    int ret;         /* MAIL RET=: 0, SMTP_RET_FULL, SMTP_RET_HDRS */
+    char *envid;     /* MAIL ENVID=, decoded, or NULL */
+    unsigned notify; /* RCPT NOTIFY=: SMTP_NOTIFY_* bits, 0 if not given */
+    char *orcpt;     /* RCPT ORCPT=: "type;address" decoded, or NULL */
+    uint64_t chunk;  /* BDAT size */
+    int last;        /* BDAT LAST */
+};
+
+int smtp_command_parse(const char *line, size_t len, struct smtp_command *cmd,
+                       char *why, size_t whylen);
+void smtp_command_free(struct smtp_command *cmd);
 
 #endif
