@@ -7,6 +7,7 @@
 #   make check      build and run every test; the last line is "N passed, N failed"
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
 #   make valgrind   the unit tests under valgrind's memcheck, leaks included
+#   make fuzz       the libFuzzer targets (clang), FUZZ_SECONDS each
 #   make plots      draw the simulator's window-over-time plots into doc/
 #   make install    install programs and manual pages (PREFIX, DESTDIR)
 #   make format     clang-format every source file
@@ -42,7 +43,8 @@ TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
 
-.PHONY: all check asan valgrind demo sim-demo bench plots install format clean
+.PHONY: all check asan valgrind demo sim-demo bench fuzz plots install format \
+	clean
 all: $(PROGS) $(TESTS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -108,6 +110,27 @@ valgrind: $(TESTS)
 	    if [ $$rc -ne 0 ]; then fail=1; cat $$t.vg; fi; \
 	done; exit $$fail
 
+# libFuzzer targets (clang): tests/fuzz/fuzz_NAME.c, built with the
+# sanitizers against the sources they need, run for FUZZ_SECONDS each
+# over their seed corpus (copied: the corpus in git stays as it is).
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=all -Isrc -D_DEFAULT_SOURCE \
+                -D_POSIX_C_SOURCE=200809L
+FUZZ_SMTP    := $(wildcard src/smtp/*.c)
+
+build-fuzz/fuzz_smtp_command: tests/fuzz/fuzz_smtp_command.c $(FUZZ_SMTP) \
+	    src/smtp/smtp.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_smtp_command.c $(FUZZ_SMTP)
+
+fuzz: build-fuzz/fuzz_smtp_command
+	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
+	cp -r tests/fuzz/corpus/smtp_command build-fuzz/corpus/
+	build-fuzz/fuzz_smtp_command -max_total_time=$(FUZZ_SECONDS) \
+	    -print_final_stats=1 build-fuzz/corpus/smtp_command
+
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc
 
@@ -121,10 +144,10 @@ install: $(PROGS)
 
 format:
 	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h \
-	    bench/*.c)
+	    tests/fuzz/*.c bench/*.c)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
 	$(BUILD)/obj/qmgr/main.d \
