@@ -66,6 +66,14 @@
  *	void	local_server_close(struct local_server *s)
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
+ *
+ *	Lists of networks, for who may relay (nets.c):
+ *
+ *	struct ingress_nets *ingress_nets_parse(const char *list,
+ *			char *why, size_t whylen)
+ *	int	ingress_nets_match(const struct ingress_nets *n,
+ *			const struct sockaddr *sa)
+ *	void	ingress_nets_free(struct ingress_nets *n)
  * DESCRIPTION
  *	The ingress/ layer brings mail in: SMTP server sessions (later),
  *	and the submit path that "sluice sendmail" uses, which reads a
@@ -92,6 +100,9 @@
  *	maildrop.c. maildrop_read() fails with errno EBADMSG for a
  *	malformed file (the importer sets it aside in maildrop-bad), with
  *	another errno when the file could not be read (it stays).
+ *
+ *	A network list (nets.c) is mynetworks: addresses and CIDR blocks,
+ *	matched against a client's address; nets.c says what it accepts.
  *
  *	The submission socket (local.c) carries a message from "sluice
  *	sendmail" to the running daemon, which stores it in its group
@@ -252,5 +263,13 @@ void local_server_params_set(struct local_server *s,
 void local_server_close(struct local_server *s);
 long local_server_busy(const struct local_server *s);
 void local_server_free(struct local_server *s);
+
+struct sockaddr;
+struct ingress_nets;
+
+struct ingress_nets *ingress_nets_parse(const char *list, char *why,
+                                        size_t whylen);
+int ingress_nets_match(const struct ingress_nets *n, const struct sockaddr *sa);
+void ingress_nets_free(struct ingress_nets *n);
 
 #endif
