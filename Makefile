@@ -119,17 +119,20 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -Isrc -D_DEFAULT_SOURCE \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c)
+FUZZ_TARGETS := smtp_command smtp_data
 
-build-fuzz/fuzz_smtp_command: tests/fuzz/fuzz_smtp_command.c $(FUZZ_SMTP) \
-	    src/smtp/smtp.h
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SMTP) src/smtp/smtp.h
 	@mkdir -p build-fuzz
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_smtp_command.c $(FUZZ_SMTP)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SMTP)
 
-fuzz: build-fuzz/fuzz_smtp_command
+fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
-	cp -r tests/fuzz/corpus/smtp_command build-fuzz/corpus/
-	build-fuzz/fuzz_smtp_command -max_total_time=$(FUZZ_SECONDS) \
-	    -print_final_stats=1 build-fuzz/corpus/smtp_command
+	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/
+	@for t in $(FUZZ_TARGETS); do \
+	    echo "== fuzz_$$t, $(FUZZ_SECONDS) s"; \
+	    build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	        -print_final_stats=1 build-fuzz/corpus/$$t || exit 1; \
+	done
 
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc

@@ -32,6 +32,13 @@
  *	int	smtp_command_parse(const char *line, size_t len,
  *			struct smtp_command *cmd, char *why, size_t whylen)
  *	void	smtp_command_free(struct smtp_command *cmd)
+ *
+ *	void	smtp_data_init(struct smtp_data_reader *r, int mode,
+ *			uint64_t limit)
+ *	int	smtp_data_feed(struct smtp_data_reader *r, const char *p,
+ *			size_t len, size_t *used, smtp_emit_fn *emit, void *ctx)
+ *	int	smtp_data_finish(struct smtp_data_reader *r,
+ *			smtp_emit_fn *emit, void *ctx)
  * DESCRIPTION
  *	The smtp/ layer turns protocol text into values and back, without
  *	doing any I/O, so that every codec can be tested to the byte. This
@@ -39,7 +46,9 @@
  *	(address.c); replies, enhanced status codes, EHLO keywords and
  *	dot-stuffing (reply.c, described there); RFC 5322 dates (date.c,
  *	described there); the commands an SMTP server reads (command.c,
- *	described there); command parsing for the
+ *	described there) and the message content after DATA or in BDAT
+ *	chunks, with the smuggling defence (data.c, described there);
+ *	command parsing for the
  *	SMTP server will join them.
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
@@ -190,5 +199,27 @@ struct smtp_command {
 int smtp_command_parse(const char *line, size_t len, struct smtp_command *cmd,
                        char *why, size_t whylen);
 void smtp_command_free(struct smtp_command *cmd);
+
+/* Message content as a server reads it (data.c). */
+#define SMTP_DATA_DOT 1 /* after DATA: dot-stuffed, ends at CRLF.CRLF */
+#define SMTP_DATA_RAW 2 /* BDAT chunks: as it is */
+
+#define SMTP_DATA_MORE    0  /* all taken; more wanted */
+#define SMTP_DATA_DONE    1  /* the end of data */
+#define SMTP_DATA_BARE_LF -1 /* an LF without CR: refused */
+#define SMTP_DATA_BARE_CR -2 /* a CR without LF: refused */
+
+struct smtp_data_reader {
+    int mode;       /* SMTP_DATA_DOT or SMTP_DATA_RAW */
+    int state;      /* where in a line (data.c) */
+    uint64_t limit; /* message size limit, 0 = none */
+    uint64_t size;  /* content bytes so far, stored form */
+    int too_big;    /* size passed limit: nothing more emitted */
+};
+
+void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit);
+int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
+                   size_t *used, smtp_emit_fn *emit, void *ctx);
+int smtp_data_finish(struct smtp_data_reader *r, smtp_emit_fn *emit, void *ctx);
 
 #endif

@@ -1,0 +1,185 @@
+/*
+ * NAME
+ *	data 3 - message content as an SMTP server reads it (DATA, BDAT)
+ * SYNOPSIS
+ *	#include "smtp/smtp.h"
+ *
+ *	void	smtp_data_init(struct smtp_data_reader *r, int mode,
+ *			uint64_t limit)
+ *	int	smtp_data_feed(struct smtp_data_reader *r, const char *p,
+ *			size_t len, size_t *used, smtp_emit_fn *emit, void *ctx)
+ *	int	smtp_data_finish(struct smtp_data_reader *r,
+ *			smtp_emit_fn *emit, void *ctx)
+ * DESCRIPTION
+ *	A reader turns what a client sends after DATA (SMTP_DATA_DOT) or in
+ *	BDAT chunks (SMTP_DATA_RAW) into the message in its stored form:
+ *	lines ending in CRLF, no dot-stuffing. smtp_data_init() starts one;
+ *	limit is the message size limit (0: none).
+ *
+ *	smtp_data_feed() reads what it can of p[0..len), hands the content
+ *	to emit(ctx, bytes, n) in pieces, and sets *used to the bytes it
+ *	took. It returns SMTP_DATA_MORE when it wants more input (it took
+ *	all of it), SMTP_DATA_DONE at the end of data (DOT mode: the
+ *	CRLF.CRLF; what follows is left unread, *used stops after the
+ *	final LF, for the pipelined commands), or an error where the
+ *	offending byte is p[*used]:
+ *
+ *	SMTP_DATA_BARE_LF  an LF not after a CR
+ *	SMTP_DATA_BARE_CR  a CR not followed by an LF
+ *
+ *	Lines must end in CRLF, and the end of data is exactly CRLF "."
+ *	CRLF: every other spelling of an end (".\n", "\n.\n", ".\r ") is a
+ *	bare line end, refused where it is seen rather than read as text.
+ *	That is the defence against SMTP smuggling: a server that took one
+ *	of them as an end, or as text, while the next server in the chain
+ *	reads it the other way, lets a client slip a second message past
+ *	the first one's checks. The caller answers an error and closes the
+ *	connection: the rest of the stream cannot be trusted.
+ *
+ *	In DOT mode a line that starts with "." loses that dot (RFC 5321
+ *	4.5.2). In RAW mode nothing is unstuffed and nothing ends the data
+ *	(the caller counts the chunk sizes); bare line ends are refused
+ *	the same way, across chunks too, since the stored message is sent
+ *	on with DATA later. smtp_data_finish() ends RAW content: a last
+ *	line without CRLF gets one (SMTP_DATA_DONE), a content that ends in
+ *	a lone CR is SMTP_DATA_BARE_CR.
+ *
+ *	r->size counts the content bytes (stored form); once it passes the
+ *	limit, r->too_big is set and nothing more is emitted, but reading
+ *	goes on to the end, so that the refusal (552) comes in step with
+ *	the client.
+ */
+
+#include "smtp/smtp.h"
+
+#include <string.h>
+
+enum {
+    LINE_START, /* after CRLF, or at the very start */
+    IN_LINE,
+    SEEN_CR, /* CR inside a line: LF must follow */
+    DOT,     /* DOT mode: "." at a line's start */
+    DOT_CR,  /* ".CR" at a line's start: LF ends the data */
+};
+
+#define OUT_MAX 4096
+
+struct out {
+    struct smtp_data_reader *r;
+    smtp_emit_fn *emit;
+    void *ctx;
+    size_t n;
+    char buf[OUT_MAX];
+};
+
+static void out_flush(struct out *o)
+{
+    if (o->n > 0)
+        o->emit(o->ctx, o->buf, o->n);
+    o->n = 0;
+}
+
+static void out_put(struct out *o, const char *p, size_t n)
+{
+    struct smtp_data_reader *r = o->r;
+
+    r->size += n;
+    if (r->limit > 0 && r->size > r->limit)
+        r->too_big = 1;
+    if (r->too_big)
+        return;
+    if (o->n + n > OUT_MAX)
+        out_flush(o);
+    memcpy(o->buf + o->n, p, n);
+    o->n += n;
+}
+
+void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit)
+{
+    memset(r, 0, sizeof(*r));
+    r->mode = mode;
+    r->limit = limit;
+    r->state = LINE_START;
+}
+
+int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
+                   size_t *used, smtp_emit_fn *emit, void *ctx)
+{
+    struct out o;
+    int rc = SMTP_DATA_MORE;
+    size_t i;
+
+    o.r = r;
+    o.emit = emit;
+    o.ctx = ctx;
+    o.n = 0;
+    for (i = 0; i < len && rc == SMTP_DATA_MORE; i++) {
+        char c = p[i];
+
+        switch (r->state) {
+        case LINE_START:
+            if (c == '.' && r->mode == SMTP_DATA_DOT) {
+                r->state = DOT;
+                break;
+            }
+            /* Any other first byte is in the line. */
+            __attribute__((fallthrough));
+        case IN_LINE:
+            if (c == '\r') {
+                r->state = SEEN_CR;
+            } else if (c == '\n') {
+                rc = SMTP_DATA_BARE_LF;
+            } else {
+                out_put(&o, &c, 1);
+                r->state = IN_LINE;
+            }
+            break;
+        case SEEN_CR:
+            if (c == '\n') {
+                out_put(&o, "\r\n", 2);
+                r->state = LINE_START;
+            } else {
+                rc = SMTP_DATA_BARE_CR;
+            }
+            break;
+        case DOT:
+            if (c == '\r') {
+                r->state = DOT_CR;
+            } else if (c == '\n') {
+                rc = SMTP_DATA_BARE_LF;
+            } else {
+                /* ".." is a stuffed dot; ".x" loses its dot too. */
+                out_put(&o, &c, 1);
+                r->state = IN_LINE;
+            }
+            break;
+        case DOT_CR:
+            if (c == '\n')
+                rc = SMTP_DATA_DONE;
+            else
+                rc = SMTP_DATA_BARE_CR;
+            break;
+        }
+    }
+    out_flush(&o);
+    /* An error's byte is not taken; the end's LF is. */
+    *used = rc == SMTP_DATA_MORE || rc == SMTP_DATA_DONE ? i : i - 1;
+    return rc;
+}
+
+int smtp_data_finish(struct smtp_data_reader *r, smtp_emit_fn *emit, void *ctx)
+{
+    struct out o;
+
+    if (r->state == SEEN_CR)
+        return SMTP_DATA_BARE_CR;
+    o.r = r;
+    o.emit = emit;
+    o.ctx = ctx;
+    o.n = 0;
+    if (r->state == IN_LINE)
+        out_put(&o, "\r\n", 2);
+    out_flush(&o);
+    r->state = LINE_START;
+    return SMTP_DATA_DONE;
+}

@@ -1,0 +1,198 @@
+/*
+ * NAME
+ *	test_smtp_data 1 - unit tests of the DATA and BDAT content reader
+ * SYNOPSIS
+ *	build/tests/test_smtp_data
+ * DESCRIPTION
+ *	Tests src/smtp/data.c against RFC 5321 4.5.2 (dot-stuffing, the end
+ *	of data) and the SMTP smuggling defence: content comes out in the
+ *	stored form (CRLF lines, dots unstuffed) whatever the input's
+ *	packet boundaries; the end is CRLF.CRLF and nothing else; a bare LF
+ *	or bare CR anywhere, including in ".\n" or ".\r" forms of an end, is
+ *	an error at the byte where it is seen; what follows the end is left
+ *	unread (pipelined commands); BDAT content is taken as it is, bare
+ *	line ends refused, a last line without CRLF completed; the size
+ *	limit stops storing but not reading.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "smtp/smtp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct out {
+    char buf[4096];
+    size_t len;
+};
+
+static void emit(void *ctx, const char *p, size_t len)
+{
+    struct out *o = ctx;
+
+    assert_true(o->len + len < sizeof(o->buf));
+    memcpy(o->buf + o->len, p, len);
+    o->len += len;
+    o->buf[o->len] = 0;
+}
+
+/* Feed text in pieces of step bytes; the status and bytes used. */
+static int feed(struct smtp_data_reader *r, const char *text, size_t step,
+                struct out *o, size_t *used_total)
+{
+    size_t len = strlen(text), pos = 0;
+    int rc = SMTP_DATA_MORE;
+
+    *used_total = 0;
+    while (pos < len && rc == SMTP_DATA_MORE) {
+        size_t n = len - pos < step ? len - pos : step;
+        size_t used = 0;
+
+        rc = smtp_data_feed(r, text + pos, n, &used, emit, o);
+        *used_total += used;
+        pos += used;
+        if (rc == SMTP_DATA_MORE)
+            assert_int_equal(used, n);
+    }
+    return rc;
+}
+
+static void test_unstuffing_any_split(void **state)
+{
+    static const char in[] = "Subject: x\r\n"
+                             "\r\n"
+                             "..leading dot\r\n"
+                             ".x dropped dot\r\n"
+                             "...\r\n"
+                             "last\r\n"
+                             ".\r\n"
+                             "QUIT\r\n";
+    static const char want[] = "Subject: x\r\n"
+                               "\r\n"
+                               ".leading dot\r\n"
+                               "x dropped dot\r\n"
+                               "..\r\n"
+                               "last\r\n";
+
+    (void)state;
+    for (size_t step = 1; step <= sizeof(in); step++) {
+        struct smtp_data_reader r;
+        struct out o = {{0}, 0};
+        size_t used;
+
+        smtp_data_init(&r, SMTP_DATA_DOT, 0);
+        assert_int_equal(feed(&r, in, step, &o, &used), SMTP_DATA_DONE);
+        assert_string_equal(o.buf, want);
+        /* "QUIT\r\n" is left for the command reader. */
+        assert_int_equal(used, strlen(in) - strlen("QUIT\r\n"));
+        assert_int_equal(r.size, strlen(want));
+    }
+}
+
+static void test_empty_message(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(feed(&r, ".\r\n", 3, &o, &used), SMTP_DATA_DONE);
+    assert_int_equal(o.len, 0);
+}
+
+/* Each of these must fail at the byte given, whatever came before. */
+static void smuggle(const char *text, int want, size_t at)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(feed(&r, text, 1, &o, &used), want);
+    assert_int_equal(used, at);
+}
+
+static void test_smuggling_forms_refused(void **state)
+{
+    (void)state;
+    smuggle("a\nb\r\n.\r\n", SMTP_DATA_BARE_LF, 1);
+    smuggle("a\rb\r\n.\r\n", SMTP_DATA_BARE_CR, 2);
+    smuggle("a\r\n.\nMAIL FROM:<x>\r\n", SMTP_DATA_BARE_LF, 4);
+    smuggle("a\r\n.\r MAIL FROM:<x>\r\n", SMTP_DATA_BARE_CR, 5);
+    smuggle("a\n.\n", SMTP_DATA_BARE_LF, 1);
+    smuggle("a\r\n\n.\r\n", SMTP_DATA_BARE_LF, 3);
+    smuggle("\n.\r\n", SMTP_DATA_BARE_LF, 0);
+    smuggle("..\n", SMTP_DATA_BARE_LF, 2);
+}
+
+static void test_size_limit(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 10);
+    assert_int_equal(feed(&r, "0123456789\r\nmore\r\n.\r\nX", 4, &o, &used),
+                     SMTP_DATA_DONE);
+    assert_true(r.too_big);
+    assert_int_equal(r.size, 18);
+    assert_true(o.len <= 10);
+    assert_int_equal(used, strlen("0123456789\r\nmore\r\n.\r\n"));
+}
+
+static void test_bdat(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(
+        smtp_data_feed(&r, "Subject: y\r\n\r\n.no", 17, &used, emit, &o),
+        SMTP_DATA_MORE);
+    assert_int_equal(used, 17);
+    assert_int_equal(
+        smtp_data_feed(&r, " stuffing\r\n.\r\nlast", 18, &used, emit, &o),
+        SMTP_DATA_MORE);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_DONE);
+    /* Taken as it is, and the last line completed with CRLF. */
+    assert_string_equal(o.buf,
+                        "Subject: y\r\n\r\n.no stuffing\r\n.\r\nlast\r\n");
+    assert_int_equal(r.size, strlen(o.buf));
+    /* Bare line ends are refused in chunks too, even across them. */
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(smtp_data_feed(&r, "a\r", 2, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(smtp_data_feed(&r, "b", 1, &used, emit, &o),
+                     SMTP_DATA_BARE_CR);
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(smtp_data_feed(&r, "a\nb", 3, &used, emit, &o),
+                     SMTP_DATA_BARE_LF);
+    assert_int_equal(used, 1);
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(smtp_data_feed(&r, "a\r", 2, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_BARE_CR);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unstuffing_any_split),
+        cmocka_unit_test(test_empty_message),
+        cmocka_unit_test(test_smuggling_forms_refused),
+        cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_bdat),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
