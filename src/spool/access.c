@@ -219,19 +219,21 @@ static void id_from_key(char id[SPOOL_ID_MAX + 1], const unsigned char *p)
     id[SPOOL_KEY_ID] = 0;
 }
 
-int spool_list_index(struct spool *sp, enum spool_index index,
-                     spool_index_fn *fn, void *ctx, char *why, size_t whylen)
+/*
+ * Walk a table in key order, calling visit(ctx, txn, key) for each key
+ * until it returns non-zero, in one read transaction: what both kinds of
+ * listing share.
+ */
+typedef int walk_fn(void *ctx, MDB_txn *txn, const MDB_val *key);
+
+static int walk(struct spool *sp, MDB_dbi dbi, walk_fn *visit, void *ctx,
+                char *why, size_t whylen)
 {
-    MDB_dbi dbi = index == SPOOL_INDEX_INCOMING ? sp->incoming : sp->deferred;
     MDB_cursor *cur;
     MDB_txn *txn;
     MDB_val k, v;
     int rc;
 
-    if (index == SPOOL_INDEX_ALL) {
-        snprintf(why, whylen, "spool: list: the message list has no times");
-        return -1;
-    }
     if (spool_txn_begin(sp, 0, &txn, why, whylen) < 0)
         return -1;
     if ((rc = mdb_cursor_open(txn, dbi, &cur))) {
@@ -239,19 +241,9 @@ int spool_list_index(struct spool *sp, enum spool_index index,
         spool_txn_end(sp, txn);
         return -1;
     }
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-        const unsigned char *p = k.mv_data;
-        char id[SPOOL_ID_MAX + 1];
-        uint64_t when = 0;
-
-        if (k.mv_size != 8 + SPOOL_KEY_ID)
-            continue;
-        for (int i = 0; i < 8; i++)
-            when = when << 8 | p[i];
-        id_from_key(id, p + 8);
-        if (fn(ctx, id, (int64_t)when))
+    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+        if (visit(ctx, txn, &k))
             break;
-    }
     mdb_cursor_close(cur);
     spool_txn_end(sp, txn);
     if (rc && rc != MDB_NOTFOUND) {
@@ -261,59 +253,82 @@ int spool_list_index(struct spool *sp, enum spool_index index,
     return 0;
 }
 
+struct index_walk {
+    spool_index_fn *fn;
+    void *ctx;
+};
+
+/* An index key: the time (8 bytes, big-endian), then the queue id. */
+static int index_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
+{
+    struct index_walk *w = ctx;
+    const unsigned char *p = k->mv_data;
+    char id[SPOOL_ID_MAX + 1];
+    uint64_t when = 0;
+
+    (void)txn;
+    if (k->mv_size != 8 + SPOOL_KEY_ID)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        when = when << 8 | p[i];
+    id_from_key(id, p + 8);
+    return w->fn(w->ctx, id, (int64_t)when);
+}
+
+int spool_list_index(struct spool *sp, enum spool_index index,
+                     spool_index_fn *fn, void *ctx, char *why, size_t whylen)
+{
+    struct index_walk w = {fn, ctx};
+
+    if (index == SPOOL_INDEX_ALL) {
+        snprintf(why, whylen, "spool: list: the message list has no times");
+        return -1;
+    }
+    return walk(sp, index == SPOOL_INDEX_INCOMING ? sp->incoming : sp->deferred,
+                index_visit, &w, why, whylen);
+}
+
+struct list_walk {
+    struct spool *sp;
+    size_t idpos; /* where the queue id is in a key */
+    spool_list_fn *fn;
+    void *ctx;
+};
+
+static int list_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
+{
+    struct list_walk *w = ctx;
+    struct spool_msg m = {0};
+    char id[SPOOL_ID_MAX + 1];
+    char reason[256];
+    int stop;
+
+    if (k->mv_size != w->idpos + SPOOL_KEY_ID)
+        return 0;
+    id_from_key(id, (const unsigned char *)k->mv_data + w->idpos);
+    if (msg_read(w->sp, txn, id, &m, reason, sizeof(reason)) < 0) {
+        /* Shown as corrupt; spool_recover() will make it so. */
+        memset(&m, 0, sizeof(m));
+        snprintf(m.id, sizeof(m.id), "%s", id);
+        m.state = SPOOL_CORRUPT;
+        m.corrupt_reason = reason;
+        m.sender = "";
+        return w->fn(w->ctx, &m);
+    }
+    stop = w->fn(w->ctx, &m);
+    spool_envelope_clear(&m);
+    return stop;
+}
+
 int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                void *ctx, char *why, size_t whylen)
 {
+    struct list_walk w = {sp, index == SPOOL_INDEX_ALL ? 0 : 8, fn, ctx};
     MDB_dbi dbi = index == SPOOL_INDEX_INCOMING   ? sp->incoming
                   : index == SPOOL_INDEX_DEFERRED ? sp->deferred
                                                   : sp->msg;
-    size_t idpos = index == SPOOL_INDEX_ALL ? 0 : 8;
-    MDB_cursor *cur;
-    MDB_txn *txn;
-    MDB_val k, v;
-    int rc, ret = 0;
 
-    if (spool_txn_begin(sp, 0, &txn, why, whylen) < 0)
-        return -1;
-    if ((rc = mdb_cursor_open(txn, dbi, &cur))) {
-        spool_why_lmdb(why, whylen, "spool: list", rc);
-        spool_txn_end(sp, txn);
-        return -1;
-    }
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-        struct spool_msg m = {0};
-        char id[SPOOL_ID_MAX + 1];
-        char reason[256];
-
-        if (k.mv_size != idpos + SPOOL_KEY_ID)
-            continue;
-        id_from_key(id, (const unsigned char *)k.mv_data + idpos);
-        if (msg_read(sp, txn, id, &m, reason, sizeof(reason)) < 0) {
-            /* Shown as corrupt; spool_recover() will make it so. */
-            memset(&m, 0, sizeof(m));
-            snprintf(m.id, sizeof(m.id), "%s", id);
-            m.state = SPOOL_CORRUPT;
-            m.corrupt_reason = reason;
-            m.sender = "";
-            if (fn(ctx, &m)) {
-                ret = 0;
-                break;
-            }
-            continue;
-        }
-        if (fn(ctx, &m)) {
-            spool_envelope_clear(&m);
-            break;
-        }
-        spool_envelope_clear(&m);
-    }
-    mdb_cursor_close(cur);
-    spool_txn_end(sp, txn);
-    if (rc && rc != MDB_NOTFOUND) {
-        spool_why_lmdb(why, whylen, "spool: list", rc);
-        ret = -1;
-    }
-    return ret;
+    return walk(sp, dbi, list_visit, &w, why, whylen);
 }
 
 static int index_op(struct spool *sp, MDB_txn *txn, const struct spool_msg *m,

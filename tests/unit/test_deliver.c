@@ -589,6 +589,26 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
     return result;
 }
 
+/* A scripted server, a loop and a cache for the reuse tests. */
+static struct deliver_cache *reuse_begin(struct server *sv,
+                                         const struct step *script,
+                                         const struct deliver_cache_params *p,
+                                         struct deliver_addr *a)
+{
+    reuse_base = event_base_new();
+    server_start(sv, script);
+    addr_of(a, "mx.test", sv->port);
+    return deliver_cache_create(reuse_base, p);
+}
+
+/* Close what is cached (each with a QUIT), then the server and loop. */
+static void reuse_end(struct deliver_cache *cache, struct server *sv)
+{
+    deliver_cache_free(cache);
+    server_stop(sv);
+    event_base_free(reuse_base);
+}
+
 /* Run the loop for ms milliseconds. */
 static void run_for(int ms)
 {
@@ -634,10 +654,7 @@ static void test_reuse(void **state)
     struct deliver_result *r;
 
     (void)state;
-    reuse_base = event_base_new();
-    cache = deliver_cache_create(reuse_base, &p);
-    server_start(&sv, script);
-    addr_of(&a, "mx.test", sv.port);
+    cache = reuse_begin(&sv, script, &p, &a);
     r = deliver_cached(&a, cache);
     all_sent(r);
     assert_int_equal(r->conn_use, 1);
@@ -649,9 +666,7 @@ static void test_reuse(void **state)
     assert_true(strncmp(r->relay, "mx.test[127.0.0.1]:", 19) == 0);
     deliver_result_free(r);
     assert_int_equal(deliver_cache_count(cache), 1);
-    deliver_cache_free(cache); /* says QUIT */
-    server_stop(&sv);
-    event_base_free(reuse_base);
+    reuse_end(cache, &sv);
     assert_int_equal(count_of(sv.got, "EHLO"), 1);
     assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
     assert_int_equal(sv.accepted, 0);
@@ -673,10 +688,7 @@ static void test_reuse_dead_connection(void **state)
     struct deliver_result *r;
 
     (void)state;
-    reuse_base = event_base_new();
-    cache = deliver_cache_create(reuse_base, &p);
-    server_start(&sv, script);
-    addr_of(&a, "mx.test", sv.port);
+    cache = reuse_begin(&sv, script, &p, &a);
     r = deliver_cached(&a, cache);
     all_sent(r);
     deliver_result_free(r);
@@ -685,9 +697,7 @@ static void test_reuse_dead_connection(void **state)
     all_sent(r);
     assert_int_equal(r->conn_use, 1);
     deliver_result_free(r);
-    deliver_cache_free(cache);
-    server_stop(&sv);
-    event_base_free(reuse_base);
+    reuse_end(cache, &sv);
     assert_int_equal(sv.accepted, 1);
     assert_int_equal(count_of(sv.got, "EHLO"), 2);
 }
@@ -709,10 +719,7 @@ static void test_reuse_limits(void **state)
     struct deliver_result *r;
 
     (void)state;
-    reuse_base = event_base_new();
-    cache = deliver_cache_create(reuse_base, &p);
-    server_start(&sv, script);
-    addr_of(&a, "mx.test", sv.port);
+    cache = reuse_begin(&sv, script, &p, &a);
     /* A reuse count limit of 1: two deliveries, then QUIT. */
     r = deliver_cached(&a, cache);
     assert_int_equal(r->conn_use, 1);
@@ -735,9 +742,7 @@ static void test_reuse_limits(void **state)
     assert_int_equal(deliver_cache_count(cache), 1);
     run_for(100);
     assert_int_equal(deliver_cache_count(cache), 0);
-    deliver_cache_free(cache);
-    server_stop(&sv);
-    event_base_free(reuse_base);
+    reuse_end(cache, &sv);
     assert_int_equal(sv.accepted, 3);
     assert_int_equal(count_of(sv.got, "QUIT"), 2);
 }
@@ -763,10 +768,7 @@ static void test_reuse_421_on_first_command(void **state)
     struct deliver_result *r;
 
     (void)state;
-    reuse_base = event_base_new();
-    cache = deliver_cache_create(reuse_base, &p);
-    server_start(&sv, script);
-    addr_of(&a, "mx.test", sv.port);
+    cache = reuse_begin(&sv, script, &p, &a);
     r = deliver_cached(&a, cache);
     all_sent(r);
     deliver_result_free(r);
@@ -775,9 +777,7 @@ static void test_reuse_421_on_first_command(void **state)
     assert_int_equal(r->hop_ok, 1);
     assert_int_equal(r->conn_use, 1);
     deliver_result_free(r);
-    deliver_cache_free(cache);
-    server_stop(&sv);
-    event_base_free(reuse_base);
+    reuse_end(cache, &sv);
     assert_int_equal(count_of(sv.got, "EHLO"), 2);
 }
 
@@ -799,10 +799,7 @@ static void test_reuse_transport_limits(void **state)
     struct deliver_result *r;
 
     (void)state;
-    reuse_base = event_base_new();
-    cache = deliver_cache_create(reuse_base, &p);
-    server_start(&sv, script);
-    addr_of(&a, "mx.test", sv.port);
+    cache = reuse_begin(&sv, script, &p, &a);
     req_limits = (struct deliver_cache_params){2000, 300000, 0};
     r = deliver_cached(&a, cache);
     all_sent(r);
@@ -818,9 +815,7 @@ static void test_reuse_transport_limits(void **state)
     deliver_result_free(r);
     run_for(400);
     assert_int_equal(deliver_cache_count(cache), 0);
-    deliver_cache_free(cache);
-    server_stop(&sv);
-    event_base_free(reuse_base);
+    reuse_end(cache, &sv);
     assert_int_equal(count_of(sv.got, "QUIT"), 2);
 }
 

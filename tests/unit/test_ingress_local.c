@@ -221,6 +221,14 @@ static struct spool_msg *sample(size_t body_len)
     return m;
 }
 
+/* Submit a sample message of body_len bytes through local_submit(). */
+static void submit_sample(struct client *c, size_t body_len, int timeout_ms)
+{
+    c->m = sample(body_len);
+    c->timeout_ms = timeout_ms;
+    run_client(c);
+}
+
 /* ------------------------------------------------------------ fixture */
 
 static int setup(void **state)
@@ -268,9 +276,7 @@ static void test_round_trip(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_true(S_ISSOCK(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0666);
-    c.m = sample(70000);
-    c.timeout_ms = 5000;
-    run_client(&c);
+    submit_sample(&c, 70000, 5000);
     assert_int_equal(c.rc, LOCAL_OK);
     assert_string_equal(c.id, "Q123");
     assert_non_null(got);
@@ -298,9 +304,7 @@ static void test_answer_waits_for_store(void **state)
     (void)state;
     mode = STORE_LATER;
     server_start(0);
-    c.m = sample(10);
-    c.timeout_ms = 5000;
-    run_client(&c);
+    submit_sample(&c, 10, 5000);
     assert_int_equal(c.rc, LOCAL_OK);
     assert_string_equal(c.id, "LATER1");
     spool_msg_free(c.m);
@@ -313,9 +317,7 @@ static void test_tempfail(void **state)
     (void)state;
     mode = STORE_TEMPFAIL;
     server_start(0);
-    c.m = sample(10);
-    c.timeout_ms = 5000;
-    run_client(&c);
+    submit_sample(&c, 10, 5000);
     assert_int_equal(c.rc, LOCAL_TEMPFAIL);
     assert_string_equal(c.why, "spool full");
     spool_msg_free(c.m);
@@ -326,9 +328,7 @@ static void test_no_daemon(void **state)
     struct client c = {0};
 
     (void)state;
-    c.m = sample(10);
-    c.timeout_ms = 5000;
-    run_client(&c);
+    submit_sample(&c, 10, 5000);
     assert_int_equal(c.rc, LOCAL_UNAVAILABLE);
     assert_non_null(strstr(c.why, "No such file or directory"));
     spool_msg_free(c.m);
@@ -341,9 +341,7 @@ static void test_no_answer(void **state)
     (void)state;
     mode = STORE_NEVER;
     server_start(0);
-    c.m = sample(10);
-    c.timeout_ms = 300;
-    run_client(&c);
+    submit_sample(&c, 10, 300);
     assert_int_equal(c.rc, LOCAL_NO_ANSWER);
     assert_non_null(strstr(c.why, "no answer within"));
     assert_int_equal(local_server_busy(server), 1);
@@ -432,9 +430,7 @@ static void test_reject_extra_and_too_big(void **state)
     raw_request(req, reqlen + len, "reject 4 bytes more than the ");
     assert_null(got);
     /* Within the request limit, but the body is over the size limit. */
-    c.m = sample(1001);
-    c.timeout_ms = 5000;
-    run_client(&c);
+    submit_sample(&c, 1001, 5000);
     assert_int_equal(c.rc, LOCAL_REJECT);
     assert_string_equal(c.why,
                         "message too big: 1001 bytes, the limit is 1000");
