@@ -153,7 +153,8 @@ const struct conf_def conf_params[] = {
         "largest message returned whole in a failure notice, in bytes; a "
         "larger one is returned as its headers (0 = no limit)"),
     TIME("in_flow_delay", "1s", NULL, 's',
-         "ingress pause when the queue manager falls behind (0 = none)"),
+         "pause before each new SMTP message while the incoming queue "
+         "holds more than qmgr_message_active_limit (0 = none)"),
 
     /* Routing: transports, the transport table, the relay host. */
     LIST("transports",
@@ -208,6 +209,30 @@ const struct conf_def conf_params[] = {
     /* Messages. */
     INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,
         "largest message accepted, in bytes (0 = no limit)"),
+
+    /* SMTP server. */
+    LIST("smtpd_listen", "127.0.0.1:2525", NULL,
+         "SMTP server addresses as ip:port or [ipv6]:port (empty: none)"),
+    LIST("mynetworks", "127.0.0.0/8, [::1]/128", NULL,
+         "clients that may relay mail to any domain"),
+    LIST("relay_domains", "", NULL,
+         "domains (and their subdomains) any client may send mail to"),
+    INT("smtpd_recipient_limit", "1000", NULL, 1, MAX_RECIPIENTS,
+        "recipients accepted per message"),
+    INT("smtpd_client_connection_count_limit", "50", NULL, 0, 100000L,
+        "sessions at once from one client address (0 = no limit)"),
+    TIME("smtpd_timeout", "300s", NULL, 's',
+         "time limit for a client's command or piece of message content"),
+    INT("smtpd_hard_error_limit", "20", NULL, 1, 100000L,
+        "errors a client may make before it is disconnected"),
+    INT("line_length_limit", "2048", NULL, 512, 1048576L,
+        "longest SMTP command line accepted, in bytes"),
+    BOOL("always_add_missing_headers", "no", NULL,
+         "add From:, Date: and Message-ID: to SMTP mail that lacks them"),
+    INT("in_flow_backlog_limit", "100000", NULL, 0, MAX_RECIPIENTS,
+        "incoming queue length at which new mail is refused (0 = none)"),
+    INT("queue_minfree", "0", NULL, 0, LONG_MAX,
+        "free bytes the queue file system must keep for new mail"),
 
     /* The spool. */
     {"queue_directory", CONF_STRING, "/var/spool/sluice", NULL, 0, 0, 0, NULL,

@@ -67,6 +67,21 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
+ *	The SMTP server (smtpd.c, session.c, receive.c):
+ *
+ *	struct smtpd_server *smtpd_server_create(struct event_base *base,
+ *			const struct smtpd_params *p,
+ *			const struct smtpd_ops *ops, char *why, size_t whylen)
+ *	int	smtpd_server_params_set(struct smtpd_server *s,
+ *			const struct smtpd_params *p, char *why,
+ *			size_t whylen)
+ *	int	smtpd_session_start(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen)
+ *	void	smtpd_server_close(struct smtpd_server *s)
+ *	long	smtpd_server_busy(const struct smtpd_server *s)
+ *	long	smtpd_server_sessions(const struct smtpd_server *s)
+ *	void	smtpd_server_free(struct smtpd_server *s)
+ *
  *	Lists of networks, for who may relay (nets.c):
  *
  *	struct ingress_nets *ingress_nets_parse(const char *list,
@@ -101,6 +116,14 @@
  *	malformed file (the importer sets it aside in maildrop-bad), with
  *	another errno when the file could not be read (it stays).
  *
+ *	The SMTP server (smtpd.c) listens on the smtpd_listen addresses
+ *	and runs one session (session.c) per client on the event loop:
+ *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
+ *	250 to the end of a message only once its store callback says it
+ *	is durable. smtpd.c describes the server, its parameters and flow
+ *	control; session.c the protocol, reply by reply; receive.c what
+ *	is added to a message (Received:, missing headers).
+ *
  *	A network list (nets.c) is mynetworks: addresses and CIDR blocks,
  *	matched against a client's address; nets.c says what it accepts.
  *
@@ -119,6 +142,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -231,20 +255,20 @@ struct event_base;
 struct local_server;
 
 /* Called once per message store() took: status 0 or LOCAL_TEMPFAIL. */
-typedef void local_done_fn(void *conn, int status, const char *id,
-                           const char *why);
+typedef void ingress_done_fn(void *conn, int status, const char *id,
+                             const char *why);
 typedef void local_store_fn(void *ctx, struct spool_msg *m, uid_t uid,
-                            local_done_fn *done, void *conn);
+                            ingress_done_fn *done, void *conn);
 
 /* Called once per flush request: messages made due now. */
-typedef void local_flushed_fn(void *conn, long messages);
+typedef void ingress_flushed_fn(void *conn, long messages);
 
 struct local_params {
     uint64_t size_limit; /* message_size_limit; 0 = none */
     void (*log)(void *ctx, const char *line);
     void *log_ctx;
     /* flush requests (NULL: refused), with the server's ctx */
-    void (*flush)(void *ctx, const char *domain, local_flushed_fn *done,
+    void (*flush)(void *ctx, const char *domain, ingress_flushed_fn *done,
                   void *conn);
 };
 
@@ -266,6 +290,68 @@ void local_server_free(struct local_server *s);
 
 struct sockaddr;
 struct ingress_nets;
+
+/* The SMTP server. */
+#define SMTPD_SESSION_MAX 500    /* sessions at once; then accept waits */
+#define SMTPD_STORE_LATCH 10     /* s: 452 to MAIL after a failed store */
+#define SMTPD_HELO_MAX    255    /* bytes of a HELO name kept */
+#define SMTPD_INPUT_MAX   262144 /* bytes read ahead of the session */
+#define SMTPD_OUTPUT_MAX  65536  /* replies queued before reading stops */
+
+struct smtpd_server;
+
+/* What the server needs from the daemon; set once, at creation. */
+struct smtpd_ops {
+    /*
+     * Store m (taken over) and call done(conn, status, id, why) once,
+     * on the loop thread, possibly before returning: 0 and the queue id
+     * once durable, -1 and a reason when nothing was stored. origin is
+     * "client=NAME[ADDR]", for the log line.
+     */
+    void (*store)(void *ctx, struct spool_msg *m, const char *origin,
+                  ingress_done_fn *done, void *conn);
+    /* ETRN: flush domain (as qmgr_flush()); NULL refuses ETRN. */
+    void (*flush)(void *ctx, const char *domain, ingress_flushed_fn *done,
+                  void *conn);
+    /* Messages in the incoming queue now; NULL: none counted. */
+    long (*backlog)(void *ctx);
+    void (*log)(void *ctx, const char *line);
+    void *ctx;
+};
+
+/* The parameters; strings are copied, and may change on reload. */
+struct smtpd_params {
+    const char *listen;          /* smtpd_listen (only at creation) */
+    const char *hostname;        /* myhostname */
+    const char *mynetworks;      /* clients that may relay anywhere */
+    const char *relay_domains;   /* where anyone may send */
+    const char *queue_directory; /* for the free space check */
+    uint64_t size_limit;         /* message_size_limit, 0 = none */
+    uint64_t queue_minfree;      /* queue_minfree, bytes */
+    long recipient_limit;        /* smtpd_recipient_limit */
+    long connection_limit;       /* smtpd_client_connection_count_limit */
+    long error_limit;            /* smtpd_hard_error_limit */
+    long line_limit;             /* line_length_limit */
+    long timeout_ms;             /* smtpd_timeout */
+    long in_flow_delay_ms;       /* in_flow_delay */
+    long active_limit;           /* qmgr_message_active_limit */
+    long backlog_limit;          /* in_flow_backlog_limit, 0 = none */
+    int add_missing_headers;     /* always_add_missing_headers */
+};
+
+struct smtpd_server *smtpd_server_create(struct event_base *base,
+                                         const struct smtpd_params *p,
+                                         const struct smtpd_ops *ops, char *why,
+                                         size_t whylen);
+int smtpd_server_params_set(struct smtpd_server *s,
+                            const struct smtpd_params *p, char *why,
+                            size_t whylen);
+int smtpd_session_start(struct smtpd_server *s, int fd,
+                        const struct sockaddr *sa, socklen_t salen);
+void smtpd_server_close(struct smtpd_server *s);
+long smtpd_server_busy(const struct smtpd_server *s);
+long smtpd_server_sessions(const struct smtpd_server *s);
+void smtpd_server_free(struct smtpd_server *s);
 
 struct ingress_nets *ingress_nets_parse(const char *list, char *why,
                                         size_t whylen);

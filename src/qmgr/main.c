@@ -65,6 +65,7 @@ struct daemon {
     struct event_base *base;
     struct qmgr *q;
     struct local_server *local;
+    struct smtpd_server *smtpd;
     char *queue_directory;
     int lock_fd;
     int wake_fd;
@@ -127,16 +128,75 @@ static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
 
 /* A message from the submission socket: into the group commit. */
 static void local_store(void *ctx, struct spool_msg *m, uid_t uid,
-                        local_done_fn *done, void *conn)
+                        ingress_done_fn *done, void *conn)
+{
+    struct daemon *d = ctx;
+    char origin[SMTP_ADDRESS_MAX + 64];
+
+    snprintf(origin, sizeof(origin), "uid=%lu from=<%s>", (unsigned long)uid,
+             m->sender);
+    qmgr_submit(d->q, m, origin, done, conn);
+}
+
+/* A message from an SMTP client: into the same group commit. */
+static void smtpd_store(void *ctx, struct spool_msg *m, const char *origin,
+                        ingress_done_fn *done, void *conn)
 {
     struct daemon *d = ctx;
 
-    qmgr_submit(d->q, m, (unsigned long)uid, done, conn);
+    qmgr_submit(d->q, m, origin, done, conn);
+}
+
+/* Flow control: how long the incoming queue is. */
+static long smtpd_backlog(void *ctx)
+{
+    struct daemon *d = ctx;
+
+    return spool_count(d->sp, SPOOL_INDEX_INCOMING);
+}
+
+static void smtpd_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    say(strncmp(line, "warning: ", 9) == 0 ? LOG_WARNING : LOG_INFO, "%s",
+        line);
+}
+
+/* The SMTP server's parameters; strings point into conf. */
+static void smtpd_params_get(const struct daemon *d, const struct conf *conf,
+                             struct smtpd_params *p, char *host, size_t hostlen)
+{
+    const char *mine = conf_str(conf, NULL, "myhostname");
+
+    if (*mine)
+        snprintf(host, hostlen, "%s", mine);
+    else if (gethostname(host, hostlen - 1) < 0 || *host == 0)
+        snprintf(host, hostlen, "localhost");
+    host[hostlen - 1] = 0;
+    memset(p, 0, sizeof(*p));
+    p->listen = conf_str(conf, NULL, "smtpd_listen");
+    p->hostname = host;
+    p->mynetworks = conf_str(conf, NULL, "mynetworks");
+    p->relay_domains = conf_str(conf, NULL, "relay_domains");
+    p->queue_directory = d->queue_directory;
+    p->size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
+    p->queue_minfree = (uint64_t)conf_int(conf, NULL, "queue_minfree");
+    p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
+    p->connection_limit =
+        conf_int(conf, NULL, "smtpd_client_connection_count_limit");
+    p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
+    p->line_limit = conf_int(conf, NULL, "line_length_limit");
+    p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
+    p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
+    p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
+    p->add_missing_headers =
+        conf_bool(conf, NULL, "always_add_missing_headers");
 }
 
 /* "sluice flush [DOMAIN]" through the submission socket. */
 static void local_flush_request(void *ctx, const char *domain,
-                                local_flushed_fn *done, void *conn)
+                                ingress_flushed_fn *done, void *conn)
 {
     struct daemon *d = ctx;
 
@@ -179,7 +239,8 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct daemon *d = arg;
     struct timeval now;
-    long busy = qmgr_busy(d->q) + local_server_busy(d->local);
+    long busy = qmgr_busy(d->q) + local_server_busy(d->local) +
+                smtpd_server_busy(d->smtpd);
 
     (void)fd;
     (void)what;
@@ -217,10 +278,11 @@ static int load_config(const char *config, struct conf **conf,
 /* Parameters read once at start: a change waits for a restart. */
 static void restart_only(const struct conf *old, const struct conf *new)
 {
-    static const char *const strs[] = {"queue_directory", "dns_servers", NULL};
+    static const char *const strs[] = {"queue_directory", "dns_servers",
+                                       "smtpd_listen", NULL};
     static const char *const ints[] = {"queue_map_size", "queue_map_size_limit",
                                        NULL};
-    const char *changed[4];
+    const char *changed[5];
     int n = 0;
 
     for (int i = 0; strs[i]; i++)
@@ -243,14 +305,23 @@ static void restart_only(const struct conf *old, const struct conf *new)
 static void reload(struct daemon *d)
 {
     struct local_params lp = {0};
+    struct smtpd_params sp;
     struct route_table *routes;
     struct conf *conf;
     const char *path;
-    char why[1024];
+    char why[1024], host[256];
 
     if (load_config(d->config, &conf, &routes, &path, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
+        return;
+    }
+    smtpd_params_get(d, conf, &sp, host, sizeof(host));
+    if (smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
+        say(LOG_WARNING, "reload failed, the running configuration stays: %s",
+            why);
+        route_free(routes);
+        conf_free(conf);
         return;
     }
     restart_only(d->conf, conf);
@@ -282,6 +353,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     say(LOG_INFO, "stopping on signal %d: draining deliveries in flight",
         (int)sig);
     local_server_close(d->local);
+    smtpd_server_close(d->smtpd);
     qmgr_drain(d->q);
     gettimeofday(&d->stop_deadline, NULL);
     timeradd(&d->stop_deadline, &grace, &d->stop_deadline);
@@ -314,6 +386,10 @@ static char *dns_servers(const struct conf *conf)
 static int start(struct daemon *d)
 {
     struct local_params lp = {0};
+    struct smtpd_params sp;
+    struct smtpd_ops ops = {smtpd_store, local_flush_request, smtpd_backlog,
+                            smtpd_log, NULL};
+    char host[256];
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};
@@ -382,6 +458,13 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    ops.ctx = d;
+    smtpd_params_get(d, d->conf, &sp, host, sizeof(host));
+    d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
+    if (d->smtpd == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
     d->wake_ev =
         event_new(d->base, d->wake_fd, EV_READ | EV_PERSIST, wake_cb, d);
     event_add(d->wake_ev, NULL);
@@ -391,6 +474,7 @@ static int start(struct daemon *d)
 static void finish(struct daemon *d)
 {
     local_server_close(d->local);
+    smtpd_server_close(d->smtpd);
     if (d->q)
         qmgr_stop(d->q);
     dns_free(d->dns);
@@ -403,6 +487,7 @@ static void finish(struct daemon *d)
     if (d->wake_fd > 0)
         close(d->wake_fd);
     local_server_free(d->local);
+    smtpd_server_free(d->smtpd);
     route_free(d->routes);
     if (d->base)
         event_base_free(d->base);

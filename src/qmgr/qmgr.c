@@ -271,12 +271,11 @@ struct submit_note {
     struct qmgr *q;
     qmgr_submit_fn *done; /* or NULL */
     void *ctx;
-    unsigned long uid;
     const char *notice; /* a notice about message about: what kind */
     char about[SPOOL_ID_MAX + 1];
     int status;
     char id[SPOOL_ID_MAX + 1];
-    char *sender;
+    char *origin; /* "uid=0 from=<S>", "client=NAME[ADDR]" */
     char why[256];
 };
 
@@ -291,20 +290,18 @@ static void submit_seen(void *arg)
         q->stats.notices++;
         feed_ask(q, FEED_COALESCE_US);
     } else if (n->status == 0) {
-        qlog(q, QMGR_LOG_INFO, "%s: uid=%lu from=<%s>", n->id, n->uid,
-             n->sender);
+        qlog(q, QMGR_LOG_INFO, "%s: %s", n->id, n->origin);
         q->stats.submitted++;
         feed_ask(q, FEED_COALESCE_US);
     } else if (n->notice) {
         qlog(q, QMGR_LOG_WARNING, "%s: sender %s not stored: %s", n->about,
              n->notice, n->why);
     } else {
-        qlog(q, QMGR_LOG_WARNING, "uid=%lu from=<%s>: not stored: %s", n->uid,
-             n->sender, n->why);
+        qlog(q, QMGR_LOG_WARNING, "%s: not stored: %s", n->origin, n->why);
     }
     if (n->done)
         n->done(n->ctx, n->status, n->id, n->why);
-    free(n->sender);
+    free(n->origin);
     free(n);
 }
 
@@ -332,24 +329,23 @@ static void submit_store(struct qmgr *q, struct spool_msg *m,
     }
 }
 
-static struct submit_note *submit_note_new(struct qmgr *q, const char *sender)
+static struct submit_note *submit_note_new(struct qmgr *q, const char *origin)
 {
     struct submit_note *n = calloc(1, sizeof(*n));
 
-    if (n == NULL || (n->sender = strdup(sender)) == NULL)
+    if (n == NULL || (n->origin = strdup(origin)) == NULL)
         abort();
     n->q = q;
     return n;
 }
 
-void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
+void qmgr_submit(struct qmgr *q, struct spool_msg *m, const char *origin,
                  qmgr_submit_fn *done, void *ctx)
 {
-    struct submit_note *n = submit_note_new(q, m->sender);
+    struct submit_note *n = submit_note_new(q, origin);
 
     n->done = done;
     n->ctx = ctx;
-    n->uid = uid;
     submit_store(q, m, n);
 }
 
@@ -395,12 +391,21 @@ static void flush_committed(void *ctx, const char *id, int status,
     qmgr_inbox_post(f->q->inbox, flush_seen, f);
 }
 
-/* Does address (or a destination's next hop) belong to domain? */
+/*
+ * Does address (or a destination's next hop) belong to domain? A domain
+ * written ".example.com" (ETRN's "@example.com") also takes in every
+ * subdomain.
+ */
 static int in_domain(const char *name, const char *domain)
 {
     const char *at = strrchr(name, '@');
+    const char *d = at ? at + 1 : name;
+    size_t dlen = strlen(d), len = strlen(domain);
 
-    return strcasecmp(at ? at + 1 : name, domain) == 0;
+    if (domain[0] != '.')
+        return strcasecmp(d, domain) == 0;
+    return strcasecmp(d, domain + 1) == 0 ||
+           (dlen > len && strcasecmp(d + dlen - len, domain) == 0);
 }
 
 struct flush_scan {

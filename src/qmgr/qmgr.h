@@ -15,7 +15,7 @@
  *	void	qmgr_reload(struct qmgr *q, const struct conf *conf,
  *			const struct route_table *routes)
  *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
- *			unsigned long uid, qmgr_submit_fn *done, void *ctx)
+ *			const char *origin, qmgr_submit_fn *done, void *ctx)
  *	void	qmgr_flush(struct qmgr *q, const char *domain,
  *			qmgr_flush_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
@@ -99,13 +99,15 @@
  *	(logged).
  *
  *	qmgr_submit() stores a new message m (taken over) in the spool's
- *	next group commit on behalf of local user uid, and calls
- *	done(ctx, status, id, why) on the loop thread once it is durable
- *	(status 0, its queue id) or could not be stored (status -1, the
- *	reason; nothing of it is in the spool), possibly before it returns.
- *	A stored message is logged ("ID: uid=UID from=<SENDER>", as
- *	Postfix's pickup does) and the incoming queue is looked at soon
- *	after: a burst of submissions costs one look.
+ *	next group commit, and calls done(ctx, status, id, why) on the loop
+ *	thread once it is durable (status 0, its queue id) or could not be
+ *	stored (status -1, the reason; nothing of it is in the spool),
+ *	possibly before it returns. A stored message is logged as "ID:
+ *	ORIGIN", where origin says where it came from as Postfix's pickup
+ *	and smtpd do ("uid=UID from=<SENDER>", "client=NAME[ADDRESS]"); one
+ *	that could not be, as "ORIGIN: not stored: REASON". The incoming
+ *	queue is looked at soon after: a burst of submissions costs one
+ *	look.
  *
  *	A destination queue that has nothing waiting and nothing in flight
  *	is freed, as the reference does, unless it is dead, in a rate delay,
@@ -118,7 +120,8 @@
  *
  *	qmgr_flush() is ETRN's and "sluice flush"'s work: every dead
  *	destination whose next hop is domain, or that mail for domain is
- *	routed to (all, with domain NULL or ""), comes back to life at
+ *	routed to (all, with domain NULL or ""; with ".example.com",
+ *	example.com and its subdomains), comes back to life at
  *	once, and every deferred message that is not
  *	in memory and has a recipient still waiting in domain (all, without
  *	one) is made due now; then done(ctx, messages) tells how many, once
@@ -248,7 +251,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
 void qmgr_wake(struct qmgr *q);
 void qmgr_reload(struct qmgr *q, const struct conf *conf,
                  const struct route_table *routes);
-void qmgr_submit(struct qmgr *q, struct spool_msg *m, unsigned long uid,
+void qmgr_submit(struct qmgr *q, struct spool_msg *m, const char *origin,
                  qmgr_submit_fn *done, void *ctx);
 void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
                 void *ctx);

@@ -11,6 +11,7 @@
  *			char *why, size_t whylen)
  *	int	spool_list(struct spool *sp, enum spool_index index,
  *			spool_list_fn *fn, void *ctx, char *why, size_t whylen)
+ *	long	spool_count(struct spool *sp, enum spool_index index)
  *	int	spool_update(struct spool *sp, const char *id,
  *			const struct spool_change *ch, char *why, size_t whylen)
  *	int	spool_delete(struct spool *sp, const char *id, char *why,
@@ -329,6 +330,23 @@ int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                                                   : sp->msg;
 
     return walk(sp, dbi, list_visit, &w, why, whylen);
+}
+
+long spool_count(struct spool *sp, enum spool_index index)
+{
+    MDB_dbi dbi = index == SPOOL_INDEX_INCOMING   ? sp->incoming
+                  : index == SPOOL_INDEX_DEFERRED ? sp->deferred
+                                                  : sp->msg;
+    MDB_txn *txn;
+    MDB_stat st;
+    char why[256];
+    int rc;
+
+    if (spool_txn_begin(sp, 0, &txn, why, sizeof(why)) < 0)
+        return -1;
+    rc = mdb_stat(txn, dbi, &st);
+    spool_txn_end(sp, txn);
+    return rc ? -1 : (long)st.ms_entries;
 }
 
 static int index_op(struct spool *sp, MDB_txn *txn, const struct spool_msg *m,

@@ -25,7 +25,8 @@
  *	the transaction is abandoned as a whole, so none of them is partly
  *	there and nothing stored before is touched.
  *
- *	A new message gets its queue id, its creation and (unless set)
+ *	A new message gets its queue id (the one in m->id if the caller
+ *	set one and no stored message has it), its creation and (unless set)
  *	arrival time, state incoming (unless hold was asked), its size (the
  *	caller's, or the body's length as a string when the caller left it
  *	0), and every recipient pending. The spool owns a submitted message
@@ -86,9 +87,14 @@ int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
     MDB_val k, v;
     int rc;
 
-    /* The envelope first: MDB_NOOVERWRITE makes the id unique. */
-    for (;;) {
-        spool_id_new(m->id, m->created);
+    /*
+     * The envelope first: MDB_NOOVERWRITE makes the id unique. An id the
+     * caller chose (the SMTP server's, already in a Received: header)
+     * is tried first; only if it is taken is another drawn.
+     */
+    for (int drawn = m->id[0] == 0;; drawn = 1) {
+        if (drawn)
+            spool_id_new(m->id, m->created);
         spool_key_id(key, m->id);
         spool_envelope_encode(&b, m);
         k.mv_data = key;

@@ -43,6 +43,8 @@
  *	int	spool_recover(struct spool *sp, struct spool_recovery *rec,
  *			char *why, size_t whylen)
  *	void	spool_stats(struct spool *sp, struct spool_stats *st)
+ *	long	spool_count(struct spool *sp, enum spool_index index)
+ *	void	spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)
  * DESCRIPTION
  *	The spool keeps messages (envelope, recipients, body) in one LMDB
  *	environment under <queue_directory>/db. A message is acknowledged
@@ -108,7 +110,15 @@
  *	corrupt, with the reason, its raw bytes kept (nothing is deleted).
  *
  *	spool_stats() reports the number of group commits so far and the
- *	current map size.
+ *	current map size. spool_count() returns how many messages an index
+ *	holds (SPOOL_INDEX_INCOMING: the incoming queue, those in memory
+ *	included; SPOOL_INDEX_ALL: every message), from LMDB's own count,
+ *	without a walk; -1 if it cannot be read.
+ *
+ *	spool_id_new() draws a queue id for a message stored at time now
+ *	(microseconds), as the committer does (id.c): a caller that needs
+ *	the id before the message is stored (a Received: header) sets
+ *	m->id to it; the committer keeps it unless it is taken.
  *
  *	Every function that can fail for reasons outside the program
  *	returns -1 with a one-line reason in why; they never exit.
@@ -279,6 +289,8 @@ struct spool_stats {
 };
 
 void spool_stats(struct spool *sp, struct spool_stats *st);
+long spool_count(struct spool *sp, enum spool_index index);
+void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now);
 
 const char *spool_state_name(enum spool_state s);
 const char *spool_rcpt_status_name(enum spool_rcpt_status s);

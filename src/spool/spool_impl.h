@@ -23,7 +23,6 @@
  *			const char *id)
  *
  *	Queue ids (id.c):
- *	void	spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)
  *
  *	Transactions (spool.c):
  *	int	spool_txn_begin(struct spool *sp, int write, MDB_txn **txn,
@@ -107,7 +106,6 @@ void spool_key_rcpt(unsigned char key[SPOOL_KEY_RCPT], const char *id,
 void spool_key_time(unsigned char key[SPOOL_KEY_TIME], int64_t when,
                     const char *id);
 
-void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now);
 
 int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
                     size_t whylen);

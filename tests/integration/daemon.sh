@@ -37,6 +37,7 @@ for d in 0 1 2 3 4 5 6 7 8 9; do
 done
 cat >"$conf" <<EOF
 queue_directory = $q
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport
 queue_run_delay = 1s

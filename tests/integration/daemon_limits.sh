@@ -51,6 +51,7 @@ crossing.test relay:[127.0.0.1]:$crossing_port
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport
 queue_run_delay = 1s

@@ -32,6 +32,7 @@ far.test relay:[127.0.0.1]:$(free_port)
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport
 maximal_queue_lifetime = 4s

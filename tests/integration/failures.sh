@@ -79,6 +79,7 @@ ok.test discard:
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport
 queue_run_delay = 1s
@@ -354,6 +355,7 @@ conf2=$tmp/sluice2.conf
 echo "dead.test relay:[127.0.0.1]:$dead_port" >"$tmp/transport2"
 cat >"$conf2" <<EOF
 queue_directory = $q2
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport2
 queue_run_delay = 1s

@@ -27,6 +27,7 @@ other.test relay:[127.0.0.1]:$other_port
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
+smtpd_listen =
 myhostname = host.test
 transport_maps = $tmp/transport
 minimal_backoff_time = 1h

@@ -247,6 +247,7 @@ run() {
     echo "limit.test relay:[127.0.0.1]:$port" >"$d/transport"
     cat >"$conf" <<EOF
 queue_directory = $d/q
+smtpd_listen =
 myhostname = client.sluice-test.test
 transport_maps = $d/transport
 queue_run_delay = 1s

@@ -115,6 +115,12 @@ static const struct {
     {"smtp_mx_session_limit", 2},
     {"message_size_limit", 10240000},
     {"bounce_size_limit", 50000},
+    {"smtpd_recipient_limit", 1000},
+    {"smtpd_client_connection_count_limit", 50},
+    {"smtpd_hard_error_limit", 20},
+    {"line_length_limit", 2048},
+    {"in_flow_backlog_limit", 100000},
+    {"queue_minfree", 0},
 };
 
 static const struct {
@@ -143,6 +149,7 @@ static const struct {
     {"smtp_data_xfer_timeout", 180000, 's'},
     {"smtp_data_done_timeout", 600000, 's'},
     {"smtp_quit_timeout", 300000, 's'},
+    {"smtpd_timeout", 300000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -160,6 +167,9 @@ static const struct {
     {"dns_servers", CONF_LIST, ""},
     {"queue_directory", CONF_STRING, "/var/spool/sluice"},
     {"myhostname", CONF_STRING, ""},
+    {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
+    {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
+    {"relay_domains", CONF_LIST, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -217,6 +227,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_connection_cache_on_demand",
         "concurrency_feedback_rounding",
         "default_scheduler",
+        "always_add_missing_headers",
     };
     size_t i;
     size_t j;
@@ -230,9 +241,10 @@ static void test_table_has_every_parameter(void **state)
      * integers and 2 strings (queue_map_size, queue_map_size_limit,
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
-     * transport_maps, smtp_helo_name, transports, dns_servers).
+     * transport_maps, smtp_helo_name, transports, dns_servers); the
+     * SMTP server's 6 integers, 1 time, 1 boolean and 3 lists.
      */
-    assert_int_equal(conf_param_count, 57);
+    assert_int_equal(conf_param_count, 68);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -592,6 +604,7 @@ static void test_suffixes_unambiguous(void **state)
         "default_destination_recipient_limit ends _recipient_limit",
         "default_extra_recipient_limit ends _recipient_limit",
         "qmgr_message_recipient_limit ends _recipient_limit",
+        "smtpd_recipient_limit ends _recipient_limit",
     };
     char found[NELEM(expected) + 1][128];
     const char *a;

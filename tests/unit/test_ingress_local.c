@@ -45,12 +45,12 @@ enum store_mode { STORE_OK, STORE_LATER, STORE_TEMPFAIL, STORE_NEVER };
 static enum store_mode mode;
 static struct spool_msg *got; /* the last message stored */
 static uid_t got_uid;
-static local_done_fn *late_done; /* STORE_NEVER: answered by the test */
+static ingress_done_fn *late_done; /* STORE_NEVER: answered by the test */
 static void *late_conn;
 static char log_last[1024];
 
 struct later {
-    local_done_fn *done;
+    ingress_done_fn *done;
     void *conn;
     struct event *ev;
 };
@@ -67,7 +67,7 @@ static void later_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void store(void *ctx, struct spool_msg *m, uid_t uid,
-                  local_done_fn *done, void *conn)
+                  ingress_done_fn *done, void *conn)
 {
     struct timeval tv = {0, 100000};
     struct later *l;
@@ -100,7 +100,7 @@ static void store(void *ctx, struct spool_msg *m, uid_t uid,
 static char flush_domain[300];
 static int flush_calls;
 
-static void flush(void *ctx, const char *domain, local_flushed_fn *done,
+static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
                   void *conn)
 {
     (void)ctx;

@@ -164,7 +164,7 @@ static int counter(void *ctx, const struct spool_msg *m)
     return 0;
 }
 
-static int spool_count(struct world *w, enum spool_index index)
+static int queue_count(struct world *w, enum spool_index index)
 {
     int n = 0;
     char why[256];
@@ -213,7 +213,7 @@ static void test_delivers_everything(void **state)
     assert_non_null(strstr(w.log, ", relay=127.0.0.1[127.0.0.1]:"));
     /* Connections are reused: fewer connections than deliveries. */
     assert_true(count_of(w.log, ", conn_use=") > 0);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
     world_stop(&w);
     /* One transaction per message: its recipients share the relay. */
     assert_int_equal(sink_count(&sk), 100);
@@ -266,7 +266,7 @@ static void test_active_limit(void **state)
     assert_int_equal(st.loaded, 30);
     assert_int_equal(st.delivered, 30);
     assert_int_equal(st.removed, 30);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
     world_stop(&w);
     assert_int_equal(sink_count(&sk), 30);
     sink_stop(&sk);
@@ -318,8 +318,8 @@ static void test_local_outcomes(void **state)
      * notice was delivered and removed. */
     assert_int_equal(st.removed, 1);
     assert_int_equal(st.requeued, 1);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 1);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_INCOMING), 0);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_DEFERRED), 1);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_INCOMING), 0);
     world_stop(&w);
 }
 
@@ -382,7 +382,7 @@ static void test_failure_notices(void **state)
     assert_int_equal(count_of(w.log, ": sender non-delivery notification: "),
                      2);
     assert_non_null(strstr(w.log, "to=<who@lost.test>, relay=none"));
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 0);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
     assert_int_equal(sink_count(&sk), 1);
     sink_dump(&sk, dump, sizeof(dump)); /* smtp-sink writes LF line ends */
     assert_non_null(strstr(dump, "X-Mail-Args: <>\n"));
@@ -511,8 +511,8 @@ static void test_expiry_sweep(void **state)
     assert_null(strstr(w.log, "to=<young@far.test>"));
     assert_int_equal(st.notices, 2);
     /* The young one waits; the two old ones and their notices are gone. */
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_ALL), 1);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 1);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 1);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_DEFERRED), 1);
     world_stop(&w);
 }
 
@@ -570,7 +570,7 @@ static void test_unreachable_relay(void **state)
     assert_int_equal(count_of(w.log, "status=deferred (delivery temporarily "
                                      "suspended: "),
                      10);
-    assert_int_equal(spool_count(&w, SPOOL_INDEX_DEFERRED), 10);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_DEFERRED), 10);
 
     /* A flush for another domain changes nothing; one for far.test
      * revives the destination and makes its ten messages due now. */

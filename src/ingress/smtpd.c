@@ -1,0 +1,540 @@
+/*
+ * NAME
+ *	smtpd 3 - the SMTP server: listeners, limits, relay policy, flow
+ * SYNOPSIS
+ *	#include "ingress/ingress.h"
+ *
+ *	struct smtpd_server *smtpd_server_create(struct event_base *base,
+ *			const struct smtpd_params *p,
+ *			const struct smtpd_ops *ops, char *why, size_t whylen)
+ *	int	smtpd_server_params_set(struct smtpd_server *s,
+ *			const struct smtpd_params *p, char *why,
+ *			size_t whylen)
+ *	int	smtpd_session_start(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen)
+ *	void	smtpd_server_close(struct smtpd_server *s)
+ *	long	smtpd_server_busy(const struct smtpd_server *s)
+ *	long	smtpd_server_sessions(const struct smtpd_server *s)
+ *	void	smtpd_server_free(struct smtpd_server *s)
+ * DESCRIPTION
+ *	The server brings mail in over SMTP on the daemon's event loop: one
+ *	session per client, all on one thread, each handing its finished
+ *	messages to ops->store (the queue manager's group commit), so that
+ *	many clients share one fsync per commit. A session answers 250 to
+ *	the end of a message only once the store says it is durable.
+ *
+ *	smtpd_server_create() listens on every address of p->listen
+ *	("127.0.0.1:2525", "[::1]:2525", separated by commas or spaces;
+ *	empty: none, and the server only takes what smtpd_session_start()
+ *	gives it) and returns the server, or NULL with the reason (a bad
+ *	address, a port in use, a bad mynetworks). smtpd_server_params_set()
+ *	applies new parameters (a reload) to sessions from their next
+ *	command on; the listeners stay. It returns -1 with a reason and
+ *	changes nothing when a value is bad.
+ *
+ *	smtpd_session_start() starts a session on a connected socket fd
+ *	(taken over) from the client at sa: what the listeners do for
+ *	each connection, and what tests do with one end of a socket pair
+ *	and a made-up client address. It returns 0, or -1 when the client
+ *	was turned away (fd closed after a 421).
+ *
+ *	Limits, checked when a client connects:
+ *	- smtpd_client_connection_count_limit: a client address with that
+ *	  many sessions open gets "421 4.7.0 ... too many connections" and
+ *	  is disconnected (0: no limit). Unlike Postfix, mynetworks is not
+ *	  exempt: a runaway local program is the usual offender.
+ *	- SMTPD_SESSION_MAX sessions at once in all: beyond that the
+ *	  listeners stop accepting and clients wait in the listen queue.
+ *	- in_flow_backlog_limit: with more messages than that in the
+ *	  incoming queue, a new client gets "421 4.3.2 ... try again later".
+ *
+ *	Flow control, checked at each MAIL (smtpd_flow_delay(),
+ *	smtpd_storage_check()):
+ *	- Above in_flow_backlog_limit messages waiting in the incoming
+ *	  queue, MAIL gets "452 4.3.1 Too much mail waiting (N messages
+ *	  in the incoming queue), try again later".
+ *	- Above qmgr_message_active_limit of them (the queue manager cannot
+ *	  take in what comes), each MAIL is answered only after
+ *	  in_flow_delay: acceptance slows to the pace of delivery, as
+ *	  Postfix's in_flow_delay does, instead of filling the queue. A
+ *	  warning says so, at most once a minute.
+ *	- Less free space in the queue's file system than queue_minfree,
+ *	  or than 1.5 times the message (its SIZE, else message_size_limit),
+ *	  is "452 4.3.1 Insufficient system storage"; so is any MAIL within
+ *	  SMTPD_STORE_LATCH seconds of a store that failed (spool full).
+ *
+ *	Relay policy (smtpd_relay_domain()): a client in mynetworks may
+ *	send to any domain; another only to relay_domains, where
+ *	"example.com" matches that domain and its subdomains and
+ *	".example.com" only its subdomains (Postfix's default matching).
+ *
+ *	smtpd_server_close() is the start of a stop: the listeners close,
+ *	every session gets "421 4.3.2 ... Service shutting down" and is
+ *	closed, except those whose message is being stored, which get their
+ *	answer first; smtpd_server_busy() counts those.
+ *	smtpd_server_sessions() counts the sessions open. After
+ *	smtpd_server_free() a store's late answer is still safe: it only
+ *	frees what is left of its session.
+ */
+
+#include "ingress/smtpd_impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define FLOW_LOG_INTERVAL 60 /* s between in_flow_delay warnings */
+
+void smtpd_log(struct smtpd_server *s, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+
+    if (s == NULL || s->ops.log == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    s->ops.log(s->ops.ctx, line);
+}
+
+/* ------------------------------------------------------- configuration */
+
+static void conf_clear(struct smtpd_conf *cf)
+{
+    free(cf->hostname);
+    free(cf->queue_directory);
+    ingress_nets_free(cf->mynetworks);
+    for (size_t i = 0; i < cf->nrelay; i++)
+        free(cf->relay_domains[i]);
+    free(cf->relay_domains);
+    memset(cf, 0, sizeof(*cf));
+}
+
+/* Split a list on commas and white space; calls fn for each word. */
+static int list_each(const char *list, int (*fn)(void *, const char *),
+                     void *ctx)
+{
+    const char *p = list ? list : "";
+    char word[512];
+
+    for (;;) {
+        size_t n;
+
+        p += strspn(p, ", \t\r\n");
+        if (*p == 0)
+            return 0;
+        n = strcspn(p, ", \t\r\n");
+        if (n >= sizeof(word))
+            n = sizeof(word) - 1;
+        memcpy(word, p, n);
+        word[n] = 0;
+        p += strcspn(p, ", \t\r\n");
+        if (fn(ctx, word) < 0)
+            return -1;
+    }
+}
+
+static int domain_add(void *ctx, const char *word)
+{
+    struct smtpd_conf *cf = ctx;
+    char *d = ingress_xstrdup(word);
+
+    for (char *c = d; *c; c++) {
+        if ((unsigned char)*c <= ' ' || *c == '@') {
+            free(d);
+            return -1;
+        }
+        *c = (char)tolower((unsigned char)*c);
+    }
+    cf->relay_domains = ingress_xrealloc(
+        cf->relay_domains, (cf->nrelay + 1) * sizeof(*cf->relay_domains));
+    cf->relay_domains[cf->nrelay++] = d;
+    return 0;
+}
+
+static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
+                      char *why, size_t whylen)
+{
+    char nwhy[256];
+
+    memset(cf, 0, sizeof(*cf));
+    cf->mynetworks = ingress_nets_parse(p->mynetworks ? p->mynetworks : "",
+                                        nwhy, sizeof(nwhy));
+    if (cf->mynetworks == NULL) {
+        snprintf(why, whylen, "mynetworks: %s", nwhy);
+        return -1;
+    }
+    if (list_each(p->relay_domains, domain_add, cf) < 0) {
+        snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
+                 p->relay_domains);
+        conf_clear(cf);
+        return -1;
+    }
+    cf->hostname = ingress_xstrdup(p->hostname ? p->hostname : "localhost");
+    cf->queue_directory =
+        ingress_xstrdup(p->queue_directory ? p->queue_directory : "");
+    cf->size_limit = p->size_limit;
+    cf->queue_minfree = p->queue_minfree;
+    cf->recipient_limit = p->recipient_limit > 0 ? p->recipient_limit : 1;
+    cf->connection_limit = p->connection_limit;
+    cf->error_limit = p->error_limit > 0 ? p->error_limit : 1;
+    cf->line_limit = p->line_limit >= 512 ? p->line_limit : 512;
+    cf->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 1000;
+    cf->in_flow_delay_ms = p->in_flow_delay_ms;
+    cf->active_limit = p->active_limit;
+    cf->backlog_limit = p->backlog_limit;
+    cf->add_missing_headers = p->add_missing_headers;
+    return 0;
+}
+
+int smtpd_server_params_set(struct smtpd_server *s,
+                            const struct smtpd_params *p, char *why,
+                            size_t whylen)
+{
+    struct smtpd_conf cf;
+
+    if (conf_parse(&cf, p, why, whylen) < 0)
+        return -1;
+    conf_clear(&s->cf);
+    s->cf = cf;
+    return 0;
+}
+
+/* ------------------------------------------------------------- policy */
+
+int smtpd_relay_domain(const struct smtpd_server *s, const char *domain)
+{
+    size_t dlen = strlen(domain);
+
+    for (size_t i = 0; i < s->cf.nrelay; i++) {
+        const char *r = s->cf.relay_domains[i];
+        size_t rlen = strlen(r);
+
+        if (r[0] != '.' && strcasecmp(domain, r) == 0)
+            return 1;
+        /* "example.com" and ".example.com" both match sub.example.com */
+        if (r[0] != '.' && dlen > rlen + 1 && domain[dlen - rlen - 1] == '.' &&
+            strcasecmp(domain + dlen - rlen, r) == 0)
+            return 1;
+        if (r[0] == '.' && dlen > rlen &&
+            strcasecmp(domain + dlen - rlen, r) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
+                        size_t whylen)
+{
+    struct statvfs fs;
+    uint64_t need, avail;
+
+    if (s->store_failed != 0 &&
+        time(NULL) - s->store_failed < SMTPD_STORE_LATCH) {
+        snprintf(why, whylen, "Insufficient system storage: %s", s->store_why);
+        return -1;
+    }
+    if (s->cf.queue_directory[0] == 0 ||
+        statvfs(s->cf.queue_directory, &fs) < 0)
+        return 0; /* cannot tell: the store will say */
+    if (size == 0)
+        size = s->cf.size_limit;
+    need = size + size / 2;
+    if (need < s->cf.queue_minfree)
+        need = s->cf.queue_minfree;
+    avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    if (avail < need) {
+        snprintf(why, whylen, "Insufficient system storage");
+        smtpd_log(s,
+                  "warning: not enough free space in %s: %llu bytes, "
+                  "need %llu",
+                  s->cf.queue_directory, (unsigned long long)avail,
+                  (unsigned long long)need);
+        return -1;
+    }
+    return 0;
+}
+
+long smtpd_flow_delay(struct smtpd_server *s, char *why, size_t whylen)
+{
+    long waiting;
+    time_t now;
+
+    if (s->ops.backlog == NULL)
+        return 0;
+    waiting = s->ops.backlog(s->ops.ctx);
+    if (s->cf.backlog_limit > 0 && waiting >= s->cf.backlog_limit) {
+        snprintf(why, whylen,
+                 "Too much mail waiting (%ld messages in the incoming "
+                 "queue), try again later",
+                 waiting);
+        return -1;
+    }
+    if (s->cf.in_flow_delay_ms <= 0 || waiting <= s->cf.active_limit)
+        return 0;
+    now = time(NULL);
+    if (now - s->flow_logged >= FLOW_LOG_INTERVAL) {
+        s->flow_logged = now;
+        smtpd_log(s,
+                  "warning: %ld messages in the incoming queue, more than "
+                  "qmgr_message_active_limit (%ld): each new message "
+                  "waits in_flow_delay (%ld ms)",
+                  waiting, s->cf.active_limit, s->cf.in_flow_delay_ms);
+    }
+    return s->cf.in_flow_delay_ms;
+}
+
+void smtpd_store_failed(struct smtpd_server *s, const char *why)
+{
+    s->store_failed = time(NULL);
+    snprintf(s->store_why, sizeof(s->store_why), "%s", why ? why : "");
+}
+
+/* ----------------------------------------------------------- sessions */
+
+static void listeners_enable(struct smtpd_server *s, int on)
+{
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        if (on)
+            evconnlistener_enable(s->listeners[i]);
+        else
+            evconnlistener_disable(s->listeners[i]);
+    }
+    s->paused = !on;
+}
+
+void smtpd_session_gone(struct smtpd_session *ss)
+{
+    struct smtpd_server *s = ss->s;
+
+    if (s == NULL)
+        return;
+    LIST_REMOVE(ss, link);
+    ss->s = NULL;
+    s->nsessions--;
+    if (s->paused && !s->closing && s->nsessions < SMTPD_SESSION_MAX)
+        listeners_enable(s, 1);
+}
+
+static int same_client(const struct sockaddr_storage *a,
+                       const struct sockaddr *b)
+{
+    if (a->ss_family != b->sa_family)
+        return 0;
+    if (b->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (b->sa_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return 1; /* a Unix socket: one client */
+}
+
+/* Turn a client away at once, with one reply. */
+static int turn_away(int fd, const char *reply)
+{
+    ssize_t n = write(fd, reply, strlen(reply)); /* best effort */
+
+    (void)n;
+    close(fd);
+    return -1;
+}
+
+void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
+                       size_t addrlen, char *client, size_t clientlen)
+{
+    char host[INET6_ADDRSTRLEN] = "";
+    const void *in = NULL;
+
+    (void)salen;
+    if (sa->sa_family == AF_INET)
+        in = &((const struct sockaddr_in *)sa)->sin_addr;
+    else if (sa->sa_family == AF_INET6)
+        in = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (in == NULL || !inet_ntop(sa->sa_family, in, host, sizeof(host)))
+        snprintf(host, sizeof(host), "local");
+    /* Received: writes IPv6 as Postfix does, "IPv6:::1" (RFC 5321) */
+    snprintf(addr, addrlen, "%s%s", sa->sa_family == AF_INET6 ? "IPv6:" : "",
+             host);
+    snprintf(client, clientlen, "unknown[%s]", host);
+}
+
+int smtpd_session_start(struct smtpd_server *s, int fd,
+                        const struct sockaddr *sa, socklen_t salen)
+{
+    struct smtpd_session *ss;
+    char line[512], why[256], addr[64], client[80];
+    long same = 0;
+
+    smtpd_client_text(sa, salen, addr, sizeof(addr), client, sizeof(client));
+    if (s->closing)
+        return turn_away(fd, "421 4.3.2 Service shutting down\r\n");
+    LIST_FOREACH(ss, &s->sessions, link)
+    same += same_client(&ss->addr, sa);
+    if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit) {
+        smtpd_log(s,
+                  "warning: connection count limit %ld exceeded by %s, "
+                  "turned away",
+                  s->cf.connection_limit, client);
+        snprintf(line, sizeof(line),
+                 "421 4.7.0 %s Error: too many connections from %s\r\n",
+                 s->cf.hostname, addr);
+        return turn_away(fd, line);
+    }
+    if (smtpd_flow_delay(s, why, sizeof(why)) < 0) {
+        smtpd_log(s, "reject: connect from %s: 421 4.3.2 %s", client, why);
+        snprintf(line, sizeof(line), "421 4.3.2 %s %s\r\n", s->cf.hostname,
+                 why);
+        return turn_away(fd, line);
+    }
+    ss = session_create(s, fd, sa, salen);
+    if (ss == NULL) {
+        close(fd);
+        return -1;
+    }
+    LIST_INSERT_HEAD(&s->sessions, ss, link);
+    if (++s->nsessions >= SMTPD_SESSION_MAX && !s->paused)
+        listeners_enable(s, 0);
+    smtpd_log(s, "connect from %s", ss->client);
+    return 0;
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg)
+{
+    (void)l;
+    smtpd_session_start(arg, fd, sa, (socklen_t)salen);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    int err = EVUTIL_SOCKET_ERROR();
+
+    (void)l;
+    smtpd_log(arg, "warning: accept: %s", evutil_socket_error_to_string(err));
+}
+
+/* ---------------------------------------------------------- listeners */
+
+struct listen_ctx {
+    struct smtpd_server *s;
+    char *why;
+    size_t whylen;
+};
+
+static int listen_one(void *arg, const char *word)
+{
+    struct listen_ctx *lc = arg;
+    struct smtpd_server *s = lc->s;
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    struct evconnlistener *l;
+
+    memset(&ss, 0, sizeof(ss));
+    if (evutil_parse_sockaddr_port(word, (struct sockaddr *)&ss, &len) < 0 ||
+        ((struct sockaddr_in *)&ss)->sin_port == 0) {
+        snprintf(lc->why, lc->whylen,
+                 "smtpd_listen: \"%s\" is not ADDRESS:PORT or "
+                 "[IPV6-ADDRESS]:PORT",
+                 word);
+        return -1;
+    }
+    l = evconnlistener_new_bind(s->base, accept_cb, s,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                    LEV_OPT_CLOSE_ON_EXEC,
+                                511, (struct sockaddr *)&ss, len);
+    if (l == NULL) {
+        snprintf(lc->why, lc->whylen, "smtpd_listen: %s: %s", word,
+                 strerror(errno));
+        return -1;
+    }
+    evconnlistener_set_error_cb(l, accept_error_cb);
+    s->listeners = ingress_xrealloc(s->listeners, (s->nlisteners + 1) *
+                                                      sizeof(*s->listeners));
+    s->listeners[s->nlisteners++] = l;
+    return 0;
+}
+
+struct smtpd_server *smtpd_server_create(struct event_base *base,
+                                         const struct smtpd_params *p,
+                                         const struct smtpd_ops *ops, char *why,
+                                         size_t whylen)
+{
+    struct smtpd_server *s = ingress_xmalloc(sizeof(*s));
+    struct listen_ctx lc = {s, why, whylen};
+
+    memset(s, 0, sizeof(*s));
+    s->base = base;
+    s->ops = *ops;
+    LIST_INIT(&s->sessions);
+    if (conf_parse(&s->cf, p, why, whylen) < 0) {
+        free(s);
+        return NULL;
+    }
+    if (list_each(p->listen, listen_one, &lc) < 0) {
+        smtpd_server_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void smtpd_server_close(struct smtpd_server *s)
+{
+    struct smtpd_session *ss, *next;
+
+    if (s == NULL || s->closing)
+        return;
+    s->closing = 1;
+    for (size_t i = 0; i < s->nlisteners; i++)
+        evconnlistener_free(s->listeners[i]);
+    free(s->listeners);
+    s->listeners = NULL;
+    s->nlisteners = 0;
+    for (ss = LIST_FIRST(&s->sessions); ss != NULL; ss = next) {
+        next = LIST_NEXT(ss, link);
+        session_shutdown(ss);
+    }
+}
+
+long smtpd_server_busy(const struct smtpd_server *s)
+{
+    const struct smtpd_session *ss;
+    long n = 0;
+
+    if (s == NULL)
+        return 0;
+    LIST_FOREACH(ss, &s->sessions, link)
+    n += session_storing(ss);
+    return n;
+}
+
+long smtpd_server_sessions(const struct smtpd_server *s)
+{
+    return s ? s->nsessions : 0;
+}
+
+void smtpd_server_free(struct smtpd_server *s)
+{
+    struct smtpd_session *ss;
+
+    if (s == NULL)
+        return;
+    smtpd_server_close(s);
+    while ((ss = LIST_FIRST(&s->sessions)) != NULL)
+        session_orphan(ss);
+    conf_clear(&s->cf);
+    free(s);
+}

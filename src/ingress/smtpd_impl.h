@@ -1,0 +1,184 @@
+#ifndef SLUICE_SMTPD_IMPL_H
+#define SLUICE_SMTPD_IMPL_H
+
+/*
+ * NAME
+ *	smtpd_impl 3h - what the SMTP server's files share
+ * SYNOPSIS
+ *	#include "ingress/smtpd_impl.h"
+ *
+ *	Server (smtpd.c), for the sessions:
+ *
+ *	void	smtpd_log(struct smtpd_server *s, const char *fmt, ...)
+ *	int	smtpd_relay_domain(const struct smtpd_server *s,
+ *			const char *domain)
+ *	int	smtpd_storage_check(struct smtpd_server *s, uint64_t size,
+ *			char *why, size_t whylen)
+ *	long	smtpd_flow_delay(struct smtpd_server *s, char *why,
+ *			size_t whylen)
+ *	void	smtpd_store_failed(struct smtpd_server *s, const char *why)
+ *	void	smtpd_session_gone(struct smtpd_session *ss)
+ *	void	smtpd_client_text(const struct sockaddr *sa, socklen_t salen,
+ *			char *addr, size_t addrlen, char *client,
+ *			size_t clientlen)
+ *
+ *	Sessions (session.c), for the server:
+ *
+ *	struct smtpd_session *session_create(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen)
+ *	void	session_shutdown(struct smtpd_session *ss)
+ *	int	session_storing(const struct smtpd_session *ss)
+ *	void	session_orphan(struct smtpd_session *ss)
+ *
+ *	What goes into a message (receive.c), for the sessions:
+ *
+ *	void	receive_received(struct ingress_buf *b,
+ *			const struct smtpd_session *ss, const char *hostname,
+ *			time_t now)
+ *	struct spool_msg *receive_message(struct smtpd_session *ss,
+ *			const char *hostname, int add_missing, time_t now)
+ * DESCRIPTION
+ *	Nothing outside the SMTP server's files includes this header.
+ *	smtpd.c, session.c and receive.c describe their functions.
+ */
+
+#include "ingress/ingress.h"
+#include "ingress/ingress_private.h"
+#include "smtp/smtp.h"
+
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+struct bufferevent;
+struct evconnlistener;
+struct event;
+
+/* The server's settings, as parsed from struct smtpd_params. */
+struct smtpd_conf {
+    char *hostname;
+    char *queue_directory;
+    struct ingress_nets *mynetworks;
+    char **relay_domains; /* lower case */
+    size_t nrelay;
+    uint64_t size_limit, queue_minfree;
+    long recipient_limit, connection_limit, error_limit, line_limit;
+    long timeout_ms, in_flow_delay_ms, active_limit, backlog_limit;
+    int add_missing_headers;
+};
+
+struct smtpd_server {
+    struct event_base *base;
+    struct smtpd_ops ops;
+    struct smtpd_conf cf;
+    struct evconnlistener **listeners;
+    size_t nlisteners;
+    int paused;  /* at SMTPD_SESSION_MAX: not accepting */
+    int closing; /* smtpd_server_close() was called */
+    long nsessions;
+    time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
+    char store_why[256];
+    time_t flow_logged; /* last in_flow_delay warning */
+    LIST_HEAD(, smtpd_session) sessions;
+};
+
+/* Where a session is. */
+enum session_state {
+    SESSION_COMMAND, /* reading command lines */
+    SESSION_DATA,    /* reading message content after DATA */
+    SESSION_BDAT,    /* reading a BDAT chunk */
+    SESSION_WAIT,    /* waiting: a store, a flush, in_flow_delay */
+    SESSION_CLOSING, /* the last reply is going out; then freed */
+};
+
+struct smtpd_rcpt {
+    char *address;
+    unsigned notify; /* SMTP_NOTIFY_* */
+    char *orcpt;     /* "type;address", or NULL */
+};
+
+/* Per-command counts, for the "disconnect from" line. */
+enum session_count {
+    COUNT_EHLO,
+    COUNT_HELO,
+    COUNT_MAIL,
+    COUNT_RCPT,
+    COUNT_DATA,
+    COUNT_BDAT,
+    COUNT_RSET,
+    COUNT_NOOP,
+    COUNT_QUIT,
+    COUNT_VRFY,
+    COUNT_HELP,
+    COUNT_ETRN,
+    COUNT_UNKNOWN,
+    COUNT_MAX,
+};
+
+struct smtpd_session {
+    struct smtpd_server *s; /* NULL once the server is gone */
+    struct bufferevent *bev;
+    LIST_ENTRY(smtpd_session) link;
+    struct sockaddr_storage addr;
+    char addr_text[64]; /* "127.0.0.1", "IPv6:::1" in Received: */
+    char client[80];    /* "unknown[127.0.0.1]", for the log */
+    int relay_ok;       /* the client is in mynetworks */
+    enum session_state state;
+    int output_full; /* replies back up: reading waits */
+    int skip_line;   /* discarding a command line that is too long */
+    int quitting;    /* QUIT, timeout or fatal error: close after reply */
+    int pending;     /* a store or a flush will call back */
+    int in_input;    /* session_input() is running */
+    int last_code;   /* of the last reply */
+    int errors;
+    char *helo; /* NULL before HELO/EHLO */
+    int esmtp;
+    /* the mail transaction */
+    int in_mail;
+    char *sender;
+    char *envid;
+    int ret;
+    uint64_t declared_size;
+    struct smtpd_rcpt *rcpt;
+    size_t nrcpt, rcpt_size;
+    char id[SPOOL_ID_MAX + 1]; /* chosen at DATA or the first BDAT */
+    int chunking;              /* BDAT chunks have begun */
+    struct ingress_buf msg;    /* Received: + content, stored form */
+    struct smtp_data_reader reader;
+    int reader_error; /* a bare line end seen in a BDAT chunk */
+    uint64_t chunk_left;
+    int chunk_last;
+    int chunk_skip; /* discard the chunk, then answer chunk_reply */
+    char chunk_reply[160];
+    char etrn[256];                /* the node of the ETRN being flushed */
+    struct event *delay_ev;        /* in_flow_delay */
+    const char *last_verb;         /* for "timeout after VERB" */
+    unsigned counts[COUNT_MAX][2]; /* [ok, total] */
+};
+
+void smtpd_log(struct smtpd_server *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int smtpd_relay_domain(const struct smtpd_server *s, const char *domain);
+int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
+                        size_t whylen);
+long smtpd_flow_delay(struct smtpd_server *s, char *why, size_t whylen);
+void smtpd_store_failed(struct smtpd_server *s, const char *why);
+void smtpd_session_gone(struct smtpd_session *ss);
+void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
+                       size_t addrlen, char *client, size_t clientlen);
+
+struct smtpd_session *session_create(struct smtpd_server *s, int fd,
+                                     const struct sockaddr *sa,
+                                     socklen_t salen);
+void session_shutdown(struct smtpd_session *ss);
+int session_storing(const struct smtpd_session *ss);
+void session_orphan(struct smtpd_session *ss);
+
+void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
+                      const char *hostname, time_t now);
+struct spool_msg *receive_message(struct smtpd_session *ss,
+                                  const char *hostname, int add_missing,
+                                  time_t now);
+
+#endif

@@ -1,0 +1,909 @@
+/*
+ * NAME
+ *	test_ingress_smtpd 1 - unit tests of the SMTP server's sessions
+ * SYNOPSIS
+ *	build/tests/test_ingress_smtpd
+ * DESCRIPTION
+ *	Tests src/ingress/smtpd.c, session.c and receive.c: each test
+ *	starts a session on one end of a socket pair, with a made-up client
+ *	address, and talks to it from the other end, running the event loop
+ *	in this thread until the expected bytes have come. A fake store
+ *	keeps the messages (and answers at once, later, or with a failure),
+ *	a fake flush records ETRN's domain, a fake backlog drives flow
+ *	control. Replies are compared to the byte; RFC text is quoted where
+ *	a reply comes from it.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "ingress/ingress.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum store_mode { STORE_NOW, STORE_LATER, STORE_FAIL };
+
+static struct event_base *base;
+static struct smtpd_server *server;
+static struct smtpd_params params;
+static enum store_mode mode;
+static struct spool_msg *stored[8];
+static int nstored;
+static ingress_done_fn *late_done;
+static void *late_conn;
+static char flushed_domain[300];
+static long flush_count;
+static long backlog;
+static char logged[64][600];
+static int nlogged;
+
+static void fake_store(void *ctx, struct spool_msg *m, const char *origin,
+                       ingress_done_fn *done, void *conn)
+{
+    (void)ctx;
+    (void)origin;
+    assert_true(nstored < 8);
+    if (mode == STORE_FAIL) {
+        spool_msg_free(m);
+        done(conn, -1, NULL, "spool full");
+        return;
+    }
+    if (m->id[0] == 0)
+        snprintf(m->id, sizeof(m->id), "NOID");
+    stored[nstored++] = m;
+    if (mode == STORE_NOW) {
+        done(conn, 0, m->id, NULL);
+        return;
+    }
+    late_done = done;
+    late_conn = conn;
+}
+
+static void fake_flush(void *ctx, const char *domain, ingress_flushed_fn *done,
+                       void *conn)
+{
+    (void)ctx;
+    snprintf(flushed_domain, sizeof(flushed_domain), "%s", domain);
+    done(conn, flush_count);
+}
+
+static long fake_backlog(void *ctx)
+{
+    (void)ctx;
+    return backlog;
+}
+
+static void fake_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    if (nlogged < 64)
+        snprintf(logged[nlogged++], sizeof(logged[0]), "%s", line);
+}
+
+static int was_logged(const char *text)
+{
+    for (int i = 0; i < nlogged; i++)
+        if (strstr(logged[i], text))
+            return 1;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    base = event_base_new();
+    memset(&params, 0, sizeof(params));
+    params.listen = "";
+    params.hostname = "mx.test";
+    params.mynetworks = "127.0.0.1/32";
+    params.relay_domains = "relay.test, .sub.test";
+    params.queue_directory = "";
+    params.size_limit = 1000;
+    params.recipient_limit = 3;
+    params.connection_limit = 2;
+    params.error_limit = 20;
+    params.line_limit = 512;
+    params.timeout_ms = 5000;
+    params.in_flow_delay_ms = 200;
+    params.active_limit = 10;
+    params.backlog_limit = 100;
+    mode = STORE_NOW;
+    nstored = nlogged = 0;
+    late_done = NULL;
+    backlog = flush_count = 0;
+    flushed_domain[0] = 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    smtpd_server_free(server);
+    server = NULL;
+    event_base_free(base);
+    for (int i = 0; i < nstored; i++)
+        spool_msg_free(stored[i]);
+    return 0;
+}
+
+static void server_start(void)
+{
+    static const struct smtpd_ops ops = {fake_store, fake_flush, fake_backlog,
+                                         fake_log, NULL};
+    char why[256];
+
+    server = smtpd_server_create(base, &params, &ops, why, sizeof(why));
+    assert_non_null(server);
+}
+
+/* A session from address (IPv4 text); returns the client's end. */
+static int connect_from(const char *address)
+{
+    struct sockaddr_in sin;
+    int sv[2];
+
+    if (server == NULL)
+        server_start();
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(40000);
+    assert_int_equal(inet_pton(AF_INET, address, &sin.sin_addr), 1);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    smtpd_session_start(server, sv[1], (struct sockaddr *)&sin, sizeof(sin));
+    return sv[0];
+}
+
+static void put(int fd, const char *text)
+{
+    size_t len = strlen(text), off = 0;
+
+    while (off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+
+        if (n < 0 && errno == EAGAIN) {
+            event_base_loop(base, EVLOOP_NONBLOCK);
+            continue;
+        }
+        assert_true(n > 0);
+        off += (size_t)n;
+    }
+}
+
+/*
+ * Run the loop until want bytes came from the server (or ms passed),
+ * and return what came (at most size - 1 bytes). *eof says whether the
+ * server closed its end.
+ */
+static size_t pump(int fd, char *buf, size_t size, size_t want, int ms,
+                   int *eof)
+{
+    size_t got = 0;
+
+    *eof = 0;
+    for (int i = 0; i < ms; i++) {
+        ssize_t n;
+
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        while (got + 1 < size && (n = read(fd, buf + got, size - 1 - got)) > 0)
+            got += (size_t)n;
+        if (got + 1 < size && read(fd, buf + got, 0) == 0 &&
+            recv(fd, buf + got, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+            *eof = 1;
+            break;
+        }
+        if (want > 0 && got >= want)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    buf[got] = 0;
+    return got;
+}
+
+/* Expect exactly text from the server next. */
+static void expect(int fd, const char *text)
+{
+    char buf[8192];
+    int eof;
+
+    assert_true(strlen(text) < sizeof(buf));
+    pump(fd, buf, strlen(text) + 1, strlen(text), 2000, &eof);
+    assert_string_equal(buf, text);
+}
+
+/* One BDAT command and its chunk. */
+static void bdat(int fd, const char *chunk, int last)
+{
+    char cmd[64];
+
+    snprintf(cmd, sizeof(cmd), "BDAT %zu%s\r\n", strlen(chunk),
+             last ? " LAST" : "");
+    put(fd, cmd);
+    put(fd, chunk);
+}
+
+static void chat(int fd, const char *send, const char *reply)
+{
+    put(fd, send);
+    expect(fd, reply);
+}
+
+/* Nothing more comes for a while. */
+static void expect_silence(int fd, int ms)
+{
+    char buf[512];
+    int eof;
+
+    assert_int_equal(pump(fd, buf, sizeof(buf), 0, ms, &eof), 0);
+    assert_false(eof);
+}
+
+/* The server closed the connection, after text. */
+static void expect_close(int fd, const char *text)
+{
+    char buf[2048];
+    int eof;
+
+    pump(fd, buf, sizeof(buf), 0, 2000, &eof);
+    assert_string_equal(buf, text);
+    assert_true(eof);
+    close(fd);
+}
+
+static const char greeting[] = "220 mx.test ESMTP sluice\r\n";
+static const char ehlo_reply[] = "250-mx.test\r\n"
+                                 "250-PIPELINING\r\n"
+                                 "250-SIZE 1000\r\n"
+                                 "250-ETRN\r\n"
+                                 "250-ENHANCEDSTATUSCODES\r\n"
+                                 "250-8BITMIME\r\n"
+                                 "250-DSN\r\n"
+                                 "250 CHUNKING\r\n";
+
+/* A session from a mynetworks client, past EHLO. */
+static int hello(const char *address)
+{
+    int fd = connect_from(address);
+
+    expect(fd, greeting);
+    chat(fd, "EHLO client.test\r\n", ehlo_reply);
+    return fd;
+}
+
+/* The stored message's content after its Received: header. */
+static const char *after_received(const struct spool_msg *m)
+{
+    const char *p = m->body;
+
+    assert_memory_equal(p, "Received: ", 10);
+    while ((p = strstr(p, "\r\n")) != NULL && (p[2] == '\t' || p[2] == ' '))
+        p += 2;
+    assert_non_null(p);
+    return p + 2;
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* RFC 1869: the EHLO response lists the extensions, one per line. */
+static void test_greeting_and_ehlo(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    chat(fd, "HELO other.test\r\n", "250 mx.test\r\n");
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    expect_close(fd, "");
+    assert_true(was_logged("connect from unknown[127.0.0.1]"));
+    assert_true(was_logged("disconnect from unknown[127.0.0.1] ehlo=1 "
+                           "helo=1 quit=1 commands=3"));
+}
+
+/* A whole transaction: envelope and content as stored, Received: first. */
+static void test_transaction(void **state)
+{
+    int fd = hello("127.0.0.1");
+    const struct spool_msg *m;
+    const char *rcvd;
+
+    (void)state;
+    chat(fd, "MAIL FROM:<s@x.test> SIZE=100 RET=HDRS ENVID=e+2B1\r\n",
+         "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<a@far.test> NOTIFY=SUCCESS,FAILURE ORCPT=rfc822;o@x\r\n",
+         "250 2.1.5 Ok\r\n");
+    chat(fd, "DATA\r\n", "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: hi\r\n\r\n..dot\r\nbody\r\n.\r\n");
+    assert_int_equal(nstored, 0 + 0); /* nothing before the loop runs */
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    m = stored[0];
+    expect(fd, m->id);
+    expect(fd, "\r\n");
+    assert_string_equal(m->sender, "s@x.test");
+    assert_string_equal(m->envid, "e+1");
+    assert_int_equal(m->ret, SPOOL_RET_HDRS);
+    assert_int_equal(m->nrcpt, 1);
+    assert_string_equal(m->rcpt[0].address, "a@far.test");
+    assert_int_equal(m->rcpt[0].notify,
+                     SPOOL_NOTIFY_SUCCESS | SPOOL_NOTIFY_FAILURE);
+    assert_string_equal(m->rcpt[0].orcpt, "rfc822;o@x");
+    assert_int_equal(strlen(m->id), 14);
+    /* RFC 5321 4.4; the "for" clause with one recipient, Postfix's form */
+    rcvd = m->body;
+    assert_memory_equal(rcvd,
+                        "Received: from client.test (unknown [127.0.0.1])\r\n"
+                        "\tby mx.test (sluice) with ESMTP id ",
+                        85);
+    assert_memory_equal(rcvd + 85, m->id, 14);
+    assert_memory_equal(rcvd + 99, "\r\n\tfor <a@far.test>; ", 21);
+    assert_string_equal(after_received(m),
+                        "Subject: hi\r\n\r\n.dot\r\nbody\r\n");
+    assert_int_equal(m->size, strlen(m->body));
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+}
+
+/* Durability: the 250 waits until the store says the message is durable. */
+static void test_answer_waits_for_store(void **state)
+{
+    int fd = hello("127.0.0.1");
+    char reply[64];
+
+    (void)state;
+    mode = STORE_LATER;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@far.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "x\r\n.\r\nNOOP\r\n");
+    expect_silence(fd, 100);
+    assert_int_equal(nstored, 1);
+    assert_int_equal(smtpd_server_busy(server), 1);
+    late_done(late_conn, 0, stored[0]->id, NULL);
+    snprintf(reply, sizeof(reply), "250 2.0.0 Ok: queued as %s\r\n",
+             stored[0]->id);
+    /* the pipelined NOOP is answered after the message */
+    strcat(reply, "250 2.0.0 Ok\r\n");
+    expect(fd, reply);
+    assert_int_equal(smtpd_server_busy(server), 0);
+    close(fd);
+}
+
+/* A store that fails: 452 (spool full), and MAIL refused for a while. */
+static void test_store_failure(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    mode = STORE_FAIL;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@far.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    chat(fd, "x\r\n.\r\n",
+         "452 4.3.1 Insufficient system storage: spool full\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "452 4.3.1 Insufficient system storage: spool full\r\n");
+    close(fd);
+}
+
+/* RFC 2920: a client may send a group of commands without waiting. */
+static void test_pipelining(void **state)
+{
+    int fd = connect_from("127.0.0.1");
+    char reply[512];
+
+    (void)state;
+    expect(fd, greeting);
+    put(fd, "EHLO c\r\nMAIL FROM:<>\r\nRCPT TO:<a@far.test>\r\n"
+            "RCPT TO:<b@far.test>\r\nDATA\r\nm\r\n.\r\nRSET\r\nNOOP\r\n"
+            "QUIT\r\n");
+    snprintf(reply, sizeof(reply), "%s%s", ehlo_reply,
+             "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.1.5 Ok\r\n"
+             "354 End data with <CR><LF>.<CR><LF>\r\n"
+             "250 2.0.0 Ok: queued as ");
+    expect(fd, reply);
+    assert_int_equal(nstored, 1);
+    snprintf(reply, sizeof(reply),
+             "%s\r\n250 2.0.0 Ok\r\n250 2.0.0 Ok\r\n"
+             "221 2.0.0 Bye\r\n",
+             stored[0]->id);
+    expect_close(fd, reply);
+    assert_string_equal(stored[0]->sender, "");
+    assert_int_equal(stored[0]->nrcpt, 2);
+    /* more than one recipient: no "for" clause */
+    assert_non_null(strstr(stored[0]->body, stored[0]->id));
+    assert_null(strstr(stored[0]->body, "for <"));
+}
+
+/* RFC 5321 4.1.4 and 4.3.2: the order of commands; 500, 501, 502, 555. */
+static void test_sequence_and_syntax(void **state)
+{
+    int fd = connect_from("127.0.0.1");
+
+    (void)state;
+    expect(fd, greeting);
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "503 5.5.1 Error: send HELO/EHLO first\r\n");
+    chat(fd, "ETRN relay.test\r\n",
+         "503 5.5.1 Error: send HELO/EHLO first\r\n");
+    chat(fd, "HELO c\r\n", "250 mx.test\r\n");
+    chat(fd, "RCPT TO:<a@far.test>\r\n",
+         "503 5.5.1 Error: need MAIL command\r\n");
+    chat(fd, "DATA\r\n", "503 5.5.1 Error: need MAIL command\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "503 5.5.1 Error: nested MAIL command\r\n");
+    chat(fd, "DATA\r\n", "503 5.5.1 Error: need RCPT command\r\n");
+    chat(fd, "ETRN relay.test\r\n",
+         "503 5.5.1 Error: MAIL transaction in progress\r\n");
+    chat(fd, "RSET\r\n", "250 2.0.0 Ok\r\n");
+    chat(fd, "RCPT TO:<a@far.test>\r\n",
+         "503 5.5.1 Error: need MAIL command\r\n");
+    chat(fd, "FROB\r\n", "500 5.5.2 Error: command not recognized\r\n");
+    chat(fd, "EXPN list\r\n", "502 5.5.1 Error: command not implemented\r\n");
+    chat(fd, "STARTTLS\r\n", "502 5.5.1 Error: command not implemented\r\n");
+    chat(fd, "MAIL FROM:s@x.test\r\n",
+         "501 5.5.4 Syntax: MAIL FROM:<address>\r\n");
+    chat(fd, "MAIL FROM:<s@x.test> FROB=1\r\n",
+         "555 5.5.4 Unsupported parameter FROB\r\n");
+    chat(fd, "VRFY someone\r\n",
+         "252 2.0.0 Cannot VRFY user, but will accept "
+         "message and attempt delivery\r\n");
+    chat(fd, "HELP\r\n",
+         "214 2.0.0 Commands: EHLO HELO MAIL RCPT DATA BDAT "
+         "RSET NOOP QUIT VRFY HELP ETRN\r\n");
+    chat(fd, "NOOP\r\n", "250 2.0.0 Ok\r\n");
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+    assert_int_equal(nstored, 0);
+}
+
+/* RFC 5321 4.5.3.1.10: 452 for too many recipients; the rest go later. */
+static void test_recipient_limit(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd,
+        "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nRCPT TO:<b@f.test>\r\n"
+        "RCPT TO:<c@f.test>\r\nRCPT TO:<d@f.test>\r\n");
+    expect(fd,
+           "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.1.5 Ok\r\n250 2.1.5 Ok\r\n"
+           "452 4.5.3 Error: too many recipients\r\n");
+    close(fd);
+}
+
+/* RFC 1870: SIZE too big at MAIL, or content over the limit: 552. */
+static void test_size_limit(void **state)
+{
+    int fd = hello("127.0.0.1");
+    char big[1200];
+
+    (void)state;
+    chat(fd, "MAIL FROM:<s@x.test> SIZE=1001\r\n",
+         "552 5.3.4 Message size exceeds fixed limit\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    memset(big, 'x', sizeof(big) - 3);
+    memcpy(big + sizeof(big) - 3, "\r\n", 3);
+    put(fd, big);
+    chat(fd, ".\r\n", "552 5.3.4 Message size exceeds fixed limit\r\n");
+    /* the session goes on, with a new transaction */
+    chat(fd, "RCPT TO:<a@f.test>\r\n",
+         "503 5.5.1 Error: need MAIL command\r\n");
+    assert_int_equal(nstored, 0);
+    close(fd);
+}
+
+/* Relay control: mynetworks relays anywhere, others only to relay_domains. */
+static void test_relay_control(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.recipient_limit = 4;
+    fd = hello("127.0.0.9");
+    put(fd, "MAIL FROM:<s@x.test>\r\n"
+            "RCPT TO:<a@far.test>\r\n"
+            "RCPT TO:<a@relay.test>\r\n"
+            "RCPT TO:<a@deep.relay.test>\r\n"
+            "RCPT TO:<a@sub.test>\r\n"
+            "RCPT TO:<a@x.sub.test>\r\n"
+            "RCPT TO:<a%far.test@relay.test>\r\n"
+            "RCPT TO:<Postmaster>\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n"
+               "554 5.7.1 <a@far.test>: Relay access denied\r\n"
+               "250 2.1.5 Ok\r\n"
+               "250 2.1.5 Ok\r\n"
+               "554 5.7.1 <a@sub.test>: Relay access denied\r\n"
+               "250 2.1.5 Ok\r\n"
+               "554 5.7.1 <a%far.test@relay.test>: Relay access denied\r\n"
+               "250 2.1.5 Ok\r\n");
+    assert_true(was_logged("NOQUEUE: reject: RCPT from unknown[127.0.0.9]: "
+                           "554 5.7.1 <a@far.test>: Relay access denied; "
+                           "from=<s@x.test> to=<a@far.test> proto=ESMTP "
+                           "helo=<client.test>"));
+    close(fd);
+}
+
+/* The smuggling defence: a bare LF in DATA ends the session, unstored. */
+static void test_bare_lf_smuggling(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: x\r\n\r\nhi\n.\r\nMAIL FROM:<evil@x.test>\r\n"
+            "RCPT TO:<victim@f.test>\r\nDATA\r\nforged\r\n.\r\n");
+    expect_close(fd, "521 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("warning: bare <LF> received after DATA from "
+                           "unknown[127.0.0.1]: disconnected"));
+}
+
+/* A bare CR, too ("\r.\r" is another spelling of an end). */
+static void test_bare_cr(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "hi\r.\r\n");
+    expect_close(fd, "521 5.5.2 mx.test Error: bare <CR> received\r\n");
+    assert_int_equal(nstored, 0);
+}
+
+/* RFC 3030: BDAT chunks, pipelined, the last one LAST. */
+static void test_bdat(void **state)
+{
+    int fd = hello("127.0.0.1");
+    char reply[256];
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test> BODY=8BITMIME\r\nRCPT TO:<a@f.test>\r\n");
+    bdat(fd, "Subject: x\r\n\r\n", 0);
+    bdat(fd, "body", 0);
+    bdat(fd, "\r\nmore", 1);
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "250 2.0.0 Ok: 14 bytes\r\n250 2.0.0 Ok: 18 bytes\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    snprintf(reply, sizeof(reply), "%s\r\n", stored[0]->id);
+    expect(fd, reply);
+    /* a last line without CRLF gets one */
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: x\r\n\r\nbody\r\nmore\r\n");
+    /* BDAT 0 LAST ends a message too */
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n"
+            "BDAT 3\r\nx\r\nBDAT 0 LAST\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.0.0 Ok: 3 bytes\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 2);
+    close(fd);
+}
+
+/* A refused chunk's bytes are read to its end, never as commands. */
+static void test_bdat_refused_chunk(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    bdat(fd, "RCPT TO:<a@f.test>\r\nX\r\n", 0);
+    expect(fd, "503 5.5.1 Error: need MAIL command\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n");
+    bdat(fd, "bare\nLF\r\n", 0);
+    bdat(fd, "QUIT\r\n", 1);
+    put(fd, "NOOP\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "554 5.6.0 Error: bare <LF> in message content\r\n"
+               "503 5.5.1 Error: need MAIL command\r\n"
+               "250 2.0.0 Ok\r\n");
+    assert_int_equal(nstored, 0);
+    /* DATA after BDAT in one transaction is out of order */
+    put(fd,
+        "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nBDAT 1\r\nxDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.0.0 Ok: 1 bytes\r\n"
+               "503 5.5.1 Error: DATA after BDAT\r\n");
+    close(fd);
+}
+
+/* RFC 1985: ETRN starts delivery of the node's deferred mail. */
+static void test_etrn(void **state)
+{
+    int fd = hello("127.0.0.9");
+
+    (void)state;
+    flush_count = 3;
+    chat(fd, "ETRN relay.test\r\n",
+         "253 2.0.0 OK, 3 pending messages for node relay.test started\r\n");
+    assert_string_equal(flushed_domain, "relay.test");
+    flush_count = 0;
+    chat(fd, "ETRN @relay.test\r\n",
+         "251 2.0.0 OK, no messages waiting for node .relay.test\r\n");
+    assert_string_equal(flushed_domain, ".relay.test");
+    chat(fd, "ETRN far.test\r\n",
+         "459 4.7.1 <far.test>: Node not allowed: not in relay_domains\r\n");
+    chat(fd, "ETRN #queue\r\n",
+         "458 4.3.0 Unable to queue messages for node "
+         "#queue: named queues are not supported\r\n");
+    chat(fd, "ETRN bad/domain\r\n", "501 5.5.4 Syntax: ETRN domain\r\n");
+    close(fd);
+}
+
+/* smtpd_hard_error_limit: too many errors end the session. */
+static void test_error_limit(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.error_limit = 3;
+    fd = hello("127.0.0.1");
+    put(fd, "FROB\r\nFROB\r\nFROB\r\nNOOP\r\n");
+    expect_close(fd, "500 5.5.2 Error: command not recognized\r\n"
+                     "500 5.5.2 Error: command not recognized\r\n"
+                     "500 5.5.2 Error: command not recognized\r\n"
+                     "421 4.7.0 mx.test Error: too many errors\r\n");
+    assert_true(was_logged("too many errors after UNKNOWN from "
+                           "unknown[127.0.0.1]"));
+}
+
+/* line_length_limit: a longer command line is refused, and skipped. */
+static void test_line_too_long(void **state)
+{
+    int fd = hello("127.0.0.1");
+    char line[2000];
+
+    (void)state;
+    memset(line, 'a', sizeof(line) - 1);
+    line[sizeof(line) - 1] = 0;
+    put(fd, "NOOP ");
+    put(fd, line);
+    chat(fd, "\r\nNOOP\r\n",
+         "500 5.5.2 Error: line too long\r\n250 2.0.0 Ok\r\n");
+    close(fd);
+}
+
+/* smtpd_timeout: a silent client gets 421 4.4.2 and is disconnected. */
+static void test_timeout(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 100;
+    fd = hello("127.0.0.1");
+    expect_close(fd, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+    assert_true(was_logged("timeout after EHLO from unknown[127.0.0.1]"));
+}
+
+/* smtpd_client_connection_count_limit, per client address. */
+static void test_connection_limit(void **state)
+{
+    int a, b, c, d;
+
+    (void)state;
+    a = connect_from("127.0.0.1");
+    b = connect_from("127.0.0.1");
+    c = connect_from("127.0.0.1");
+    d = connect_from("127.0.0.2");
+    expect(a, greeting);
+    expect(b, greeting);
+    expect_close(c, "421 4.7.0 mx.test Error: too many connections from "
+                    "127.0.0.1\r\n");
+    expect(d, greeting);
+    assert_int_equal(smtpd_server_sessions(server), 3);
+    close(a);
+    close(b);
+    close(d);
+}
+
+/* Flow control: a long incoming queue slows MAIL, a longer one stops it. */
+static void test_flow_control(void **state)
+{
+    int fd = hello("127.0.0.1");
+    int late;
+
+    (void)state;
+    backlog = 11; /* more than qmgr_message_active_limit (10) */
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n");
+    expect_silence(fd, 50); /* in_flow_delay is 200 ms */
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n");
+    assert_true(was_logged("warning: 11 messages in the incoming queue"));
+    chat(fd, "RSET\r\n", "250 2.0.0 Ok\r\n");
+    backlog = 100; /* in_flow_backlog_limit */
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "452 4.3.1 Too much mail waiting (100 messages in the incoming "
+         "queue), try again later\r\n");
+    late = connect_from("127.0.0.2");
+    expect_close(late, "421 4.3.2 mx.test Too much mail waiting (100 "
+                       "messages in the incoming queue), try again later\r\n");
+    close(fd);
+}
+
+/* Stopping: 421 4.3.2 to idle sessions; one being stored gets its 250. */
+static void test_shutdown(void **state)
+{
+    int idle = hello("127.0.0.1");
+    int busy = hello("127.0.0.2");
+    char reply[128];
+
+    (void)state;
+    mode = STORE_LATER;
+    put(busy, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@relay.test>\r\nDATA\r\n");
+    expect(busy, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+                 "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(busy, "x\r\n.\r\n");
+    expect_silence(busy, 30);
+    smtpd_server_close(server);
+    expect_close(idle, "421 4.3.2 mx.test Service shutting down\r\n");
+    assert_int_equal(smtpd_server_busy(server), 1);
+    late_done(late_conn, 0, stored[0]->id, NULL);
+    snprintf(reply, sizeof(reply),
+             "250 2.0.0 Ok: queued as %s\r\n"
+             "421 4.3.2 mx.test Service shutting down\r\n",
+             stored[0]->id);
+    expect_close(busy, reply);
+}
+
+/* A store's answer after the server is freed is harmless. */
+static void test_answer_after_free(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    mode = STORE_LATER;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "x\r\n.\r\n");
+    expect_silence(fd, 30);
+    smtpd_server_free(server);
+    server = NULL;
+    late_done(late_conn, 0, stored[0]->id, NULL);
+    close(fd);
+}
+
+/* always_add_missing_headers: Date: and Message-ID: only when asked. */
+static void test_missing_headers(void **state)
+{
+    int fd;
+    char want[256];
+
+    (void)state;
+    params.add_missing_headers = 1;
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n"
+            "From: s@x.test\r\nSubject: x\r\n\r\nbody\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    snprintf(want, sizeof(want), "\r\nMessage-ID: <%s@mx.test>\r\n\r\nbody\r\n",
+             stored[0]->id);
+    assert_non_null(strstr(stored[0]->body, "\r\nDate: "));
+    assert_non_null(strstr(stored[0]->body, want));
+    close(fd);
+    teardown(state);
+    setup(state);
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n"
+            "Subject: x\r\n\r\nbody\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: x\r\n\r\nbody\r\n");
+    close(fd);
+}
+
+/* The client's HELO goes into a comment: parentheses cannot close it. */
+static void test_received_sanitized(void **state)
+{
+    int fd = connect_from("127.0.0.1");
+
+    (void)state;
+    expect(fd, greeting);
+    chat(fd, "HELO evil)(x\r\n", "250 mx.test\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\nx\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_memory_equal(stored[0]->body,
+                        "Received: from evil??x (unknown [127.0.0.1])\r\n"
+                        "\tby mx.test (sluice) with SMTP id ",
+                        80);
+    close(fd);
+}
+
+/* A reload's bad value changes nothing; a good one applies at once. */
+static void test_params_reload(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+    int fd;
+
+    (void)state;
+    server_start();
+    p = params;
+    p.mynetworks = "300.0.0.1";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_memory_equal(why, "mynetworks: ", 12);
+    p.mynetworks = "127.0.0.1/32";
+    p.relay_domains = "far.test";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), 0);
+    fd = hello("127.0.0.9");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@far.test>\r\n"
+            "RCPT TO:<a@relay.test>\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "554 5.7.1 <a@relay.test>: Relay access denied\r\n");
+    close(fd);
+}
+
+/* smtpd_listen: a bad address is refused with the reason. */
+static void test_listen_errors(void **state)
+{
+    static const struct smtpd_ops ops = {fake_store, NULL, NULL, NULL, NULL};
+    char why[256];
+
+    (void)state;
+    params.listen = "127.0.0.1";
+    assert_null(smtpd_server_create(base, &params, &ops, why, sizeof(why)));
+    assert_string_equal(why, "smtpd_listen: \"127.0.0.1\" is not "
+                             "ADDRESS:PORT or [IPV6-ADDRESS]:PORT");
+    params.listen = "";
+    params.relay_domains = "a@b";
+    assert_null(smtpd_server_create(base, &params, &ops, why, sizeof(why)));
+    assert_string_equal(why, "relay_domains: not a domain in \"a@b\"");
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_greeting_and_ehlo),
+        T(test_transaction),
+        T(test_answer_waits_for_store),
+        T(test_store_failure),
+        T(test_pipelining),
+        T(test_sequence_and_syntax),
+        T(test_recipient_limit),
+        T(test_size_limit),
+        T(test_relay_control),
+        T(test_bare_lf_smuggling),
+        T(test_bare_cr),
+        T(test_bdat),
+        T(test_bdat_refused_chunk),
+        T(test_etrn),
+        T(test_error_limit),
+        T(test_line_too_long),
+        T(test_timeout),
+        T(test_connection_limit),
+        T(test_flow_control),
+        T(test_shutdown),
+        T(test_answer_after_free),
+        T(test_missing_headers),
+        T(test_received_sanitized),
+        T(test_params_reload),
+        T(test_listen_errors),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
