@@ -119,11 +119,21 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -Isrc -D_DEFAULT_SOURCE \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c)
-FUZZ_TARGETS := smtp_command smtp_data
+FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c)
+FUZZ_TARGETS := smtp_command smtp_data smtpd_session
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SMTP) src/smtp/smtp.h
+build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SMTP)
+
+# The session target runs the real server on libevent, with the spool's
+# message type: it links what ingress/ needs.
+build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \
+	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags $(LIB_PKGS)) \
+	    -o $@ $< $(FUZZ_SMTPD) $(shell pkg-config --libs lmdb libevent) \
+	    -lpthread
 
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus

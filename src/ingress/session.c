@@ -761,6 +761,8 @@ static int read_chunk(struct smtpd_session *ss, struct evbuffer *in)
 
 /* ---------------------------------------------------------- the events */
 
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
 static void closing_written(struct bufferevent *bev, void *arg)
 {
     (void)bev;
@@ -770,8 +772,9 @@ static void closing_written(struct bufferevent *bev, void *arg)
 static void close_after_reply(struct smtpd_session *ss)
 {
     ss->state = SESSION_CLOSING;
+    evtimer_del(ss->delay_ev);
     bufferevent_disable(ss->bev, EV_READ);
-    bufferevent_setcb(ss->bev, NULL, closing_written, NULL, ss);
+    bufferevent_setcb(ss->bev, NULL, closing_written, event_cb, ss);
     bufferevent_setwatermark(ss->bev, EV_WRITE, 0, 0);
     if (evbuffer_get_length(bufferevent_get_output(ss->bev)) == 0)
         session_free(ss);
@@ -849,6 +852,17 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
         (ss->in_mail || ss->state == SESSION_DATA || ss->state == SESSION_BDAT))
         smtpd_log(ss->s, "lost connection after %s from %s", ss->last_verb,
                   ss->client);
+    if ((what & BEV_EVENT_EOF) && ss->state != SESSION_CLOSING) {
+        /*
+         * The client sent all it will; it may still read (a half
+         * close). What is answered goes out, then the session ends; a
+         * store under way answers first.
+         */
+        ss->quitting = 1;
+        if (!ss->pending)
+            close_after_reply(ss);
+        return;
+    }
     if (ss->pending) {
         /* the store or flush calls back later and frees what is left */
         bufferevent_free(bev);

@@ -59,34 +59,14 @@ command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
 # and removes $tmp; ours below stops the Postfix instance first.
 . tests/integration/lib/daemon_lib.sh
 
+. tests/integration/lib/postfix_lib.sh
+
 pf=$tmp/postfix
-pf_up=0
-# in_use DIR: a process works in DIR (Postfix's daemons run in their
-# queue directory and linger a moment after the stop).
-in_use() {
-    for cwd in /proc/[0-9]*/cwd; do
-        case $(readlink "$cwd" 2>/dev/null) in
-        "$1" | "$1"/*) return 0 ;;
-        esac
-    done
-    return 1
-}
 cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    pids=
-    if [ "$pf_up" = 1 ]; then
-        postfix -c "$pf/etc" stop >/dev/null 2>&1
-        i=0
-        while [ $i -lt 100 ] && in_use "$pf"; do
-            i=$((i + 1))
-            sleep 0.1
-        done
-    fi
     if [ -n "$KEEP" ]; then
         mkdir -p "$KEEP" && cp "$pf/maillog" "$tmp"/*.log "$KEEP/" 2>/dev/null
     fi
-    _dl_cleanup
+    _pl_cleanup
 }
 trap cleanup EXIT
 
@@ -107,51 +87,15 @@ exited() {
 # (smtpd_delay_reject = yes): 1 s per recipient, whole seconds only.
 # Mail for any domain is accepted from loopback and discarded.
 start_postfix() {
-    mkdir "$pf" "$pf/etc" "$pf/queue" "$pf/data"
-    chown postfix:postfix "$pf/data"
-    : >"$pf/maillog"
-    chown postfix:postfix "$pf/maillog"
-    cat >"$pf/etc/main.cf" <<EOF
-compatibility_level = 3.6
-mail_owner = postfix
+    postfix_start "$pf" "127.0.0.1:$port inet n - n - 10 smtpd" <<EOF || return 1
 myhostname = limiter.sluice-test.test
-queue_directory = $pf/queue
-data_directory = $pf/data
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
 mynetworks = 127.0.0.0/8
 smtpd_client_connection_count_limit = 5
 smtpd_client_event_limit_exceptions =
 smtpd_client_restrictions = sleep 1
-local_recipient_maps =
-alias_maps =
-alias_database =
 default_transport = discard
 local_transport = discard
-maillog_file = $pf/maillog
-maillog_file_prefixes = $pf
 EOF
-    cat >"$pf/etc/master.cf" <<EOF
-127.0.0.1:$port inet n - n - 10 smtpd
-pickup    unix  n - n 60 1 pickup
-cleanup   unix  n - n -  0 cleanup
-qmgr      unix  n - n 300 1 qmgr
-rewrite   unix  - - n -  - trivial-rewrite
-bounce    unix  - - n -  0 bounce
-defer     unix  - - n -  0 bounce
-trace     unix  - - n -  0 bounce
-flush     unix  n - n 1000? 0 flush
-proxymap  unix  - - n -  - proxymap
-showq     unix  n - n -  - showq
-error     unix  - - n -  - error
-retry     unix  - - n -  - error
-discard   unix  - - n -  - discard
-anvil     unix  - - n -  1 anvil
-scache    unix  - - n -  1 scache
-postlog   unix-dgram n - n - 1 postlogd
-EOF
-    postfix -c "$pf/etc" start >"$tmp/postfix-start.out" 2>&1 || return 1
-    pf_up=1
     wait_for 10 listening "$port"
 }
 
@@ -162,7 +106,7 @@ if start_postfix; then
     ok "a private Postfix smtpd listens on 127.0.0.1:$port as a 421 limiter"
 else
     not_ok "a private Postfix smtpd listens on 127.0.0.1:$port as a 421 limiter"
-    sed 's/^/#   /' "$tmp/postfix-start.out" "$pf/maillog" | tail -20
+    sed 's/^/#   /' "$pf/start.out" "$pf/maillog" | tail -20
     tap_done
 fi
 
