@@ -5,7 +5,9 @@
 # 127.0.0.1/32), raw sessions for the conformance replies (503, 501, 500,
 # 502, 452, 552), a bare LF in DATA, BDAT chunks pipelined and ETRN;
 # Postfix's smtp-source (20 sessions) and Postfix's own SMTP client
-# relaying through sluice; every accepted message reaches smtp-sink.
+# relaying through sluice; every accepted message reaches smtp-sink. A
+# daemon whose spool is full answers 452 4.3.1, to the message and to the
+# next MAIL.
 # Then a burst from several clients is cut by SIGKILL of sluiced: after a
 # restart every message that got its 250 is delivered. Bounded in time,
 # stops only the processes it started. Output is TAP.
@@ -221,6 +223,38 @@ else
     not_ok "a private Postfix instance relays to sluice"
     sed 's/^/#   /' "$pf/start.out" | tail -5
 fi
+
+# A full spool: a second daemon whose map may not grow past 1 MB, its
+# mail held for a destination that never answers. Messages of 200 KB go
+# in until one does not fit: that one gets 452 4.3.1, and so does the
+# next MAIL (the server stops taking mail for SMTPD_STORE_LATCH s).
+port2=$(free_port)
+cat >"$tmp/full.conf" <<EOF
+queue_directory = $tmp/q-full
+smtpd_listen = 127.0.0.1:$port2
+mynetworks = 127.0.0.1/32
+myhostname = mx.test
+relayhost = [127.0.0.1]:$(free_port)
+queue_map_size = 1048576
+queue_map_size_limit = 1048576
+EOF
+"$build/sluiced" -f -c "$tmp/full.conf" 2>>"$tmp/full.log" &
+full=$!
+pids="$pids $full"
+wait_for 10 listening "$port2"
+python3 -c 'print("HELO c\\r\\nMAIL FROM:<a@client.test>\\r\\nRCPT TO:<b@far.test>\\r\\nDATA\\r\\n" + ("y" * 998 + "\\r\\n") * 200 + ".\\r\\nMAIL FROM:<a@client.test>\\r\\nQUIT\\r\\n", end="")' >"$tmp/big.txt"
+i=0
+out=
+while [ $i -lt 10 ]; do
+    out=$($clients raw 127.0.0.1 "$port2" "@$tmp/big.txt" | tail -4 | head -2)
+    case $out in *"452 4.3.1"*) break ;; esac
+    i=$((i + 1))
+done
+expect "a full spool: 452 4.3.1 to the message, then to the next MAIL" \
+    "$(printf '452 4.3.1 Insufficient system storage: spool full: the map reached queue_map_size_limit (1048576 bytes)\n452 4.3.1 Insufficient system storage: spool full: the map reached queue_map_size_limit (1048576 bytes)')" \
+    "$out"
+kill "$full"
+wait "$full" 2>/dev/null
 
 # SIGKILL during a burst from 4 clients; then restart: every message
 # that got its 250 is delivered.

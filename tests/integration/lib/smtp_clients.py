@@ -9,7 +9,8 @@
         One message through smtplib; prints "CODE TEXT" of the answer to
         the end of data, or of the first refusal (of MAIL, RCPT or DATA).
     smtp_clients.py raw HOST PORT TEXT [--source ADDR]
-        Sends TEXT (Python escapes: \\r, \\n, \\x00) in one write, then
+        Sends TEXT (Python escapes: \\r, \\n, \\x00; "@FILE": the text
+        of FILE, escapes and all) in one write, then
         prints every byte the server sends until it closes or is quiet
         for 1.5 s, with CRLF shown as LF; "[closed]" if it closed.
     smtp_clients.py burst HOST PORT SESSIONS IDS_FILE [--max N]
@@ -62,7 +63,11 @@ def send(args):
 
 
 def raw(args):
-    data = args.text.encode().decode("unicode_escape").encode("latin-1")
+    text = args.text
+    if text.startswith("@"):
+        with open(text[1:]) as f:
+            text = f.read()
+    data = text.encode().decode("unicode_escape").encode("latin-1")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if args.source:
         sock.bind((args.source, 0))
