@@ -39,8 +39,9 @@
 #	sinks' own message counters are checked against MESSAGES.
 #
 #	sluice runs with its built-in defaults except queue_directory,
-#	myhostname and transport_maps (each domain to its sink through the
-#	relay transport, [address]:port, so no DNS). With sluiced not
+#	myhostname, transport_maps (each domain to its sink through the
+#	relay transport, [address]:port, so no DNS) and smtpd_listen
+#	(empty: no SMTP server, which this benchmark does not use). With sluiced not
 #	running, every message is stored with one "sluice sendmail" per
 #	message (the same 2 KB body shape, one recipient, the domains taken
 #	in turn), and "sluice queue" must list MESSAGES requests. Then
@@ -470,6 +471,7 @@ write_sluice_config() {
 queue_directory = $DIR/sluice/queue
 myhostname = sluice.sluice-bench.test
 transport_maps = $DIR/sluice/transport
+smtpd_listen =
 EOF
 }
 

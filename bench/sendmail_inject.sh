@@ -339,6 +339,7 @@ write_sluice_config() {
 queue_directory = $S/queue-$which
 myhostname = sluice.sluice-bench.test
 default_transport = discard
+smtpd_listen =
 EOF
 	done
 }

@@ -285,6 +285,9 @@ static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
     n = strlen(cmd->arg);
     ss->helo =
         ingress_xstrndup(cmd->arg, n < SMTPD_HELO_MAX ? n : SMTPD_HELO_MAX);
+    for (char *c = ss->helo; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == 0x7f)
+            *c = '?'; /* it goes into log lines */
     ss->esmtp = esmtp;
     if (!esmtp) {
         reply(ss, "250 %s", s->cf.hostname);
