@@ -124,15 +124,12 @@ static void reply_raw(struct smtpd_session *ss, const char *text)
 static void reply(struct smtpd_session *ss, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void reply(struct smtpd_session *ss, const char *fmt, ...)
+static void vreply(struct smtpd_session *ss, const char *fmt, va_list ap)
 {
     char line[REPLY_MAX];
-    va_list ap;
     size_t n;
 
-    va_start(ap, fmt);
     vsnprintf(line, sizeof(line) - 2, fmt, ap);
-    va_end(ap);
     for (n = 0; line[n]; n++)
         if ((unsigned char)line[n] < ' ' || line[n] == 0x7f)
             line[n] = '?';
@@ -143,20 +140,27 @@ static void reply(struct smtpd_session *ss, const char *fmt, ...)
         ss->errors++;
 }
 
+static void reply(struct smtpd_session *ss, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vreply(ss, fmt, ap);
+    va_end(ap);
+}
+
 /* The last reply: the session ends once it is out. */
 static void reply_final(struct smtpd_session *ss, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void reply_final(struct smtpd_session *ss, const char *fmt, ...)
 {
-    char line[REPLY_MAX];
     va_list ap;
 
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
     ss->quitting = 1;
-    reply(ss, "%s", line);
+    va_start(ap, fmt);
+    vreply(ss, fmt, ap);
+    va_end(ap);
 }
 
 /* ------------------------------------------------------- transactions */
@@ -701,13 +705,11 @@ static void chunk_fail(struct smtpd_session *ss, const char *fmt, ...)
 
 static void chunk_fail(struct smtpd_session *ss, const char *fmt, ...)
 {
-    char line[REPLY_MAX];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    vreply(ss, fmt, ap);
     va_end(ap);
-    reply(ss, "%s", line);
     transaction_reset(ss);
 }
 
