@@ -233,6 +233,8 @@ const struct conf_def conf_params[] = {
         "incoming queue length at which new mail is refused (0 = none)"),
     INT("queue_minfree", "0", NULL, 0, LONG_MAX,
         "free bytes the queue file system must keep for new mail"),
+    INT("hopcount_limit", "50", NULL, 1, 1000,
+        "Received: headers at which SMTP mail is refused as looping"),
 
     /* The spool. */
     {"queue_directory", CONF_STRING, "/var/spool/sluice", NULL, 0, 0, 0, NULL,

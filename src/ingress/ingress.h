@@ -336,6 +336,7 @@ struct smtpd_params {
     long in_flow_delay_ms;       /* in_flow_delay */
     long active_limit;           /* qmgr_message_active_limit */
     long backlog_limit;          /* in_flow_backlog_limit, 0 = none */
+    long hopcount_limit;         /* hopcount_limit */
     int add_missing_headers;     /* always_add_missing_headers */
 };
 

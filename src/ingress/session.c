@@ -63,10 +63,13 @@
  *	content is never read as commands. A message larger than
  *	message_size_limit is read to its end and refused with 552 5.3.4.
  *
- *	A finished message gets its Received: header (and missing headers,
- *	see receive.c) and goes to the store; the answer "250 2.0.0 Ok:
- *	queued as ID" is written only when the store says the message is
- *	durable, "451 4.3.0" or "452 4.3.1" when it could not be stored.
+ *	A message's Received: header is written when its content begins
+ *	(receive.c). Finished, it is refused as a mail loop ("554 5.4.6
+ *	Error: too many hops") when it has more Received: headers than
+ *	hopcount_limit; otherwise it gets what always_add_missing_headers
+ *	adds and goes to the store; the answer "250 2.0.0 Ok: queued as ID"
+ *	is written only when the store says the message is durable, "451
+ *	4.3.0" or "452 4.3.1" when it could not be stored.
  *
  *	smtpd_timeout bounds every wait for the client, in a command or
  *	in content ("421 4.4.2 ... timeout exceeded"). ETRN (after HELO,
@@ -251,12 +254,38 @@ static void stored(void *conn, int status, const char *id, const char *why)
     wait_end(ss);
 }
 
+/*
+ * A message that has passed through more relays than hopcount_limit
+ * (its Received: headers, ours included, as Postfix counts them) is in
+ * a mail loop: refused, never stored, so that it stops going round.
+ */
+static int looping(struct smtpd_session *ss)
+{
+    struct submit_input in = {ss->msg.s, ss->msg.len, ss->msg.size};
+    char **values;
+    size_t hops = submit_header_get(&in, "Received", &values);
+
+    submit_header_values_free(values);
+    if ((long)hops <= ss->s->cf.hopcount_limit)
+        return 0;
+    smtpd_log(ss->s,
+              "NOQUEUE: reject: %s from %s: 554 5.4.6 Error: too many hops "
+              "(%zu Received: headers); from=<%s> proto=%s helo=<%s>",
+              ss->chunking ? "BDAT" : "DATA", ss->client, hops, ss->sender,
+              ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+    reply(ss, "554 5.4.6 Error: too many hops");
+    transaction_reset(ss);
+    return 1;
+}
+
 static void message_store(struct smtpd_session *ss)
 {
     struct smtpd_server *s = ss->s;
     struct spool_msg *m;
     char origin[128];
 
+    if (looping(ss))
+        return;
     m = receive_message(ss, s->cf.hostname, s->cf.add_missing_headers,
                         time(NULL));
     snprintf(origin, sizeof(origin), "client=%s", ss->client);

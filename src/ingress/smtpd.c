@@ -195,6 +195,7 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->in_flow_delay_ms = p->in_flow_delay_ms;
     cf->active_limit = p->active_limit;
     cf->backlog_limit = p->backlog_limit;
+    cf->hopcount_limit = p->hopcount_limit > 0 ? p->hopcount_limit : 50;
     cf->add_missing_headers = p->add_missing_headers;
     return 0;
 }

@@ -65,6 +65,7 @@ struct smtpd_conf {
     uint64_t size_limit, queue_minfree;
     long recipient_limit, connection_limit, error_limit, line_limit;
     long timeout_ms, in_flow_delay_ms, active_limit, backlog_limit;
+    long hopcount_limit;
     int add_missing_headers;
 };
 

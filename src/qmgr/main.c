@@ -190,6 +190,7 @@ static void smtpd_params_get(const struct daemon *d, const struct conf *conf,
     p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
     p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
     p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
+    p->hopcount_limit = conf_int(conf, NULL, "hopcount_limit");
     p->add_missing_headers =
         conf_bool(conf, NULL, "always_add_missing_headers");
 }

@@ -832,6 +832,37 @@ static void test_received_sanitized(void **state)
     close(fd);
 }
 
+/* hopcount_limit: Received: headers, ours included, beyond it: a loop. */
+static void test_mail_loop(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.hopcount_limit = 3;
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n"
+            "Received: from a\r\nReceived: from b\r\nSubject: ok\r\n\r\n"
+            "x\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n"
+            "Received: from a\r\nReceived: from b\r\nReceived: from c\r\n"
+            "\r\nx\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "554 5.4.6 Error: too many hops\r\n");
+    assert_int_equal(nstored, 1);
+    assert_true(was_logged("NOQUEUE: reject: DATA from unknown[127.0.0.1]: "
+                           "554 5.4.6 Error: too many hops (4 Received: "
+                           "headers); from=<s@x.test> proto=ESMTP "
+                           "helo=<client.test>"));
+    close(fd);
+}
+
 /* A reload's bad value changes nothing; a good one applies at once. */
 static void test_params_reload(void **state)
 {
@@ -901,6 +932,7 @@ int main(void)
         T(test_answer_after_free),
         T(test_missing_headers),
         T(test_received_sanitized),
+        T(test_mail_loop),
         T(test_params_reload),
         T(test_listen_errors),
     };
