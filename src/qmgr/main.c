@@ -81,21 +81,21 @@ static void logv(int prio, const char *fmt, va_list ap)
     struct timeval tv;
     struct tm tm;
     char stamp[32];
+    /* in the text too, as Postfix writes it, for tools that grep */
+    const char *level = prio == LOG_WARNING ? "warning: "
+                        : prio == LOG_ERR   ? "fatal: "
+                                            : "";
 
     vsnprintf(line, sizeof(line), fmt, ap);
     if (!foreground_log) {
-        syslog(prio, "%s", line);
+        syslog(prio, "%s%s", level, line);
         return;
     }
     gettimeofday(&tv, NULL);
     localtime_r(&tv.tv_sec, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(stderr, "%s.%03ld sluiced[%ld]: %s%s\n", stamp,
-            (long)tv.tv_usec / 1000, (long)getpid(),
-            prio == LOG_WARNING ? "warning: "
-            : prio == LOG_ERR   ? "fatal: "
-                                : "",
-            line);
+            (long)tv.tv_usec / 1000, (long)getpid(), level, line);
 }
 
 static void say(int prio, const char *fmt, ...)
@@ -155,11 +155,14 @@ static long smtpd_backlog(void *ctx)
     return spool_count(d->sp, SPOOL_INDEX_INCOMING);
 }
 
+/* The server writes "warning: " itself; say() adds it for LOG_WARNING. */
 static void smtpd_log(void *ctx, const char *line)
 {
     (void)ctx;
-    say(strncmp(line, "warning: ", 9) == 0 ? LOG_WARNING : LOG_INFO, "%s",
-        line);
+    if (strncmp(line, "warning: ", 9) == 0)
+        say(LOG_WARNING, "%s", line + 9);
+    else
+        say(LOG_INFO, "%s", line);
 }
 
 /* The SMTP server's parameters; strings point into conf. */

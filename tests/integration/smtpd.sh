@@ -7,7 +7,8 @@
 # Postfix's smtp-source (20 sessions) and Postfix's own SMTP client
 # relaying through sluice; every accepted message reaches smtp-sink. A
 # daemon whose spool is full answers 452 4.3.1, to the message and to the
-# next MAIL.
+# next MAIL; one whose incoming queue outgrows the active limit slows
+# acceptance (in_flow_delay).
 # Then a burst from several clients is cut by SIGKILL of sluiced: after a
 # restart every message that got its 250 is delivered. Bounded in time,
 # stops only the processes it started. Output is TAP.
@@ -255,6 +256,37 @@ expect "a full spool: 452 4.3.1 to the message, then to the next MAIL" \
     "$out"
 kill "$full"
 wait "$full" 2>/dev/null
+
+# in_flow_delay: with more messages in the incoming queue than the queue
+# manager may hold (qmgr_message_active_limit = 2, a receiver that takes
+# a second per message), each MAIL waits in_flow_delay; all still arrive.
+start_smtp_sink slow -w 1
+port3=$(free_port)
+cat >"$tmp/flow.conf" <<EOF
+queue_directory = $tmp/q-flow
+smtpd_listen = 127.0.0.1:$port3
+mynetworks = 127.0.0.1/32
+myhostname = mx.test
+relayhost = [127.0.0.1]:$port_slow
+qmgr_message_active_limit = 2
+in_flow_delay = 1s
+EOF
+"$build/sluiced" -f -c "$tmp/flow.conf" 2>>"$tmp/flow.log" &
+flow=$!
+pids="$pids $flow"
+wait_for 10 listening "$port3"
+smtp-source -s 2 -m 12 -l 512 -f a@client.test -t b@far.test \
+    "127.0.0.1:$port3" >/dev/null 2>&1
+expect "in_flow_delay: smtp-source's 12 messages are all accepted" 12 \
+    "$(grep -c ': client=unknown' "$tmp/flow.log")"
+if grep -q "sluiced\[[0-9]*\]: warning: [0-9]* messages in the incoming queue, more than qmgr_message_active_limit (2): each new message waits in_flow_delay (1000 ms)$" "$tmp/flow.log"; then
+    ok "in_flow_delay: acceptance slowed, with one warning"
+else
+    not_ok "in_flow_delay: acceptance slowed, with one warning"
+    grep warning "$tmp/flow.log" | sed 's/^/#   /'
+fi
+kill "$flow"
+wait "$flow" 2>/dev/null
 
 # SIGKILL during a burst from 4 clients; then restart: every message
 # that got its 250 is delivered.
