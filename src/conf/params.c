@@ -225,7 +225,7 @@ const struct conf_def conf_params[] = {
          "time limit for a client's command or piece of message content"),
     INT("smtpd_hard_error_limit", "20", NULL, 1, 100000L,
         "errors a client may make before it is disconnected"),
-    INT("line_length_limit", "2048", NULL, 512, 1048576L,
+    INT("line_length_limit", "2048", NULL, 512, 131072L,
         "longest SMTP command line accepted, in bytes"),
     BOOL("always_add_missing_headers", "no", NULL,
          "add From:, Date: and Message-ID: to SMTP mail that lacks them"),
@@ -233,6 +233,12 @@ const struct conf_def conf_params[] = {
         "incoming queue length at which new mail is refused (0 = none)"),
     INT("queue_minfree", "0", NULL, 0, LONG_MAX,
         "free bytes the queue file system must keep for new mail"),
+    INT("smtpd_junk_command_limit", "100", NULL, 0, 1000000L,
+        "NOOP, VRFY, ETRN and RSET commands a client may send between two "
+        "messages before each counts as an error"),
+    INT("smtpd_memory_limit", "268435456", NULL, 0, 1L << 40,
+        "message bytes all SMTP sessions may hold in memory at once (0 = "
+        "no limit)"),
     INT("hopcount_limit", "50", NULL, 1, 1000,
         "Received: headers at which SMTP mail is refused as looping"),
 

@@ -337,6 +337,8 @@ struct smtpd_params {
     long active_limit;           /* qmgr_message_active_limit */
     long backlog_limit;          /* in_flow_backlog_limit, 0 = none */
     long hopcount_limit;         /* hopcount_limit */
+    long junk_limit;             /* smtpd_junk_command_limit */
+    uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
     int add_missing_headers;     /* always_add_missing_headers */
 };
 

@@ -7,7 +7,7 @@
  *	struct smtpd_session *session_create(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
  *	void	session_shutdown(struct smtpd_session *ss)
- *	int	session_storing(const struct smtpd_session *ss)
+ *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
  * DESCRIPTION
  *	A session reads what its client sends and answers it, RFC 5321
@@ -39,9 +39,11 @@
  *	exist "500 5.5.2", one that sluice does not implement (STARTTLS,
  *	EXPN, TURN) "502 5.5.1"; a command line longer than
  *	line_length_limit "500 5.5.2 Error: line too long". Each 4xx or 5xx
- *	answer counts as an error, and a message accepted starts the count
- *	again; at smtpd_hard_error_limit the session ends with "421 4.7.0
- *	... too many errors".
+ *	answer counts as an error, and so does each NOOP, VRFY, ETRN or RSET
+ *	beyond smtpd_junk_command_limit; a message accepted starts both
+ *	counts again; at smtpd_hard_error_limit the session ends with "421
+ *	4.7.0 ... too many errors". Relay permission (mynetworks) is looked
+ *	up at each RCPT and ETRN, so that a reload applies to open sessions.
  *
  *	MAIL checks the size the client announces against
  *	message_size_limit (552 5.3.4) and asks the server about storage
@@ -60,7 +62,11 @@
  *	BDAT the chunk sizes say where a chunk ends, so a bare line end
  *	fails only the transaction ("554 5.6.0"); the bytes of a chunk are
  *	always read to its end, even of a chunk refused, so that message
- *	content is never read as commands. A message larger than
+ *	content is never read as commands, and a BDAT whose size cannot be
+ *	parsed ends the session after its 501. RCPT after the first chunk
+ *	is "503 5.5.1" (RFC 3030 2: the recipients come first). Content
+ *	beyond smtpd_memory_limit, for all sessions together, is dropped
+ *	and its message refused at the end with "452 4.3.1". A message larger than
  *	message_size_limit is read to its end and refused with 552 5.3.4.
  *
  *	A message's Received: header is written when its content begins
@@ -80,7 +86,8 @@
  *	session_create() starts a session on fd and greets the client.
  *	session_shutdown() ends it with "421 4.3.2 ... Service shutting
  *	down", or, when it is storing, after the store's answer.
- *	session_storing() tells whether a store or a flush will call back.
+ *	session_busy() tells whether a store or a flush will call back, or
+ *	the last replies are still going out (a stop waits for both).
  *	session_orphan() is for a server going away: the connection is
  *	closed, and a session whose store will call back is freed then.
  *
@@ -168,6 +175,49 @@ static void reply_final(struct smtpd_session *ss, const char *fmt, ...)
 
 /* ------------------------------------------------------- transactions */
 
+/*
+ * Message content held in memory, counted against smtpd_memory_limit
+ * for all sessions together: what many clients sending large messages
+ * at once may make the daemon hold is bounded.
+ */
+static void held_release(struct smtpd_session *ss)
+{
+    if (ss->s != NULL)
+        ss->s->held -= ss->held;
+    ss->held = 0;
+}
+
+static void held_add(struct smtpd_session *ss, size_t n)
+{
+    ss->held += n;
+    ss->s->held += n;
+}
+
+/* Over the limit: the content is dropped, the message refused at its end. */
+static int held_room(struct smtpd_session *ss, size_t n)
+{
+    struct smtpd_server *s = ss->s;
+    time_t now;
+
+    if (ss->memory_full)
+        return 0;
+    if (s->cf.memory_limit == 0 || s->held + n <= s->cf.memory_limit)
+        return 1;
+    ss->memory_full = 1;
+    held_release(ss);
+    free(ss->msg.s);
+    memset(&ss->msg, 0, sizeof(ss->msg));
+    now = time(NULL);
+    if (now - s->memory_logged >= 60) {
+        s->memory_logged = now;
+        smtpd_log(s,
+                  "warning: smtpd_memory_limit (%llu bytes) reached: "
+                  "messages being received are refused with 452",
+                  (unsigned long long)s->cf.memory_limit);
+    }
+    return 0;
+}
+
 static void transaction_reset(struct smtpd_session *ss)
 {
     ss->in_mail = 0;
@@ -184,6 +234,8 @@ static void transaction_reset(struct smtpd_session *ss)
     ss->id[0] = 0;
     ss->chunking = 0;
     ss->reader_error = 0;
+    ss->memory_full = 0;
+    held_release(ss);
     free(ss->msg.s);
     memset(&ss->msg, 0, sizeof(ss->msg));
 }
@@ -192,7 +244,10 @@ static void emit(void *ctx, const char *p, size_t n)
 {
     struct smtpd_session *ss = ctx;
 
+    if (!held_room(ss, n))
+        return;
     ingress_buf_add(&ss->msg, p, n);
+    held_add(ss, n);
 }
 
 /* DATA or the first BDAT: the queue id, the Received: header. */
@@ -200,6 +255,7 @@ static void message_begin(struct smtpd_session *ss, int mode)
 {
     spool_id_new(ss->id, spool_now());
     receive_received(&ss->msg, ss, hostname(ss), time(NULL));
+    held_add(ss, ss->msg.len);
     smtp_data_init(&ss->reader, mode, ss->s->cf.size_limit);
 }
 
@@ -242,6 +298,7 @@ static void stored(void *conn, int status, const char *id, const char *why)
     if (status == 0) {
         reply(ss, "250 2.0.0 Ok: queued as %s", id);
         ss->errors = 0;
+        ss->junk = 0;
     } else {
         smtpd_store_failed(ss->s, why);
         if (why && strstr(why, "full"))
@@ -284,8 +341,14 @@ static void message_store(struct smtpd_session *ss)
     struct spool_msg *m;
     char origin[128];
 
+    if (ss->memory_full) {
+        reply(ss, "452 4.3.1 Insufficient system resources, try again later");
+        transaction_reset(ss);
+        return;
+    }
     if (looping(ss))
         return;
+    held_release(ss); /* the spool's from here on */
     m = receive_message(ss, s->cf.hostname, s->cf.add_missing_headers,
                         time(NULL));
     snprintf(origin, sizeof(origin), "client=%s", ss->client);
@@ -395,7 +458,7 @@ static int relay_allowed(const struct smtpd_session *ss, const char *address)
 {
     const char *at = strrchr(address, '@');
 
-    if (ss->relay_ok)
+    if (smtpd_client_trusted(ss))
         return 1;
     if (at == NULL)
         return strcasecmp(address, "postmaster") == 0;
@@ -412,6 +475,10 @@ static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
 
     if (!ss->in_mail) {
         reply(ss, "503 5.5.1 Error: need MAIL command");
+        return;
+    }
+    if (ss->chunking) { /* RFC 3030 2: recipients come before content */
+        reply(ss, "503 5.5.1 Error: RCPT after BDAT");
         return;
     }
     if ((long)ss->nrcpt >= ss->s->cf.recipient_limit) {
@@ -568,7 +635,8 @@ static void cmd_etrn(struct smtpd_session *ss, struct smtp_command *cmd)
               node);
     } else if (!node_ok(node + subdomains)) {
         reply(ss, "501 5.5.4 Syntax: ETRN domain");
-    } else if (!ss->relay_ok && !smtpd_relay_domain(s, node + subdomains)) {
+    } else if (!smtpd_client_trusted(ss) &&
+               !smtpd_relay_domain(s, node + subdomains)) {
         reply(ss, "459 4.7.1 <%s>: Node not allowed: not in relay_domains",
               node);
     } else {
@@ -630,6 +698,11 @@ static void command(struct smtpd_session *ss, const char *line, size_t len)
     if (rc == SMTP_PARSE_UNKNOWN && unimplemented(line)) {
         reply(ss, "502 5.5.1 Error: command not implemented");
         ss->last_verb = "UNIMPLEMENTED";
+    } else if (rc != 0 && cmd.verb == SMTP_CMD_BDAT) {
+        /* a chunk of unknown size: where commands resume is unknown */
+        reply_final(ss, "%d %s", rc, why);
+        ss->last_verb = "BDAT";
+        c = COUNT_BDAT;
     } else if (rc != 0) {
         reply(ss, "%d %s", rc, why);
         if (cmd.verb != SMTP_CMD_UNKNOWN) {
@@ -643,6 +716,11 @@ static void command(struct smtpd_session *ss, const char *line, size_t len)
         ss->last_verb = verbs[cmd.verb].name;
         verbs[cmd.verb].fn(ss, &cmd);
     }
+    /* NOOP, VRFY, ETRN and RSET beyond the junk limit count as errors */
+    if ((c == COUNT_NOOP || c == COUNT_VRFY || c == COUNT_ETRN ||
+         c == COUNT_RSET) &&
+        ++ss->junk > ss->s->cf.junk_limit)
+        ss->errors++;
     smtp_command_free(&cmd);
     ss->counts[c][1]++;
     ss->counts[c][0] += ss->last_code < 400 && ss->state != SESSION_BDAT;
@@ -966,17 +1044,16 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
     memcpy(&ss->addr, sa, salen);
     smtpd_client_text(sa, salen, ss->addr_text, sizeof(ss->addr_text),
                       ss->client, sizeof(ss->client));
-    ss->relay_ok = ingress_nets_match(s->cf.mynetworks, sa);
     ss->last_verb = "CONNECT";
-    ss->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    /* the timer first: once the bufferevent has fd, it closes it */
     ss->delay_ev = evtimer_new(s->base, delay_cb, ss);
-    if (ss->bev == NULL || ss->delay_ev == NULL) {
-        if (ss->bev)
-            bufferevent_free(ss->bev);
+    if (ss->delay_ev != NULL)
+        ss->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (ss->bev == NULL) {
         if (ss->delay_ev)
             event_free(ss->delay_ev);
         free(ss);
-        return NULL;
+        return NULL; /* fd is still the caller's */
     }
     bufferevent_setcb(ss->bev, read_cb, write_cb, event_cb, ss);
     bufferevent_set_timeouts(ss->bev, &tmo, &tmo);
@@ -999,9 +1076,11 @@ void session_shutdown(struct smtpd_session *ss)
     close_after_reply(ss);
 }
 
-int session_storing(const struct smtpd_session *ss)
+int session_busy(const struct smtpd_session *ss)
 {
-    return ss->pending;
+    return ss->pending ||
+           (ss->state == SESSION_CLOSING && ss->bev != NULL &&
+            evbuffer_get_length(bufferevent_get_output(ss->bev)) > 0);
 }
 
 void session_orphan(struct smtpd_session *ss)
@@ -1010,6 +1089,11 @@ void session_orphan(struct smtpd_session *ss)
     if (ss->bev) {
         bufferevent_free(ss->bev);
         ss->bev = NULL;
+    }
+    /* the event base may go before a late store answer frees the rest */
+    if (ss->delay_ev) {
+        event_free(ss->delay_ev);
+        ss->delay_ev = NULL;
     }
     if (!ss->pending)
         session_free(ss);

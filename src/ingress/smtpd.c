@@ -190,12 +190,17 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->recipient_limit = p->recipient_limit > 0 ? p->recipient_limit : 1;
     cf->connection_limit = p->connection_limit;
     cf->error_limit = p->error_limit > 0 ? p->error_limit : 1;
-    cf->line_limit = p->line_limit >= 512 ? p->line_limit : 512;
+    /* a line must fit in what a session reads ahead, or reading stops */
+    cf->line_limit = p->line_limit < 512                   ? 512
+                     : p->line_limit > SMTPD_INPUT_MAX / 2 ? SMTPD_INPUT_MAX / 2
+                                                           : p->line_limit;
     cf->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 1000;
     cf->in_flow_delay_ms = p->in_flow_delay_ms;
     cf->active_limit = p->active_limit;
     cf->backlog_limit = p->backlog_limit;
     cf->hopcount_limit = p->hopcount_limit > 0 ? p->hopcount_limit : 50;
+    cf->junk_limit = p->junk_limit;
+    cf->memory_limit = p->memory_limit;
     cf->add_missing_headers = p->add_missing_headers;
     return 0;
 }
@@ -252,7 +257,7 @@ int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
         return 0; /* cannot tell: the store will say */
     if (size == 0)
         size = s->cf.size_limit;
-    need = size + size / 2;
+    need = size > UINT64_MAX / 2 ? UINT64_MAX : size + size / 2;
     if (need < s->cf.queue_minfree)
         need = s->cf.queue_minfree;
     avail = (uint64_t)fs.f_bavail * fs.f_frsize;
@@ -301,6 +306,14 @@ void smtpd_store_failed(struct smtpd_server *s, const char *why)
 {
     s->store_failed = time(NULL);
     snprintf(s->store_why, sizeof(s->store_why), "%s", why ? why : "");
+}
+
+/* Is the client in mynetworks, as the parameters say now? */
+int smtpd_client_trusted(const struct smtpd_session *ss)
+{
+    return ss->s != NULL &&
+           ingress_nets_match(ss->s->cf.mynetworks,
+                              (const struct sockaddr *)&ss->addr);
 }
 
 /* ----------------------------------------------------------- sessions */
@@ -518,7 +531,7 @@ long smtpd_server_busy(const struct smtpd_server *s)
     if (s == NULL)
         return 0;
     LIST_FOREACH(ss, &s->sessions, link)
-    n += session_storing(ss);
+    n += session_busy(ss);
     return n;
 }
 

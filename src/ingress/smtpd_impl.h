@@ -18,6 +18,7 @@
  *			size_t whylen)
  *	void	smtpd_store_failed(struct smtpd_server *s, const char *why)
  *	void	smtpd_session_gone(struct smtpd_session *ss)
+ *	int	smtpd_client_trusted(const struct smtpd_session *ss)
  *	void	smtpd_client_text(const struct sockaddr *sa, socklen_t salen,
  *			char *addr, size_t addrlen, char *client,
  *			size_t clientlen)
@@ -27,7 +28,7 @@
  *	struct smtpd_session *session_create(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
  *	void	session_shutdown(struct smtpd_session *ss)
- *	int	session_storing(const struct smtpd_session *ss)
+ *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
  *
  *	What goes into a message (receive.c), for the sessions:
@@ -65,7 +66,8 @@ struct smtpd_conf {
     uint64_t size_limit, queue_minfree;
     long recipient_limit, connection_limit, error_limit, line_limit;
     long timeout_ms, in_flow_delay_ms, active_limit, backlog_limit;
-    long hopcount_limit;
+    long hopcount_limit, junk_limit;
+    uint64_t memory_limit;
     int add_missing_headers;
 };
 
@@ -80,7 +82,9 @@ struct smtpd_server {
     long nsessions;
     time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
     char store_why[256];
-    time_t flow_logged; /* last in_flow_delay warning */
+    time_t flow_logged;   /* last in_flow_delay warning */
+    uint64_t held;        /* message bytes all sessions hold */
+    time_t memory_logged; /* last smtpd_memory_limit warning */
     LIST_HEAD(, smtpd_session) sessions;
 };
 
@@ -124,7 +128,6 @@ struct smtpd_session {
     struct sockaddr_storage addr;
     char addr_text[64]; /* "127.0.0.1", "IPv6:::1" in Received: */
     char client[80];    /* "unknown[127.0.0.1]", for the log */
-    int relay_ok;       /* the client is in mynetworks */
     enum session_state state;
     int output_full; /* replies back up: reading waits */
     int skip_line;   /* discarding a command line that is too long */
@@ -133,6 +136,7 @@ struct smtpd_session {
     int in_input;    /* session_input() is running */
     int last_code;   /* of the last reply */
     int errors;
+    long junk;  /* NOOP, VRFY, ETRN, RSET since the last message */
     char *helo; /* NULL before HELO/EHLO */
     int esmtp;
     /* the mail transaction */
@@ -148,6 +152,8 @@ struct smtpd_session {
     struct ingress_buf msg;    /* Received: + content, stored form */
     struct smtp_data_reader reader;
     int reader_error; /* a bare line end seen in a BDAT chunk */
+    uint64_t held;    /* bytes of msg counted in the server's held */
+    int memory_full;  /* smtpd_memory_limit reached: content dropped */
     uint64_t chunk_left;
     int chunk_last;
     int chunk_skip; /* discard the chunk, then answer chunk_reply */
@@ -166,6 +172,7 @@ int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
 long smtpd_flow_delay(struct smtpd_server *s, char *why, size_t whylen);
 void smtpd_store_failed(struct smtpd_server *s, const char *why);
 void smtpd_session_gone(struct smtpd_session *ss);
+int smtpd_client_trusted(const struct smtpd_session *ss);
 void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
                        size_t addrlen, char *client, size_t clientlen);
 
@@ -173,7 +180,7 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
                                      const struct sockaddr *sa,
                                      socklen_t salen);
 void session_shutdown(struct smtpd_session *ss);
-int session_storing(const struct smtpd_session *ss);
+int session_busy(const struct smtpd_session *ss);
 void session_orphan(struct smtpd_session *ss);
 
 void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,

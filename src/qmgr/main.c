@@ -194,6 +194,8 @@ static void smtpd_params_get(const struct daemon *d, const struct conf *conf,
     p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
     p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
     p->hopcount_limit = conf_int(conf, NULL, "hopcount_limit");
+    p->junk_limit = conf_int(conf, NULL, "smtpd_junk_command_limit");
+    p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
     p->add_missing_headers =
         conf_bool(conf, NULL, "always_add_missing_headers");
 }

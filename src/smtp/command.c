@@ -408,17 +408,15 @@ static int bdat_parse(struct smtp_command *c, const char *args)
         return -1;
     errno = 0;
     c->chunk = strtoull(p, &end, 10);
-    if (errno != 0)
+    if (errno != 0 || (*end != 0 && *end != ' ' && *end != '\t'))
         return -1;
-    if (*end == 0)
-        return 0;
-    if (*end != ' ')
+    /* white space at the end is forgiven: a chunk size is too precious */
+    end += strspn(end, " \t");
+    if (strncasecmp(end, "LAST", 4) == 0 &&
+        end[4 + strspn(end + 4, " \t")] == 0)
+        c->last = 1;
+    else if (*end != 0)
         return -1;
-    while (*end == ' ')
-        end++;
-    if (strcasecmp(end, "LAST") != 0)
-        return -1;
-    c->last = 1;
     return 0;
 }
 

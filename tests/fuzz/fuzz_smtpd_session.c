@@ -10,8 +10,8 @@
  *	loop, the write side is then shut, and the loop runs until the
  *	session is over. The server relays for the client, stores every
  *	message at once, flushes ETRN at once, and has small limits (3
- *	recipients, 2000 bytes, line length 512, 5 errors), so that inputs
- *	reach them. Under ASan and UBSan it checks what the server
+ *	recipients, 2000 bytes, 2100 bytes held in memory, line length 512,
+ *	5 errors, 20 junk commands), so that inputs reach them. Under ASan and UBSan it checks what the server
  *	promises: no stored message holds a bare CR or LF (the smuggling
  *	defence, end to end); each begins with its Received: header and is
  *	within the size limit plus that header; each has a sender and 1 to
@@ -91,6 +91,8 @@ static void setup(void)
     p.error_limit = 5;
     p.line_limit = 512;
     p.timeout_ms = 60000;
+    p.junk_limit = 20;
+    p.memory_limit = 2100; /* between the size limit and what DATA can add */
     server = smtpd_server_create(base, &p, &ops, why, sizeof(why));
     if (server == NULL)
         abort();

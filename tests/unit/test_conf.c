@@ -122,6 +122,8 @@ static const struct {
     {"in_flow_backlog_limit", 100000},
     {"queue_minfree", 0},
     {"hopcount_limit", 50},
+    {"smtpd_junk_command_limit", 100},
+    {"smtpd_memory_limit", 268435456},
 };
 
 static const struct {
@@ -243,9 +245,9 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 7 integers, 1 time, 1 boolean and 3 lists.
+     * SMTP server's 9 integers, 1 time, 1 boolean and 3 lists.
      */
-    assert_int_equal(conf_param_count, 69);
+    assert_int_equal(conf_param_count, 71);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

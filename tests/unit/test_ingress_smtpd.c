@@ -120,6 +120,8 @@ static int setup(void **state)
     params.in_flow_delay_ms = 200;
     params.active_limit = 10;
     params.backlog_limit = 100;
+    params.junk_limit = 100;
+    params.memory_limit = 1 << 20;
     mode = STORE_NOW;
     nstored = nlogged = 0;
     late_done = NULL;
@@ -133,7 +135,8 @@ static int teardown(void **state)
     (void)state;
     smtpd_server_free(server);
     server = NULL;
-    event_base_free(base);
+    if (base)
+        event_base_free(base);
     for (int i = 0; i < nstored; i++)
         spool_msg_free(stored[i]);
     return 0;
@@ -600,6 +603,95 @@ static void test_bdat(void **state)
     close(fd);
 }
 
+/* RFC 3030 2: every RCPT before the first chunk; a BDAT whose size
+ * cannot be read ends the session (its bytes cannot be told apart). */
+static void test_bdat_order(void **state)
+{
+    int fd = hello("127.0.0.1"), fd2;
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n");
+    bdat(fd, "Subject: x\r\n", 0);
+    put(fd, "RCPT TO:<b@f.test>\r\n");
+    bdat(fd, "\r\nbody\r\n", 1);
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n250 2.0.0 Ok: 12 bytes\r\n"
+               "503 5.5.1 Error: RCPT after BDAT\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    assert_int_equal(stored[0]->nrcpt, 1);
+    close(fd);
+    fd2 = hello("127.0.0.1");
+    put(fd2, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nBDAT 12x\r\n"
+             "QUIT\r\n");
+    expect_close(fd2, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+                      "501 5.5.4 Syntax: BDAT size [LAST]\r\n");
+}
+
+/* smtpd_junk_command_limit: NOOP, VRFY, ETRN, RSET beyond it are errors. */
+static void test_junk_commands(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.junk_limit = 2;
+    params.error_limit = 3;
+    fd = hello("127.0.0.1");
+    put(fd, "NOOP\r\nRSET\r\nNOOP\r\nVRFY x\r\nNOOP\r\nNOOP\r\n");
+    expect_close(fd, "250 2.0.0 Ok\r\n250 2.0.0 Ok\r\n250 2.0.0 Ok\r\n"
+                     "252 2.0.0 Cannot VRFY user, but will accept message "
+                     "and attempt delivery\r\n250 2.0.0 Ok\r\n"
+                     "421 4.7.0 mx.test Error: too many errors\r\n");
+}
+
+/* smtpd_memory_limit: content beyond what all sessions may hold is
+ * dropped and the message refused at its end; the session goes on. */
+static void test_memory_limit(void **state)
+{
+    int fd;
+    char big[700];
+
+    (void)state;
+    params.memory_limit = 600;
+    fd = hello("127.0.0.1");
+    memset(big, 'x', sizeof(big) - 3);
+    memcpy(big + sizeof(big) - 3, "\r\n", 3);
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, big);
+    chat(fd, ".\r\n",
+         "452 4.3.1 Insufficient system resources, try again later\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("warning: smtpd_memory_limit (600 bytes) reached"));
+    /* what it held is given back: a small message goes through */
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\nx\r\n"
+            ".\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    close(fd);
+}
+
+/* A reload that takes a network out of mynetworks applies to sessions
+ * already open, from their next command. */
+static void test_reload_open_session(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<a@far.test>\r\n", "250 2.1.5 Ok\r\n");
+    p = params;
+    p.mynetworks = "127.0.0.2/32";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), 0);
+    chat(fd, "RCPT TO:<b@far.test>\r\n",
+         "554 5.7.1 <b@far.test>: Relay access denied\r\n");
+    close(fd);
+}
+
 /* A refused chunk's bytes are read to its end, never as commands. */
 static void test_bdat_refused_chunk(void **state)
 {
@@ -776,6 +868,8 @@ static void test_answer_after_free(void **state)
     expect_silence(fd, 30);
     smtpd_server_free(server);
     server = NULL;
+    event_base_free(base); /* the daemon frees its loop last; a test may not */
+    base = NULL;
     late_done(late_conn, 0, stored[0]->id, NULL);
     close(fd);
 }
@@ -922,6 +1016,10 @@ int main(void)
         T(test_bare_cr),
         T(test_bdat),
         T(test_bdat_refused_chunk),
+        T(test_bdat_order),
+        T(test_junk_commands),
+        T(test_memory_limit),
+        T(test_reload_open_session),
         T(test_etrn),
         T(test_error_limit),
         T(test_line_too_long),

@@ -82,6 +82,13 @@ static void test_simple_verbs(void **state)
     assert_int_equal(parse("bdat 0 last"), 0);
     assert_int_equal(cmd.chunk, 0);
     assert_int_equal(cmd.last, 1);
+    /* trailing white space is forgiven: the chunk size must not be lost */
+    assert_int_equal(parse("BDAT 10 "), 0);
+    assert_int_equal(cmd.chunk, 10);
+    assert_int_equal(cmd.last, 0);
+    assert_int_equal(parse("BDAT 7\tLAST \t"), 0);
+    assert_int_equal(cmd.chunk, 7);
+    assert_int_equal(cmd.last, 1);
     assert_int_equal(parse("STARTTLS"), 0);
     assert_int_equal(cmd.verb, SMTP_CMD_STARTTLS);
 }
@@ -104,6 +111,8 @@ static void test_verb_errors(void **state)
     fails("BDAT", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: BDAT size [LAST]");
     fails("BDAT x", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: BDAT size [LAST]");
     fails("BDAT 10 LATER", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: BDAT size [LAST]");
+    fails("BDAT 10 LASTX", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: BDAT size [LAST]");
+    fails("BDAT 10x", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: BDAT size [LAST]");
     fails("BDAT 99999999999999999999", SMTP_PARSE_SYNTAX,
           "5.5.4 Syntax: BDAT size [LAST]");
     fails("STARTTLS now", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: STARTTLS");
