@@ -292,11 +292,12 @@ struct sockaddr;
 struct ingress_nets;
 
 /* The SMTP server. */
-#define SMTPD_SESSION_MAX 500    /* sessions at once; then accept waits */
-#define SMTPD_STORE_LATCH 10     /* s: 452 to MAIL after a failed store */
-#define SMTPD_HELO_MAX    255    /* bytes of a HELO name kept */
-#define SMTPD_INPUT_MAX   262144 /* bytes read ahead of the session */
-#define SMTPD_OUTPUT_MAX  65536  /* replies queued before reading stops */
+#define SMTPD_SESSION_MAX     500    /* sessions at once; then accept waits */
+#define SMTPD_STORE_LATCH     10     /* s: 452 to MAIL after a failed store */
+#define SMTPD_HELO_MAX        255    /* bytes of a HELO name kept */
+#define SMTPD_INPUT_MAX       262144 /* bytes read ahead of the session */
+#define SMTPD_OUTPUT_MAX      65536  /* replies queued before reading stops */
+#define SMTPD_ACCEPT_PAUSE_MS 500    /* no accept() after one failed */
 
 struct smtpd_server;
 

@@ -45,6 +45,8 @@
  *	  exempt: a runaway local program is the usual offender.
  *	- SMTPD_SESSION_MAX sessions at once in all: beyond that the
  *	  listeners stop accepting and clients wait in the listen queue.
+ *	  They also stop for SMTPD_ACCEPT_PAUSE_MS when accept() fails (out
+ *	  of file descriptors), rather than be called again at once.
  *	- in_flow_backlog_limit: with more messages than that in the
  *	  incoming queue, a new client gets "421 4.3.2 ... try again later".
  *
@@ -433,12 +435,39 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     smtpd_session_start(arg, fd, sa, (socklen_t)salen);
 }
 
+/* The pause after accept() failed is over: accept again, if there is room. */
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct smtpd_server *s = arg;
+
+    (void)fd;
+    (void)what;
+    if (!s->closing && s->nsessions < SMTPD_SESSION_MAX)
+        listeners_enable(s, 1);
+}
+
+/*
+ * accept() failed. Out of descriptors or memory, the pending connection
+ * stays pending and the listener would be called again at once, for
+ * ever: the listeners pause for SMTPD_ACCEPT_PAUSE_MS instead (clients
+ * wait in the listen queue), and the warning comes at most once a
+ * minute.
+ */
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
+    struct smtpd_server *s = arg;
+    struct timeval tv = {0, SMTPD_ACCEPT_PAUSE_MS * 1000};
     int err = EVUTIL_SOCKET_ERROR();
+    time_t now = time(NULL);
 
     (void)l;
-    smtpd_log(arg, "warning: accept: %s", evutil_socket_error_to_string(err));
+    if (now - s->accept_logged >= 60) {
+        s->accept_logged = now;
+        smtpd_log(s, "warning: accept: %s; not accepting for %d ms",
+                  evutil_socket_error_to_string(err), SMTPD_ACCEPT_PAUSE_MS);
+    }
+    listeners_enable(s, 0);
+    evtimer_add(s->resume_ev, &tv);
 }
 
 /* ---------------------------------------------------------- listeners */
@@ -498,6 +527,11 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
         free(s);
         return NULL;
     }
+    if ((s->resume_ev = evtimer_new(base, resume_cb, s)) == NULL) {
+        snprintf(why, whylen, "smtpd: cannot create a timer");
+        smtpd_server_free(s);
+        return NULL;
+    }
     if (list_each(p->listen, listen_one, &lc) < 0) {
         smtpd_server_free(s);
         return NULL;
@@ -512,6 +546,8 @@ void smtpd_server_close(struct smtpd_server *s)
     if (s == NULL || s->closing)
         return;
     s->closing = 1;
+    if (s->resume_ev)
+        evtimer_del(s->resume_ev);
     for (size_t i = 0; i < s->nlisteners; i++)
         evconnlistener_free(s->listeners[i]);
     free(s->listeners);
@@ -549,6 +585,8 @@ void smtpd_server_free(struct smtpd_server *s)
     smtpd_server_close(s);
     while ((ss = LIST_FIRST(&s->sessions)) != NULL)
         session_orphan(ss);
+    if (s->resume_ev)
+        event_free(s->resume_ev);
     conf_clear(&s->cf);
     free(s);
 }

@@ -82,9 +82,11 @@ struct smtpd_server {
     long nsessions;
     time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
     char store_why[256];
-    time_t flow_logged;   /* last in_flow_delay warning */
-    uint64_t held;        /* message bytes all sessions hold */
-    time_t memory_logged; /* last smtpd_memory_limit warning */
+    time_t flow_logged;      /* last in_flow_delay warning */
+    uint64_t held;           /* message bytes all sessions hold */
+    time_t memory_logged;    /* last smtpd_memory_limit warning */
+    struct event *resume_ev; /* accept again after a failed accept() */
+    time_t accept_logged;    /* last accept() warning */
     LIST_HEAD(, smtpd_session) sessions;
 };
 

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <syslog.h>
@@ -389,6 +390,26 @@ static char *dns_servers(const struct conf *conf)
     return out;
 }
 
+/*
+ * SMTP sessions and deliveries take a descriptor each, and a soft limit
+ * of 1024 (the usual default) is soon reached: raise it to the hard
+ * limit, at most FD_LIMIT_WANTED.
+ */
+#define FD_LIMIT_WANTED 65536
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= FD_LIMIT_WANTED ||
+        rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max < FD_LIMIT_WANTED ? rl.rlim_max : FD_LIMIT_WANTED;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        say(LOG_WARNING, "cannot raise the file descriptor limit: %s",
+            strerror(errno));
+}
+
 static int start(struct daemon *d)
 {
     struct local_params lp = {0};
@@ -436,6 +457,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    raise_fd_limit();
     d->base = event_base_new();
     servers = dns_servers(d->conf);
     dc.servers = servers;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -981,6 +982,60 @@ static void test_params_reload(void **state)
     close(fd);
 }
 
+static long cpu_ms(const struct rusage *r)
+{
+    return (r->ru_utime.tv_sec + r->ru_stime.tv_sec) * 1000L +
+           (r->ru_utime.tv_usec + r->ru_stime.tv_usec) / 1000;
+}
+
+/* Out of descriptors, the listener pauses instead of spinning; once
+ * descriptors are back, the waiting clients are served. */
+static void test_accept_out_of_fds(void **state)
+{
+    struct sockaddr_in sin = {0};
+    socklen_t len = sizeof(sin);
+    struct rlimit old, low;
+    struct rusage before, after;
+    char listen[64], buf[128];
+    int probe, a, b, eof;
+
+    (void)state;
+    probe = socket(AF_INET, SOCK_STREAM, 0);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(probe, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(getsockname(probe, (struct sockaddr *)&sin, &len), 0);
+    close(probe);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", ntohs(sin.sin_port));
+    params.listen = listen;
+    server_start();
+    a = socket(AF_INET, SOCK_STREAM, 0);
+    b = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)(a > b ? a : b) + 1; /* no descriptor left */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    assert_int_equal(connect(a, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(connect(b, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    fcntl(a, F_SETFL, O_NONBLOCK);
+    fcntl(b, F_SETFL, O_NONBLOCK);
+    getrusage(RUSAGE_SELF, &before);
+    pump(a, buf, sizeof(buf), 0, 100, &eof);
+    getrusage(RUSAGE_SELF, &after);
+    assert_int_equal(smtpd_server_sessions(server), 0);
+    /* a listener called again and again would burn the CPU meanwhile */
+    assert_true(cpu_ms(&after) - cpu_ms(&before) < 50);
+    assert_true(was_logged("warning: accept: Too many open files; not "
+                           "accepting for 500 ms"));
+    assert_int_equal(nlogged, 1); /* paused, not spinning */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    expect(a, greeting);
+    expect(b, greeting);
+    assert_int_equal(smtpd_server_sessions(server), 2);
+    close(a);
+    close(b);
+}
+
 /* smtpd_listen: a bad address is refused with the reason. */
 static void test_listen_errors(void **state)
 {
@@ -1032,6 +1087,7 @@ int main(void)
         T(test_received_sanitized),
         T(test_mail_loop),
         T(test_params_reload),
+        T(test_accept_out_of_fds),
         T(test_listen_errors),
     };
 
