@@ -83,6 +83,10 @@
 #	delivered in time.
 set -eu
 
+NAME=postfix_deliver
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
 MESSAGES=${BENCH_MESSAGES:-20000}
 DOMAINS=${BENCH_DOMAINS:-100}
 PORT=${BENCH_PORT:-2525}
@@ -98,77 +102,36 @@ KEEP=0
 SINK_NET=127.0.1
 SMTPD_ADDR=$SINK_NET.254
 
-DIR=
-SINK_PIDS=
 TAIL_PID=
 AWK_PID=
-POSTFIX_UP=0
-SLUICED_PID=
 # The two sides' delivery rates (messages over seconds, unrounded), for
 # the ratio.
 POSTFIX_RATE=
 SLUICE_RATE=
 
-die() {
-	echo "postfix_deliver: $*" >&2
-	exit 1
-}
-
 usage() {
 	die "usage: postfix_deliver.sh [-n MESSAGES] [-d DOMAINS] [-p PORT] [-s SESSIONS] [-t TIMEOUT] [-o|--only both|postfix|sluice] [-k]"
 }
 
-is_count() {
-	case $1 in
-	'' | *[!0-9]*) return 1 ;;
-	*) [ "$1" -gt 0 ] ;;
-	esac
-}
-
-# now: seconds since the epoch with nanoseconds, for wall-clock spans.
-now() {
-	date +%s.%N
-}
-
-# since START: seconds from START (a now() value) to now, 0.1 s precision.
-since() {
-	awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'
-}
-
 check_tools() {
-	[ "$(id -u)" -eq 0 ] || die "run as root: smtp-sink and a Postfix instance need it"
-	tools="smtp-sink ss awk grep date"
-	[ "$ONLY" = sluice ] || tools="$tools postfix postmap postsuper postqueue smtp-source mkfifo tail"
-	for tool in $tools; do
-		command -v "$tool" >/dev/null 2>&1 ||
-			die "$tool not found (bash .ci/install-deps installs Postfix)"
-	done
-	id postfix >/dev/null 2>&1 || die "no postfix user"
-	if [ "$ONLY" != postfix ]; then
-		for prog in sluice sluiced; do
-			[ -x "$BUILD/$prog" ] || die "$BUILD/$prog not found: run make (or set BENCH_BUILD)"
-		done
-	fi
+	need_root "smtp-sink and a Postfix instance need it"
+	set -- smtp-sink ss awk grep date
+	[ "$ONLY" = sluice ] || set -- "$@" postfix postmap postsuper postqueue smtp-source mkfifo tail
+	need_tools "$@"
+	[ "$ONLY" = postfix ] || need_sluice "$BUILD" "set BENCH_BUILD"
 }
 
 # check_free: fail before starting anything if one of our addresses is
 # already listening (a sink of an earlier run, the system Postfix, ...).
 check_free() {
-	listening=$(ss -Hltn | awk '{ print $4 }')
+	set --
 	i=1
 	while [ "$i" -le "$DOMAINS" ]; do
-		taken "$SINK_NET.$i:$PORT" && die "$SINK_NET.$i:$PORT is in use"
+		set -- "$@" "$SINK_NET.$i:$PORT"
 		i=$((i + 1))
 	done
-	if [ "$ONLY" != sluice ]; then
-		taken "$SMTPD_ADDR:$PORT" && die "$SMTPD_ADDR:$PORT is in use"
-	fi
-	return 0
-}
-
-taken() {
-	printf '%s\n' "$listening" |
-		grep -qx -e "$1" -e "0\.0\.0\.0:$PORT" -e "\*:$PORT" -e "\[::\]:$PORT"
+	[ "$ONLY" = sluice ] || set -- "$@" "$SMTPD_ADDR:$PORT"
+	need_free "$@"
 }
 
 # start_sinks: one smtp-sink per domain, each counting messages (-c) into
@@ -178,9 +141,7 @@ start_sinks() {
 	mkdir "$DIR/sinks"
 	i=1
 	while [ "$i" -le "$DOMAINS" ]; do
-		smtp-sink -u postfix -c "$SINK_NET.$i:$PORT" 256 \
-			>"$DIR/sinks/$i.count" 2>"$DIR/sinks/$i.err" &
-		SINK_PIDS="$SINK_PIDS $!"
+		smtp_sink "$SINK_NET.$i:$PORT" "$DIR/sinks/$i"
 		i=$((i + 1))
 	done
 	# A sink that cannot bind exits at once; give them a moment, then
@@ -196,13 +157,9 @@ start_sinks() {
 	[ "$up" -ge "$DOMAINS" ] || die "only $up of $DOMAINS smtp-sinks listen"
 }
 
-# sink_messages: the sum of the sinks' "mesg=" counters. smtp-sink -c
-# rewrites its counters after a carriage return, so the last record of
-# each file is the current one.
-sink_messages() {
-	awk -v RS='\r' '
-		{ for (f = 1; f <= NF; f++) if ($f ~ /^mesg=/) last[FILENAME] = substr($f, 6) }
-		END { s = 0; for (k in last) s += last[k]; print s }' "$DIR"/sinks/*.count
+# sinks_messages: the sum of the sinks' "mesg=" counters.
+sinks_messages() {
+	sink_messages "$DIR"/sinks/*.count
 }
 
 # write_config: the private instance: configuration in etc/, queue in
@@ -214,73 +171,22 @@ sink_messages() {
 # would be retried within a run. Concurrency, connection caching and
 # process limits stay default: the Postfix a site gets out of the box.
 write_config() {
-	mkdir "$DIR/etc" "$DIR/queue" "$DIR/data"
-	chown postfix:postfix "$DIR/data"
-	: >"$DIR/maillog"
-	chown postfix:postfix "$DIR/maillog"
-
-	i=1
-	while [ "$i" -le "$DOMAINS" ]; do
-		printf 'd%s.bench\tsmtp:[%s.%s]:%s\n' "$i" "$SINK_NET" "$i" "$PORT"
-		i=$((i + 1))
-	done >"$DIR/etc/transport"
-
-	cat >"$DIR/etc/main.cf" <<EOF
-# compatibility_level as in Debian's own main.cf: today's defaults, and
-# no "using backwards-compatible default setting" noise in the log.
-compatibility_level = 3.6
-mail_owner = postfix
-myhostname = postfix.sluice-bench.test
-queue_directory = $DIR/queue
-data_directory = $DIR/data
-# Postfix accepts only addresses configured on an interface, and lo has
-# just 127.0.0.1; master.cf gives smtpd its own address anyway.
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
+	# smtpd on its own address and port, its process limit the default.
+	postfix_config "$DIR" "$SMTPD_ADDR:$PORT inet n - n - - smtpd" <<EOF
 mynetworks = 127.0.0.0/8
 # Every accepted message goes to the hold queue, for the release.
 smtpd_client_restrictions = check_client_access static:HOLD
-# No local deliveries are expected; no system alias database to need.
-alias_maps =
-alias_database =
 transport_maps = hash:$DIR/etc/transport
 smtp_dns_support_level = disabled
 queue_run_delay = 1s
 minimal_backoff_time = 2s
 maximal_backoff_time = 4s
-maillog_file = $DIR/maillog
-maillog_file_prefixes = $DIR
 EOF
-	# The services, all unchrooted (the queue is not laid out for
-	# chroot), smtpd on its own address and port.
-	cat >"$DIR/etc/master.cf" <<EOF
-$SMTPD_ADDR:$PORT inet n - n - - smtpd
-pickup    unix  n - n 60 1 pickup
-cleanup   unix  n - n -  0 cleanup
-qmgr      unix  n - n 300 1 qmgr
-tlsmgr    unix  - - n 1000? 1 tlsmgr
-rewrite   unix  - - n -  - trivial-rewrite
-bounce    unix  - - n -  0 bounce
-defer     unix  - - n -  0 bounce
-trace     unix  - - n -  0 bounce
-verify    unix  - - n -  1 verify
-flush     unix  n - n 1000? 0 flush
-proxymap  unix  - - n -  - proxymap
-proxywrite unix - - n -  1 proxymap
-smtp      unix  - - n -  - smtp
-relay     unix  - - n -  - smtp
-showq     unix  n - n -  - showq
-error     unix  - - n -  - error
-retry     unix  - - n -  - error
-discard   unix  - - n -  - discard
-local     unix  - n n -  - local
-virtual   unix  - n n -  - virtual
-lmtp      unix  - - n -  - lmtp
-anvil     unix  - - n -  1 anvil
-scache    unix  - - n -  1 scache
-postlog   unix-dgram n - n - 1 postlogd
-EOF
-	postmap -c "$DIR/etc" "hash:$DIR/etc/transport"
+	i=1
+	while [ "$i" -le "$DOMAINS" ]; do
+		printf 'd%s.bench\tsmtp:[%s.%s]:%s\n' "$i" "$SINK_NET" "$i" "$PORT"
+		i=$((i + 1))
+	done | postfix_map transport
 }
 
 # watch_log: follow the maillog and write to $DIR/delivered the number
@@ -318,12 +224,7 @@ delivered() {
 
 # log_count STATUS: the maillog's "status=STATUS" lines.
 log_count() {
-	grep -c " status=$1 " "$DIR/maillog" || true
-}
-
-# rate N SECONDS: messages per second, rounded.
-rate() {
-	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print "?" }'
+	status_count "$1" "$DIR/maillog"
 }
 
 # inject: N messages, N/D per domain (the first N mod D domains get one
@@ -358,21 +259,12 @@ held_count() {
 # for every message to be delivered.
 run_postfix() {
 	write_config
-	postfix -c "$DIR/etc" start >"$DIR/postfix-start.log" 2>&1 ||
-		die "the Postfix instance did not start: $(cat "$DIR/postfix-start.log")"
-	POSTFIX_UP=1
-	# master writes its pid file once it is listening; wait for it.
-	t=0
-	until [ -s "$DIR/queue/pid/master.pid" ]; do
-		t=$((t + 1))
-		[ "$t" -le 50 ] || die "the Postfix instance did not start (no master.pid)"
-		sleep 0.1
-	done
+	postfix_start
 
-	sunk0=$(sink_messages)
+	sunk0=$(sinks_messages)
 	start=$(now)
 	inject
-	inject_s=$(since "$start")
+	inject_s=$(span "$start" "$(now)" 1)
 	# smtpd answered 250 only after cleanup made each message durable;
 	# the count is a check that none was lost or went elsewhere.
 	held=$(held_count)
@@ -383,8 +275,8 @@ run_postfix() {
 
 	watch_log
 	release=$(now)
-	postsuper -c "$DIR/etc" -H ALL 2>>"$DIR/postfix-start.log" ||
-		die "postsuper -H failed: $(tail -n 5 "$DIR/postfix-start.log")"
+	postsuper -c "$DIR/etc" -H ALL 2>>"$DIR/start.log" ||
+		die "postsuper -H failed: $(tail -n 5 "$DIR/start.log")"
 	postqueue -c "$DIR/etc" -f || die "postqueue -f failed"
 
 	deadline=$(($(date +%s) + TIMEOUT))
@@ -406,8 +298,8 @@ run_postfix() {
 		sleep 0.5
 	done
 	read -r _ first last <"$DIR/delivered"
-	span=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.1f", b - a }')
-	wall=$(awk -v a="$release" -v b="$last" 'BEGIN { printf "%.1f", b - a }')
+	span=$(span "$first" "$last" 1)
+	wall=$(span "$release" "$last" 1)
 	wait "$AWK_PID" || true
 	AWK_PID=
 	kill "$TAIL_PID" 2>/dev/null || true
@@ -417,7 +309,7 @@ run_postfix() {
 	sent=$(log_count sent)
 	deferred=$(log_count deferred)
 	bounced=$(log_count bounced)
-	sunk=$(($(sink_messages) - sunk0))
+	sunk=$(($(sinks_messages) - sunk0))
 	POSTFIX_RATE=$(awk -v n="$MESSAGES" -v a="$first" -v b="$last" 'BEGIN { if (b > a) printf "%.3f", n / (b - a) }')
 	echo "postfix: $MESSAGES messages to $DOMAINS domains delivered in $span s" \
 		"= $(rate "$MESSAGES" "$span") msg/s (first to last delivery)"
@@ -428,23 +320,9 @@ run_postfix() {
 	fi
 	# Out of the way of the sluice run: its processes gone, its sink
 	# connections closed.
-	stop_postfix
+	postfix_stop
 	in_use "$DIR" && die "Postfix processes still in $DIR after the stop"
 	return 0
-}
-
-# stop_postfix: stop the instance (by its config directory) and wait up
-# to 10 s for every process working in the instance's directory to exit
-# (master's children notice it is gone and exit within seconds).
-stop_postfix() {
-	[ "$POSTFIX_UP" -eq 1 ] || return 0
-	POSTFIX_UP=0
-	postfix -c "$DIR/etc" stop >/dev/null 2>&1 || true
-	t=0
-	while [ "$t" -lt 100 ] && in_use "$DIR"; do
-		t=$((t + 1))
-		sleep 0.1
-	done
 }
 
 # sluice: the sluice command with the benchmark's configuration.
@@ -457,11 +335,7 @@ sluice() {
 # demand, 20000 messages in memory) except the spool, the name and where
 # each domain goes: relay:[address]:port, no DNS.
 write_sluice_config() {
-	mkdir "$DIR/sluice" "$DIR/sluice/bin"
-	# A copy of the programs, so that a rebuild of $BUILD during the run
-	# (make replaces the files) cannot break or change it.
-	cp "$BUILD/sluice" "$BUILD/sluiced" "$DIR/sluice/bin/" ||
-		die "cannot copy the sluice programs from $BUILD"
+	copy_sluice "$BUILD" "$DIR/sluice"
 	i=1
 	while [ "$i" -le "$DOMAINS" ]; do
 		printf 'd%s.bench relay:[%s.%s]:%s\n' "$i" "$SINK_NET" "$i" "$PORT"
@@ -515,10 +389,7 @@ sluice_inject() {
 # queued_count: the requests "sluice queue" lists ("-- N Kbytes in N
 # Requests."), or 0 for "Mail queue is empty".
 queued_count() {
-	sluice queue | awk '
-		/Mail queue is empty/ { print 0; found = 1; exit }
-		/^-- .* in [0-9]+ Request/ { for (f = 1; f < NF; f++) if ($f == "in") { print $(f + 1); found = 1; exit } }
-		END { if (!found) print -1 }'
+	sluice queue | queue_requests
 }
 
 # stamp LINE: the epoch time, with milliseconds, of a sluiced log line
@@ -533,21 +404,19 @@ stamp() {
 run_sluice() {
 	write_sluice_config
 	log=$DIR/sluice/sluiced.log
-	sunk0=$(sink_messages)
+	sunk0=$(sinks_messages)
 
 	start=$(now)
 	sluice_inject
-	inject_s=$(since "$start")
+	inject_s=$(span "$start" "$(now)" 1)
 	queued=$(queued_count)
 	[ "$queued" -eq "$MESSAGES" ] ||
 		die "sluice queue lists $queued of $MESSAGES messages after the injection"
 	echo "sluice: $MESSAGES messages injected with sluice sendmail (one process each," \
 		"one after the other) in $inject_s s = $(rate "$MESSAGES" "$inject_s") msg/s"
 
-	: >"$log"
 	started=$(now)
-	"$DIR/sluice/bin/sluiced" -f -c "$DIR/sluice/sluice.conf" 2>"$log" &
-	SLUICED_PID=$!
+	start_sluiced "$DIR/sluice" "$DIR/sluice/sluice.conf"
 
 	deadline=$(($(date +%s) + TIMEOUT))
 	last_n=0
@@ -571,25 +440,21 @@ run_sluice() {
 	queued=$(queued_count)
 	[ "$queued" -eq 0 ] || die "sluice queue lists $queued messages after the last removal"
 
-	sent=$(grep -c ' status=sent ' "$log" || true)
-	deferred=$(grep -c ' status=deferred ' "$log" || true)
-	bounced=$(grep -c ' status=bounced ' "$log" || true)
-	sunk=$(($(sink_messages) - sunk0))
+	sent=$(status_count sent "$log")
+	deferred=$(status_count deferred "$log")
+	bounced=$(status_count bounced "$log")
+	sunk=$(($(sinks_messages) - sunk0))
 	first=$(stamp "$(grep -m 1 ' status=sent ' "$log")")
 	last=$(stamp "$(grep ' status=sent ' "$log" | tail -n 1)")
 	empty=$(stamp "$(grep ': removed$' "$log" | tail -n 1)")
 	up=$(stamp "$(grep -m 1 ': started: ' "$log")")
-	span=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.3f", b - a }')
-	wall=$(awk -v a="$started" -v b="$empty" 'BEGIN { printf "%.3f", b - a }')
-	boot=$(awk -v a="$started" -v b="$up" 'BEGIN { printf "%.3f", b - a }')
-	SLUICE_RATE=$(awk -v n="$MESSAGES" -v s="$span" 'BEGIN { if (s > 0) printf "%.3f", n / s }')
+	span=$(span "$first" "$last")
+	wall=$(span "$started" "$empty")
+	boot=$(span "$started" "$up")
+	SLUICE_RATE=$(rate "$MESSAGES" "$span" 3)
 
 	# Stop it as an operator would, and check that it drained cleanly.
-	kill -TERM "$SLUICED_PID"
-	status=0
-	wait "$SLUICED_PID" || status=$?
-	SLUICED_PID=
-	[ "$status" -eq 0 ] || die "sluiced exited with status $status after SIGTERM: $(tail -n 3 "$log")"
+	stop_sluiced "$DIR/sluice"
 	others=$(grep -c -v -e ' status=sent ' -e ': removed$' -e ': started: queue ' \
 		-e ': stopping on signal 15: ' -e ': stopped: ' "$log" || true)
 
@@ -608,47 +473,6 @@ run_sluice() {
 			-e ': stopping on signal 15: ' -e ': stopped: ' "$log" | head -n 10
 	fi
 	return 0
-}
-
-# stop_all: on every exit. Only what this script started: the instance
-# (by its config directory) and the sinks (by their pids).
-stop_all() {
-	status=$?
-	trap - EXIT INT TERM HUP
-	if [ -n "$SLUICED_PID" ]; then
-		kill -TERM "$SLUICED_PID" 2>/dev/null || true
-		wait "$SLUICED_PID" 2>/dev/null || true
-		SLUICED_PID=
-	fi
-	if [ "$POSTFIX_UP" -eq 1 ]; then
-		stop_postfix
-		in_use "$DIR" && echo "postfix_deliver: Postfix processes still in $DIR" >&2
-	fi
-	for pid in $SINK_PIDS $TAIL_PID $AWK_PID; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in $SINK_PIDS $TAIL_PID $AWK_PID; do
-		wait "$pid" 2>/dev/null || true
-	done
-	if [ -n "$DIR" ]; then
-		if [ "$KEEP" -eq 1 ] || in_use "$DIR"; then
-			echo "postfix_deliver: kept $DIR" >&2
-		else
-			rm -rf "$DIR"
-		fi
-	fi
-	exit "$status"
-}
-
-# in_use DIR: whether a process has its working directory under DIR
-# (Postfix's daemons run in their queue directory).
-in_use() {
-	for cwd in /proc/[0-9]*/cwd; do
-		case $(readlink "$cwd" 2>/dev/null) in
-		"$1" | "$1"/*) return 0 ;;
-		esac
-	done
-	return 1
 }
 
 # --only WHICH (or --only=WHICH) is -o WHICH; getopts has no long options.
@@ -684,18 +508,16 @@ is_count "$TIMEOUT" || usage
 
 check_tools
 check_free
-trap stop_all EXIT
+# On every exit, stop only what this script started: sluiced, the
+# instance (by its config directory), the sinks and the log reader.
+trap 'stop_all "$SLUICED_PID" "$SINK_PIDS $TAIL_PID $AWK_PID"' EXIT
 trap 'die interrupted' INT TERM HUP
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/postfix_deliver.XXXXXX")
-# The Postfix daemons, running as postfix, open paths under DIR.
-chmod 755 "$DIR"
-echo "postfix_deliver: $MESSAGES messages, $DOMAINS domains, in $DIR; $(uptime | sed 's/.*load/load/')"
+make_dir
+echo "postfix_deliver: $MESSAGES messages, $DOMAINS domains, in $DIR; $(loadavg)"
 
 start_sinks
 [ "$ONLY" = sluice ] || run_postfix
 [ "$ONLY" = postfix ] || run_sluice
 if [ "$ONLY" = both ]; then
-	awk -v s="$SLUICE_RATE" -v p="$POSTFIX_RATE" 'BEGIN {
-		if (p > 0) printf "ratio: sluice/postfix = %.2f (delivery rate)\n", s / p
-		else print "ratio: sluice/postfix = ? (delivery rate)" }'
+	echo "ratio: sluice/postfix = $(ratio "$SLUICE_RATE" "$POSTFIX_RATE") (delivery rate)"
 fi

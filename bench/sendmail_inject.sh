@@ -80,6 +80,10 @@
 #	sluiced does not start, or a message is missing.
 set -eu
 
+NAME=sendmail_inject
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
 MESSAGES=${BENCH_MESSAGES:-2000}
 PARALLEL=${BENCH_PARALLEL:-8}
 BUILD=${BENCH_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
@@ -90,53 +94,16 @@ SENDER=bench@sluice-bench.test
 # progress.
 STALL=60
 
-DIR=
-POSTFIX_UP=0
-SLUICED_PID=
-
-die() {
-	echo "sendmail_inject: $*" >&2
-	exit 1
-}
-
 usage() {
 	die "usage: sendmail_inject.sh [-n MESSAGES] [-p PARALLEL] [-k]"
 }
 
-is_count() {
-	case $1 in
-	'' | *[!0-9]*) return 1 ;;
-	*) [ "$1" -gt 0 ] ;;
-	esac
-}
-
-# now: seconds since the epoch with nanoseconds.
-now() {
-	date +%s.%N
-}
-
-# span A B: seconds from A to B (now() values), to the millisecond.
-span() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'
-}
-
-# rate N SECONDS: messages per second, rounded.
-rate() {
-	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print "?" }'
-}
-
 check_tools() {
-	[ "$(id -u)" -eq 0 ] || die "run as root: a Postfix instance needs it"
-	for tool in postfix postconf seq xargs awk grep date; do
-		command -v "$tool" >/dev/null 2>&1 ||
-			die "$tool not found (bash .ci/install-deps installs Postfix)"
-	done
-	id postfix >/dev/null 2>&1 || die "no postfix user"
+	need_root "a Postfix instance needs it"
+	need_tools postfix postconf seq xargs awk grep date
 	POSTFIX_SENDMAIL=$(postconf -d -h sendmail_path)
 	[ -x "$POSTFIX_SENDMAIL" ] || die "Postfix's sendmail ($POSTFIX_SENDMAIL) not found"
-	for prog in sluice sluiced; do
-		[ -x "$BUILD/$prog" ] || die "$BUILD/$prog not found: run make (or set BENCH_BUILD)"
-	done
+	need_sluice "$BUILD" "set BENCH_BUILD"
 }
 
 # write_message_scripts: one driver script per command, all sending the
@@ -209,45 +176,10 @@ run_baselines() {
 # discarded (it is for no local domain, and every transport is
 # discard); no inet service. Everything else at Postfix's defaults.
 write_postfix_config() {
-	P=$DIR/postfix
-	mkdir "$P" "$P/etc" "$P/queue" "$P/data"
-	chown postfix:postfix "$P/data"
-	: >"$P/maillog"
-	chown postfix:postfix "$P/maillog"
-	cat >"$P/etc/main.cf" <<EOF
-compatibility_level = 3.6
-mail_owner = postfix
-myhostname = postfix.sluice-bench.test
-queue_directory = $P/queue
-data_directory = $P/data
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
-alias_maps =
-alias_database =
+	postfix_config "$DIR/postfix" <<EOF
 default_transport = discard
 local_transport = discard
 relay_transport = discard
-maillog_file = $P/maillog
-maillog_file_prefixes = $DIR
-EOF
-	cat >"$P/etc/master.cf" <<EOF
-pickup    unix  n - n 60 1 pickup
-cleanup   unix  n - n -  0 cleanup
-qmgr      unix  n - n 300 1 qmgr
-rewrite   unix  - - n -  - trivial-rewrite
-bounce    unix  - - n -  0 bounce
-defer     unix  - - n -  0 bounce
-trace     unix  - - n -  0 bounce
-verify    unix  - - n -  1 verify
-flush     unix  n - n 1000? 0 flush
-proxymap  unix  - - n -  - proxymap
-showq     unix  n - n -  - showq
-error     unix  - - n -  - error
-retry     unix  - - n -  - error
-discard   unix  - - n -  - discard
-anvil     unix  - - n -  1 anvil
-scache    unix  - - n -  1 scache
-postlog   unix-dgram n - n - 1 postlogd
 EOF
 }
 
@@ -285,15 +217,7 @@ postfix_removed() {
 
 run_postfix() {
 	write_postfix_config
-	postfix -c "$DIR/postfix/etc" start >"$DIR/postfix/start.log" 2>&1 ||
-		die "the Postfix instance did not start: $(cat "$DIR/postfix/start.log")"
-	POSTFIX_UP=1
-	t=0
-	until [ -s "$DIR/postfix/queue/pid/master.pid" ]; do
-		t=$((t + 1))
-		[ "$t" -le 50 ] || die "the Postfix instance did not start (no master.pid)"
-		sleep 0.1
-	done
+	postfix_start
 	for p in $(parallelisms); do
 		WANT=$(($(removed_count "$DIR/postfix/maillog") + MESSAGES))
 		submit postfix "$p"
@@ -305,25 +229,14 @@ run_postfix() {
 		wait_until "postfix: every message removed" postfix_removed
 		record postfixd "$p" "$(span "$START" "$AT")" "postfix: discarded (maillog: removed)"
 	done
-	n=$(grep -c ' status=sent ' "$DIR/postfix/maillog" || true)
+	n=$(status_count sent "$DIR/postfix/maillog")
 	[ "$n" -eq $((MESSAGES * $(parallelisms | wc -w))) ] ||
 		die "postfix logged $n messages sent (see $DIR/postfix/maillog)"
 	others=$(grep -c -e 'warning:' -e 'fatal:' -e 'error:' "$DIR/postfix/maillog" || true)
 	[ "$others" -eq 0 ] || echo "postfix: $others warnings or errors in its maillog, the first: $(grep -m 1 -e 'warning:' -e 'fatal:' -e 'error:' "$DIR/postfix/maillog")"
-	stop_postfix
+	postfix_stop
 	in_use "$DIR" && die "Postfix processes still in $DIR after the stop"
 	return 0
-}
-
-stop_postfix() {
-	[ "$POSTFIX_UP" -eq 1 ] || return 0
-	POSTFIX_UP=0
-	postfix -c "$DIR/postfix/etc" stop >/dev/null 2>&1 || true
-	t=0
-	while [ "$t" -lt 100 ] && in_use "$DIR"; do
-		t=$((t + 1))
-		sleep 0.1
-	done
 }
 
 # write_sluice_config: two configurations, with the built-in defaults
@@ -331,9 +244,7 @@ stop_postfix() {
 # alone), the name, and discard for every message.
 write_sluice_config() {
 	S=$DIR/sluice
-	mkdir "$S" "$S/bin"
-	cp "$BUILD/sluice" "$BUILD/sluiced" "$S/bin/" ||
-		die "cannot copy the sluice programs from $BUILD"
+	copy_sluice "$BUILD" "$S"
 	for which in daemon alone; do
 		cat >"$S/$which.conf" <<EOF
 queue_directory = $S/queue-$which
@@ -359,9 +270,7 @@ sluice_started() {
 run_sluice_daemon() {
 	S=$DIR/sluice
 	log=$S/sluiced.log
-	: >"$log"
-	"$S/bin/sluiced" -f -c "$S/daemon.conf" 2>"$log" &
-	SLUICED_PID=$!
+	start_sluiced "$S" "$S/daemon.conf"
 	wait_until "sluiced: started" sluice_started
 	for p in $(parallelisms); do
 		WANT=$(($(removed_count "$log") + MESSAGES))
@@ -373,12 +282,8 @@ run_sluice_daemon() {
 		wait_until "sluiced: every message removed" sluice_removed
 		record daemond "$p" "$(span "$START" "$AT")" "sluice: discarded (sluiced: removed)"
 	done
-	kill -TERM "$SLUICED_PID"
-	status=0
-	wait "$SLUICED_PID" || status=$?
-	SLUICED_PID=
-	[ "$status" -eq 0 ] || die "sluiced exited with status $status after SIGTERM: $(tail -n 3 "$log")"
-	sent=$(grep -c ' status=sent ' "$log" || true)
+	stop_sluiced "$S"
+	sent=$(status_count sent "$log")
 	[ "$sent" -eq "$WANT" ] || die "sluiced logged $sent messages sent, not $WANT (see $log)"
 	others=$(grep -c -v -e ' status=sent ' -e ': removed$' -e ': started: queue ' -e ': uid=0 from=<' \
 		-e ': stopping on signal 15: ' -e ': stopped: ' "$log" || true)
@@ -390,10 +295,7 @@ run_sluice_daemon() {
 # queued_count: the requests "sluice queue" lists in the daemon-less
 # queue ("-- N Kbytes in N Requests."), or 0 for "Mail queue is empty".
 queued_count() {
-	"$DIR/sluice/bin/sluice" -c "$DIR/sluice/alone.conf" queue | awk '
-		/Mail queue is empty/ { print 0; found = 1; exit }
-		/^-- .* in [0-9]+ Request/ { for (f = 1; f < NF; f++) if ($f == "in") { print $(f + 1); found = 1; exit } }
-		END { if (!found) print -1 }'
+	"$DIR/sluice/bin/sluice" -c "$DIR/sluice/alone.conf" queue | queue_requests
 }
 
 run_sluice_alone() {
@@ -408,47 +310,12 @@ run_sluice_alone() {
 	[ ! -S "$DIR/sluice/queue-alone/public/submit" ] || die "a submission socket in the daemon-less queue"
 }
 
-# ratio SIDE_A SIDE_B P: rate of A over rate of B.
-ratio() {
+# side_ratio SIDE_A SIDE_B P: rate of A over rate of B.
+side_ratio() {
 	a=
 	b=
 	eval "a=\$R_$1_$3 b=\$R_$2_$3"
-	awk -v a="${a#* }" -v b="${b#* }" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'
-}
-
-# stop_all: on every exit. Only what this script started: sluiced (by
-# its pid) and the instance (by its configuration directory).
-stop_all() {
-	status=$?
-	trap - EXIT INT TERM HUP
-	if [ -n "$SLUICED_PID" ]; then
-		kill -TERM "$SLUICED_PID" 2>/dev/null || true
-		wait "$SLUICED_PID" 2>/dev/null || true
-		SLUICED_PID=
-	fi
-	if [ "$POSTFIX_UP" -eq 1 ]; then
-		stop_postfix
-		in_use "$DIR" && echo "sendmail_inject: Postfix processes still in $DIR" >&2
-	fi
-	if [ -n "$DIR" ]; then
-		if [ "$KEEP" -eq 1 ] || in_use "$DIR"; then
-			echo "sendmail_inject: kept $DIR" >&2
-		else
-			rm -rf "$DIR"
-		fi
-	fi
-	exit "$status"
-}
-
-# in_use DIR: whether a process has its working directory under DIR
-# (Postfix's daemons run in their queue directory).
-in_use() {
-	for cwd in /proc/[0-9]*/cwd; do
-		case $(readlink "$cwd" 2>/dev/null) in
-		"$1" | "$1"/*) return 0 ;;
-		esac
-	done
-	return 1
+	ratio "${a#* }" "${b#* }"
 }
 
 while getopts n:p:k opt; do
@@ -465,11 +332,12 @@ is_count "$MESSAGES" || usage
 is_count "$PARALLEL" || usage
 
 check_tools
-trap stop_all EXIT
+# On every exit, stop only what this script started: sluiced (by its
+# pid) and the instance (by its configuration directory).
+trap 'stop_all "$SLUICED_PID" ""' EXIT
 trap 'die interrupted' INT TERM HUP
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/sendmail_inject.XXXXXX")
-chmod 755 "$DIR"
-echo "sendmail_inject: $MESSAGES messages, -P 1 and -P $PARALLEL, in $DIR; $(uptime | sed 's/.*load/load/')"
+make_dir
+echo "sendmail_inject: $MESSAGES messages, -P 1 and -P $PARALLEL, in $DIR; $(loadavg)"
 
 write_sluice_config
 write_message_scripts
@@ -478,8 +346,8 @@ run_sluice_daemon
 run_sluice_alone
 run_postfix
 
-echo "sendmail_inject: done; $(uptime | sed 's/.*load/load/')"
+echo "sendmail_inject: done; $(loadavg)"
 for p in $(parallelisms); do
-	echo "ratio -P $p: sluice (daemon) / postfix = $(ratio daemon postfix "$p") (sendmail exits)," \
-		"$(ratio daemon postfixq "$p") (against Postfix's maildrop empty)"
+	echo "ratio -P $p: sluice (daemon) / postfix = $(side_ratio daemon postfix "$p") (sendmail exits)," \
+		"$(side_ratio daemon postfixq "$p") (against Postfix's maildrop empty)"
 done

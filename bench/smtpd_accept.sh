@@ -113,6 +113,10 @@
 #	sink in time.
 set -eu
 
+NAME=smtpd_accept
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
 MESSAGES=${BENCH_MESSAGES:-20000}
 SESSIONS=${BENCH_SESSIONS:-20}
 LENGTH=${BENCH_LENGTH:-2048}
@@ -133,42 +137,11 @@ RCPT=rcpt@$DOMAIN
 # Waiting for deliveries fails after this many seconds without progress.
 STALL=60
 
-DIR=
-SINK_PID=
 SOURCE_PID=
-POSTFIX_UP=0
-SLUICED_PID=
 # Each run's rates, "RUN RATE" lines, in $DIR/rates.SIDE.
-
-die() {
-	echo "smtpd_accept: $*" >&2
-	exit 1
-}
 
 usage() {
 	die "usage: smtpd_accept.sh [-n MESSAGES] [-s SESSIONS] [-l BYTES] [-r RUNS] [-p PORT] [-t TIMEOUT] [-b BUILD] [-o|--only both|postfix|sluice] [-k]"
-}
-
-is_count() {
-	case $1 in
-	'' | *[!0-9]*) return 1 ;;
-	*) [ "$1" -gt 0 ] ;;
-	esac
-}
-
-# now: seconds since the epoch with nanoseconds.
-now() {
-	date +%s.%N
-}
-
-# span A B: seconds from A to B (now() values), to the millisecond.
-span() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'
-}
-
-# rate N SECONDS: messages per second, rounded.
-rate() {
-	awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print "?" }'
 }
 
 # sides: the sides to run, in the order of run $1 (odd: Postfix first).
@@ -180,61 +153,37 @@ sides() {
 }
 
 check_tools() {
-	[ "$(id -u)" -eq 0 ] || die "run as root: smtp-sink and a Postfix instance need it"
-	tools="smtp-sink smtp-source ss awk grep sort date timeout sync df"
-	[ "$ONLY" = sluice ] || tools="$tools postfix postmap"
-	for tool in $tools; do
-		command -v "$tool" >/dev/null 2>&1 ||
-			die "$tool not found (bash .ci/install-deps installs Postfix)"
-	done
-	id postfix >/dev/null 2>&1 || die "no postfix user"
-	if [ "$ONLY" != postfix ]; then
-		for prog in sluice sluiced; do
-			[ -x "$BUILD/$prog" ] || die "$BUILD/$prog not found: run make (or use -b BUILD)"
-		done
-	fi
+	need_root "smtp-sink and a Postfix instance need it"
+	set -- smtp-sink smtp-source ss awk grep sort date timeout sync df
+	[ "$ONLY" = sluice ] || set -- "$@" postfix postmap
+	need_tools "$@"
+	[ "$ONLY" = postfix ] || need_sluice "$BUILD" "use -b BUILD"
 }
 
 # check_free: fail before starting anything if one of our addresses is
 # already listening (a sink of an earlier run, the system Postfix, ...).
 check_free() {
-	listening=$(ss -Hltn | awk '{ print $4 }')
-	for addr in $SINK_ADDR $POSTFIX_ADDR $SLUICE_ADDR; do
-		printf '%s\n' "$listening" |
-			grep -qx -e "$addr:$PORT" -e "0\.0\.0\.0:$PORT" -e "\*:$PORT" -e "\[::\]:$PORT" &&
-			die "$addr:$PORT is in use"
-	done
-	return 0
-}
-
-# listens ADDR: whether something listens on ADDR:PORT.
-listens() {
-	ss -Hltn | awk -v want="$1:$PORT" '$4 == want { found = 1 } END { exit !found }'
+	need_free "$SINK_ADDR:$PORT" "$POSTFIX_ADDR:$PORT" "$SLUICE_ADDR:$PORT"
 }
 
 # start_sink: the one smtp-sink both sides deliver to, counting messages
 # (-c) into sink.count, with a backlog of 256 so that up to 20
 # connections of each side are never refused by the kernel.
 start_sink() {
-	smtp-sink -u postfix -c "$SINK_ADDR:$PORT" 256 \
-		>"$DIR/sink.count" 2>"$DIR/sink.err" &
-	SINK_PID=$!
+	smtp_sink "$SINK_ADDR:$PORT" "$DIR/sink"
+	pid=$!
 	t=0
-	until listens "$SINK_ADDR"; do
-		kill -0 "$SINK_PID" 2>/dev/null || die "smtp-sink exited: $(cat "$DIR/sink.err")"
+	until listens "$SINK_ADDR:$PORT"; do
+		kill -0 "$pid" 2>/dev/null || die "smtp-sink exited: $(cat "$DIR/sink.err")"
 		t=$((t + 1))
 		[ "$t" -le 50 ] || die "smtp-sink does not listen on $SINK_ADDR:$PORT"
 		sleep 0.1
 	done
 }
 
-# sink_messages: the sink's "mesg=" counter. smtp-sink -c rewrites its
-# counters after a carriage return, so the last record is the current
-# one.
-sink_messages() {
-	awk -v RS='\r' '
-		{ for (f = 1; f <= NF; f++) if ($f ~ /^mesg=/) last = substr($f, 6) }
-		END { print last + 0 }' "$DIR/sink.count"
+# sink_count: the sink's "mesg=" counter.
+sink_count() {
+	sink_messages "$DIR/sink.count"
 }
 
 # write_postfix_config: the private instance: configuration in
@@ -248,95 +197,24 @@ sink_messages() {
 # Postfix a site gets out of the box.
 write_postfix_config() {
 	P=$DIR/postfix
-	mkdir "$P" "$P/etc" "$P/queue" "$P/data"
-	chown postfix:postfix "$P/data"
-	: >"$P/maillog"
-	chown postfix:postfix "$P/maillog"
-	printf '%s\tsmtp:[%s]:%s\n' "$DOMAIN" "$SINK_ADDR" "$PORT" >"$P/etc/transport"
-	cat >"$P/etc/main.cf" <<EOF
-# compatibility_level as in Debian's own main.cf: today's defaults, and
-# no "using backwards-compatible default setting" noise in the log.
-compatibility_level = 3.6
-mail_owner = postfix
-myhostname = postfix.sluice-bench.test
-queue_directory = $P/queue
-data_directory = $P/data
-# Postfix accepts only addresses configured on an interface, and lo has
-# just 127.0.0.1; master.cf gives smtpd its own address anyway.
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
+	# smtpd on its own address and port, its process limit the default.
+	postfix_config "$P" "$POSTFIX_ADDR:$PORT inet n - n - - smtpd" <<EOF
 # smtp-source connects from 127.0.0.1: relaying to $DOMAIN is allowed
 # by the default smtpd_relay_restrictions (permit_mynetworks).
 mynetworks = 127.0.0.0/8
-# No local deliveries are expected; no system alias database to need.
-alias_maps =
-alias_database =
 transport_maps = hash:$P/etc/transport
 smtp_dns_support_level = disabled
 queue_run_delay = 1s
 minimal_backoff_time = 2s
 maximal_backoff_time = 4s
-maillog_file = $P/maillog
-maillog_file_prefixes = $DIR
 EOF
-	# The services, all unchrooted (the queue is not laid out for
-	# chroot), smtpd on its own address and port.
-	cat >"$P/etc/master.cf" <<EOF
-$POSTFIX_ADDR:$PORT inet n - n - - smtpd
-pickup    unix  n - n 60 1 pickup
-cleanup   unix  n - n -  0 cleanup
-qmgr      unix  n - n 300 1 qmgr
-tlsmgr    unix  - - n 1000? 1 tlsmgr
-rewrite   unix  - - n -  - trivial-rewrite
-bounce    unix  - - n -  0 bounce
-defer     unix  - - n -  0 bounce
-trace     unix  - - n -  0 bounce
-verify    unix  - - n -  1 verify
-flush     unix  n - n 1000? 0 flush
-proxymap  unix  - - n -  - proxymap
-proxywrite unix - - n -  1 proxymap
-smtp      unix  - - n -  - smtp
-relay     unix  - - n -  - smtp
-showq     unix  n - n -  - showq
-error     unix  - - n -  - error
-retry     unix  - - n -  - error
-discard   unix  - - n -  - discard
-local     unix  - n n -  - local
-virtual   unix  - n n -  - virtual
-lmtp      unix  - - n -  - lmtp
-anvil     unix  - - n -  1 anvil
-scache    unix  - - n -  1 scache
-postlog   unix-dgram n - n - 1 postlogd
-EOF
-	postmap -c "$P/etc" "hash:$P/etc/transport"
+	printf '%s\tsmtp:[%s]:%s\n' "$DOMAIN" "$SINK_ADDR" "$PORT" | postfix_map transport
 }
 
+# start_postfix: the instance, listening.
 start_postfix() {
 	write_postfix_config
-	postfix -c "$DIR/postfix/etc" start >"$DIR/postfix/start.log" 2>&1 ||
-		die "the Postfix instance did not start: $(cat "$DIR/postfix/start.log")"
-	POSTFIX_UP=1
-	# master writes its pid file once it is listening; wait for it.
-	t=0
-	until [ -s "$DIR/postfix/queue/pid/master.pid" ] && listens "$POSTFIX_ADDR"; do
-		t=$((t + 1))
-		[ "$t" -le 50 ] || die "the Postfix instance did not start (not listening on $POSTFIX_ADDR:$PORT)"
-		sleep 0.1
-	done
-}
-
-# stop_postfix: stop the instance (by its configuration directory) and
-# wait up to 10 s for every process working in its directory to exit
-# (master's children notice it is gone and exit within seconds).
-stop_postfix() {
-	[ "$POSTFIX_UP" -eq 1 ] || return 0
-	POSTFIX_UP=0
-	postfix -c "$DIR/postfix/etc" stop >/dev/null 2>&1 || true
-	t=0
-	while [ "$t" -lt 100 ] && in_use "$DIR/postfix"; do
-		t=$((t + 1))
-		sleep 0.1
-	done
+	postfix_start
 }
 
 # postfix_queued: messages anywhere in the instance's queue.
@@ -357,11 +235,7 @@ sluice() {
 # it relays for, and where sink.bench goes: smtp:[address]:port, no DNS.
 write_sluice_config() {
 	S=$DIR/sluice
-	mkdir "$S" "$S/bin"
-	# A copy of the programs, so that a rebuild of BUILD during the run
-	# (make replaces the files) cannot break or change it.
-	cp "$BUILD/sluice" "$BUILD/sluiced" "$S/bin/" ||
-		die "cannot copy the sluice programs from $BUILD"
+	copy_sluice "$BUILD" "$S"
 	printf '%s smtp:[%s]:%s\n' "$DOMAIN" "$SINK_ADDR" "$PORT" >"$S/transport"
 	cat >"$S/sluice.conf" <<EOF
 queue_directory = $S/queue
@@ -374,11 +248,9 @@ EOF
 
 start_sluice() {
 	write_sluice_config
-	: >"$DIR/sluice/sluiced.log"
-	"$DIR/sluice/bin/sluiced" -f -c "$DIR/sluice/sluice.conf" 2>"$DIR/sluice/sluiced.log" &
-	SLUICED_PID=$!
+	start_sluiced "$DIR/sluice" "$DIR/sluice/sluice.conf"
 	t=0
-	until listens "$SLUICE_ADDR"; do
+	until listens "$SLUICE_ADDR:$PORT"; do
 		kill -0 "$SLUICED_PID" 2>/dev/null ||
 			die "sluiced exited: $(tail -n 5 "$DIR/sluice/sluiced.log")"
 		t=$((t + 1))
@@ -387,25 +259,10 @@ start_sluice() {
 	done
 }
 
-# stop_sluice: SIGTERM, as an operator would; it must exit with status 0.
-stop_sluice() {
-	[ -n "$SLUICED_PID" ] || return 0
-	pid=$SLUICED_PID
-	SLUICED_PID=
-	kill -TERM "$pid" 2>/dev/null || true
-	status=0
-	wait "$pid" || status=$?
-	[ "$status" -eq 0 ] ||
-		die "sluiced exited with status $status after SIGTERM: $(tail -n 3 "$DIR/sluice/sluiced.log")"
-}
-
 # sluice_queued: the requests "sluice queue" lists ("-- N Kbytes in N
 # Requests."), 0 for "Mail queue is empty", -1 for anything else.
 sluice_queued() {
-	sluice queue 2>/dev/null | awk '
-		/Mail queue is empty/ { print 0; found = 1; exit }
-		/^-- .* in [0-9]+ Request/ { for (f = 1; f < NF; f++) if ($f == "in") { print $(f + 1); found = 1; exit } }
-		END { if (!found) print -1 }'
+	sluice queue 2>/dev/null | queue_requests
 }
 
 # queued SIDE: messages in SIDE's queue.
@@ -434,7 +291,7 @@ wait_delivered() {
 	last_n=-1
 	last_change=$(date +%s)
 	while :; do
-		n=$(sink_messages)
+		n=$(sink_count)
 		[ "$n" -ge "$2" ] && [ "$(queued "$1")" -eq 0 ] && break
 		t=$(date +%s)
 		if [ "$n" -ne "$last_n" ]; then
@@ -457,7 +314,7 @@ measure() {
 	run=$1
 	side=$2
 	addr=$(server "$side")
-	sunk0=$(sink_messages)
+	sunk0=$(sink_count)
 	log=$DIR/source.$side.$run.log
 	sync
 	start=$(now)
@@ -473,7 +330,7 @@ measure() {
 	[ "$status" -eq 0 ] ||
 		die "run $run, $side: smtp-source failed or timed out (status $status): $(tail -n 5 "$log")"
 	s=$(span "$start" "$end")
-	r=$(awk -v n="$MESSAGES" -v s="$s" 'BEGIN { printf "%.3f", n / s }')
+	r=$(rate "$MESSAGES" "$s" 3)
 	echo "$run $r" >>"$DIR/rates.$side"
 	# smtp-source is silent when all goes well.
 	if [ -s "$log" ]; then
@@ -482,7 +339,7 @@ measure() {
 
 	wait_delivered "$side" $((sunk0 + MESSAGES))
 	done_s=$(span "$start" "$(now)")
-	sunk=$(($(sink_messages) - sunk0))
+	sunk=$(($(sink_count) - sunk0))
 	[ "$sunk" -eq "$MESSAGES" ] ||
 		die "run $run, $side: the sink counted $sunk messages for $MESSAGES accepted"
 	printf 'run %s %-8s %6d messages accepted in %8.3f s = %6s msg/s; all at the sink after %.3f s\n' \
@@ -500,26 +357,21 @@ median() {
 		END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; print m }'
 }
 
-# ratio A B: A over B, two decimals.
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'
-}
-
 # report: the counts both sides logged, as a check (Postfix writes its
 # maillog through postlogd, a moment late: give it a second).
 report() {
-	echo "smtpd_accept: the sink counted $(sink_messages) messages in all"
+	echo "smtpd_accept: the sink counted $(sink_count) messages in all"
 	if [ "$ONLY" != sluice ]; then
 		P=$DIR/postfix/maillog
 		want=$((RUNS * MESSAGES))
 		t=0
-		while [ "$t" -lt 20 ] && [ "$(grep -c ' status=sent ' "$P" || true)" -lt "$want" ]; do
+		while [ "$t" -lt 20 ] && [ "$(status_count sent "$P")" -lt "$want" ]; do
 			t=$((t + 1))
 			sleep 0.1
 		done
-		echo "postfix: maillog: $(grep -c ' status=sent ' "$P" || true) sent," \
-			"$(grep -c ' status=deferred ' "$P" || true) deferred," \
-			"$(grep -c ' status=bounced ' "$P" || true) bounced," \
+		echo "postfix: maillog: $(status_count sent "$P") sent," \
+			"$(status_count deferred "$P") deferred," \
+			"$(status_count bounced "$P") bounced," \
 			"$(grep -c -e 'warning:' -e 'fatal:' -e 'error:' "$P" || true) warnings or errors"
 		# The first few, without the time and pid (qmgr's "mail for
 		# ... is using up N of N active queue entries" is expected:
@@ -530,9 +382,9 @@ report() {
 	fi
 	if [ "$ONLY" != postfix ]; then
 		L=$DIR/sluice/sluiced.log
-		echo "sluice: sluiced's log: $(grep -c ' status=sent ' "$L" || true) sent," \
-			"$(grep -c ' status=deferred ' "$L" || true) deferred," \
-			"$(grep -c ' status=bounced ' "$L" || true) bounced," \
+		echo "sluice: sluiced's log: $(status_count sent "$L") sent," \
+			"$(status_count deferred "$L") deferred," \
+			"$(status_count bounced "$L") bounced," \
 			"$(sluice_others | wc -l) other lines"
 		sluice_others | head -n 5 | sed 's/^/sluice: other: /'
 	fi
@@ -545,51 +397,6 @@ sluice_others() {
 	grep -v -e ': connect from ' -e ': client=' -e ': disconnect from ' \
 		-e ' status=sent ' -e ': removed$' -e ': started: queue ' \
 		-e ': stopping on signal 15: ' -e ': stopped: ' "$DIR/sluice/sluiced.log" || true
-}
-
-# stop_all: on every exit. Only what this script started: smtp-source,
-# sluiced and the sink (by their pids) and the instance (by its
-# configuration directory).
-stop_all() {
-	status=$?
-	trap - EXIT INT TERM HUP
-	# timeout passes the signal on to its smtp-source.
-	if [ -n "$SOURCE_PID" ]; then
-		kill -TERM "$SOURCE_PID" 2>/dev/null || true
-		wait "$SOURCE_PID" 2>/dev/null || true
-	fi
-	if [ -n "$SLUICED_PID" ]; then
-		kill -TERM "$SLUICED_PID" 2>/dev/null || true
-		wait "$SLUICED_PID" 2>/dev/null || true
-		SLUICED_PID=
-	fi
-	if [ "$POSTFIX_UP" -eq 1 ]; then
-		stop_postfix
-		in_use "$DIR/postfix" && echo "smtpd_accept: Postfix processes still in $DIR/postfix" >&2
-	fi
-	if [ -n "$SINK_PID" ]; then
-		kill "$SINK_PID" 2>/dev/null || true
-		wait "$SINK_PID" 2>/dev/null || true
-	fi
-	if [ -n "$DIR" ]; then
-		if [ "$KEEP" -eq 1 ] || in_use "$DIR"; then
-			echo "smtpd_accept: kept $DIR" >&2
-		else
-			rm -rf "$DIR"
-		fi
-	fi
-	exit "$status"
-}
-
-# in_use DIR: whether a process has its working directory under DIR
-# (Postfix's daemons run in their queue directory).
-in_use() {
-	for cwd in /proc/[0-9]*/cwd; do
-		case $(readlink "$cwd" 2>/dev/null) in
-		"$1" | "$1"/*) return 0 ;;
-		esac
-	done
-	return 1
 }
 
 # --only WHICH (or --only=WHICH) is -o WHICH; getopts has no long options.
@@ -629,13 +436,14 @@ BUILD=$(cd "$BUILD" && pwd)
 
 check_tools
 check_free
-trap stop_all EXIT
+# On every exit, stop only what this script started: smtp-source (timeout
+# passes the signal on to it) and sluiced, one after the other, the
+# instance (by its configuration directory), then the sink.
+trap 'stop_all "$SOURCE_PID $SLUICED_PID" "$SINK_PIDS"' EXIT
 trap 'die interrupted' INT TERM HUP
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/smtpd_accept.XXXXXX")
-# The Postfix daemons, running as postfix, open paths under DIR.
-chmod 755 "$DIR"
+make_dir
 echo "smtpd_accept: $RUNS runs of $MESSAGES messages, $SESSIONS sessions, $LENGTH bytes," \
-	"in $DIR ($(df -PT "$DIR" | awk 'NR == 2 { print $2 }')); $(uptime | sed 's/.*load/load/')"
+	"in $DIR ($(df -PT "$DIR" | awk 'NR == 2 { print $2 }')); $(loadavg)"
 echo "smtpd_accept: each run: smtp-source -s $SESSIONS -m $MESSAGES -l $LENGTH" \
 	"-f $SENDER -t $RCPT {$POSTFIX_ADDR (postfix), $SLUICE_ADDR (sluice)}:$PORT"
 echo "smtpd_accept: fsync: postfix: cleanup fsyncs each queue file before smtpd's 250;" \
@@ -657,8 +465,8 @@ while [ "$run" -le "$RUNS" ]; do
 	run=$((run + 1))
 done
 
-stop_sluice
-stop_postfix
+stop_sluiced "$DIR/sluice"
+postfix_stop
 report
 for side in sink postfix sluice; do
 	[ -s "$DIR/rates.$side" ] || continue
@@ -668,4 +476,4 @@ if [ "$ONLY" = both ]; then
 	echo "median ratio: sluice/postfix = $(awk '{ print $2 }' "$DIR/ratios" | median | awk '{ printf "%.2f", $1 }')" \
 		"(of the $RUNS runs' ratios)"
 fi
-echo "smtpd_accept: done; $(uptime | sed 's/.*load/load/')"
+echo "smtpd_accept: done; $(loadavg)"
