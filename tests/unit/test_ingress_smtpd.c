@@ -1000,6 +1000,9 @@ static void test_accept_out_of_fds(void **state)
     int probe, a, b, eof;
 
     (void)state;
+    /* valgrind keeps its own descriptor limit: a lowered one stays low */
+    if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+        skip();
     probe = socket(AF_INET, SOCK_STREAM, 0);
     sin.sin_family = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
