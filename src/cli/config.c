@@ -20,8 +20,17 @@
  *	$name references. -c FILE reads FILE instead of the file given to
  *	the sluice command or the default one.
  *
- *	Exit status: 0; 1 when the configuration file is bad or a NAME is
- *	unknown (the other names are still printed); 64 on a usage error.
+ *	The configuration is checked first exactly as sluiced checks it
+ *	at start and at reload (qmgr_config_load(): parameters, routing
+ *	table, host names, SMTP server lists, name servers); what sluiced
+ *	would refuse is reported and nothing is printed. Warnings (unknown
+ *	parameters, settings that make no sense together) go to stderr as
+ *	"sluice: warning: ..." and do not change the exit status. An
+ *	unknown NAME is reported with the closest known name, if any.
+ *
+ *	Exit status: 0; 1 when sluiced would refuse the configuration or a
+ *	NAME is unknown (the other names are still printed); 64 on a usage
+ *	error.
  *
  *	cli_conf_open() is here because this is the first subcommand that
  *	needs the configuration; see cli.h.
@@ -30,6 +39,7 @@
 #include "cli/cli.h"
 
 #include "conf/conf.h"
+#include "qmgr/qmgr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +57,7 @@ const struct cli_command cli_config_command = {
 
 struct conf *cli_conf_open(const char *opt_path)
 {
-    struct conf *conf = conf_create();
+    struct conf *conf = qmgr_conf_create();
     const char *path;
     char why[1024];
     int must_exist;
@@ -114,20 +124,54 @@ static int config_print_names(const struct conf *conf, int argc, char **argv,
                               int non_default, int expand)
 {
     struct conf_info info;
+    char near[300];
     int status = CLI_EXIT_OK;
     int i;
 
     for (i = 0; i < argc; i++) {
         if (conf_lookup(conf, argv[i], &info) < 0) {
             fflush(stdout); /* keep the order of the lines on a tty */
-            fprintf(stderr, "sluice: config: unknown parameter \"%s\"\n",
-                    argv[i]);
+            if (conf_suggest(conf, argv[i], near, sizeof(near)) > 0)
+                fprintf(stderr,
+                        "sluice: config: unknown parameter \"%s\" (did you "
+                        "mean \"%s\"?)\n",
+                        argv[i], near);
+            else
+                fprintf(stderr, "sluice: config: unknown parameter \"%s\"\n",
+                        argv[i]);
             status = CLI_EXIT_FAIL;
         } else if (!non_default || info.non_default) {
             config_print(argv[i], &info, expand);
         }
     }
     return status;
+}
+
+static void config_warn(void *ctx, const char *text)
+{
+    (void)ctx;
+    fflush(stdout);
+    fprintf(stderr, "sluice: warning: %s\n", text);
+}
+
+/*
+ * The configuration, checked as sluiced checks it (qmgr_config_load()),
+ * or NULL after saying why sluiced would refuse it.
+ */
+static struct conf *config_check(const char *path)
+{
+    struct qmgr_config cf;
+    struct conf *conf;
+    char why[1024];
+
+    if (qmgr_config_load(path, &cf, config_warn, NULL, why, sizeof(why)) < 0) {
+        fprintf(stderr, "sluice: %s\n", why);
+        return NULL;
+    }
+    conf = cf.conf;
+    cf.conf = NULL;
+    qmgr_config_free(&cf);
+    return conf;
 }
 
 static int config_run(const struct cli *cli, int argc, char **argv)
@@ -165,7 +209,7 @@ static int config_run(const struct cli *cli, int argc, char **argv)
             return config_usage();
         }
     }
-    if ((conf = cli_conf_open(path)) == NULL)
+    if ((conf = config_check(path)) == NULL)
         return CLI_EXIT_FAIL;
     if (optind == argc)
         status = config_print_all(conf, non_default, expand);

@@ -4,8 +4,9 @@
  * SYNOPSIS
  *	sluice [-c FILE] reload
  * DESCRIPTION
- *	Checks the configuration and the routing table it names, as the
- *	daemon will read them, and sends SIGHUP to the sluiced running on
+ *	Checks the configuration with the daemon's own checks
+ *	(qmgr_config_load(): parameters, routing table, host names, SMTP
+ *	server lists, name servers), and sends SIGHUP to the sluiced running on
  *	the configured queue (the one holding QUEUE_DIRECTORY/pid). A
  *	configuration that does not load is reported and nothing is sent:
  *	the daemon would refuse it too and keep its running one. The
@@ -18,7 +19,6 @@
 
 #include "cli/cli.h"
 #include "qmgr/qmgr.h"
-#include "route/route.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,10 +34,15 @@ const struct cli_command cli_reload_command = {
     reload_run,
 };
 
+static void reload_warn(void *ctx, const char *text)
+{
+    (void)ctx;
+    fprintf(stderr, "sluice: warning: %s\n", text);
+}
+
 static int reload_run(const struct cli *cli, int argc, char **argv)
 {
-    struct route_table *routes;
-    struct conf *conf;
+    struct qmgr_config cf;
     const char *queue;
     char why[1024];
     long pid;
@@ -48,14 +53,12 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
         fprintf(stderr, "usage: sluice reload\n");
         return CLI_EXIT_USAGE;
     }
-    if ((conf = cli_conf_open(cli->config_path)) == NULL)
-        return CLI_EXIT_FAIL;
-    if ((routes = route_load(conf, why, sizeof(why))) == NULL) {
+    if (qmgr_config_load(cli->config_path, &cf, reload_warn, NULL, why,
+                         sizeof(why)) < 0) {
         fprintf(stderr, "sluice: reload: %s; nothing sent\n", why);
-        goto done;
+        return CLI_EXIT_FAIL;
     }
-    route_free(routes);
-    queue = conf_str(conf, NULL, "queue_directory");
+    queue = conf_str(cf.conf, NULL, "queue_directory");
     if ((pid = qmgr_pid_running(queue)) == 0) {
         fprintf(stderr, "sluice: reload: no sluiced is running on queue %s\n",
                 queue);
@@ -70,6 +73,6 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
            pid);
     rc = CLI_EXIT_OK;
 done:
-    conf_free(conf);
+    qmgr_config_free(&cf);
     return rc;
 }

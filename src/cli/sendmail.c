@@ -183,14 +183,7 @@ static int sendmail_options(int argc, char **argv, struct sendmail_opts *o,
 
 static void host_name(const struct conf *conf, char *buf, size_t len)
 {
-    const char *mine = conf_str(conf, NULL, "myhostname");
-
-    if (*mine) {
-        snprintf(buf, len, "%s", mine);
-    } else if (gethostname(buf, len) < 0 || *buf == 0) {
-        snprintf(buf, len, "localhost");
-    }
-    buf[len - 1] = 0;
+    snprintf(buf, len, "%s", conf_str(conf, NULL, "myhostname"));
 }
 
 /* The envelope sender: -f, or login@myhostname. */

@@ -190,12 +190,13 @@ struct conf_override *conf_override_find(const struct conf *conf, size_t param,
     return NULL;
 }
 
-static void value_free(struct conf_value *val)
+void conf_value_clear(struct conf_value *val)
 {
     free(val->raw);
     free(val->file);
     free(val->text);
     free(val->error);
+    memset(val, 0, sizeof(*val));
 }
 
 static struct conf_param *param_append(struct conf *conf,
@@ -234,15 +235,45 @@ void conf_free(struct conf *conf)
 
     if (conf == NULL)
         return;
-    for (i = 0; i < conf->nparams; i++)
-        value_free(&conf->params[i].value);
+    for (i = 0; i < conf->nparams; i++) {
+        conf_value_clear(&conf->params[i].value);
+        free(conf->params[i].defval_owned);
+    }
     for (i = 0; i < conf->noverrides; i++) {
         free(conf->overrides[i].name);
-        value_free(&conf->overrides[i].value);
+        conf_value_clear(&conf->overrides[i].value);
     }
+    conf_unknown_free(conf);
     free(conf->params);
     free(conf->overrides);
     free(conf);
+}
+
+int conf_default_set(struct conf *conf, const char *name, const char *text,
+                     char *why, size_t whylen)
+{
+    struct conf_param *p;
+    union conf_typed v;
+    char expected[256];
+    char quoted[2 * QUOTE_MAX];
+    size_t param;
+    size_t tlen;
+
+    if (conf_name_find(conf, name, strlen(name), &param, &tlen) !=
+        CONF_NAME_GLOBAL)
+        conf_panic("conf_default_set: \"%s\" is not a global parameter", name);
+    p = conf->params + param;
+    if (strchr(text, '$') == NULL &&
+        conf_value_parse(&p->def, text, &v, expected, sizeof(expected)) < 0) {
+        conf_quote(quoted, sizeof(quoted), text);
+        snprintf(why, whylen, "%s: bad default %s: %s", name, quoted, expected);
+        return -1;
+    }
+    free(p->defval_owned);
+    p->defval_owned = conf_xstrdup(text);
+    p->def.defval = p->defval_owned;
+    conf_resolve(conf);
+    return 0;
 }
 
 /* Is def (about to be added) well formed and new? */

@@ -17,6 +17,12 @@
  *			char *why, size_t whylen)
  *	int	conf_validate(struct conf *conf, char *why, size_t whylen)
  *	const char *conf_path(const char *opt_path, int *must_exist)
+ *	int	conf_default_set(struct conf *conf, const char *name,
+ *			const char *text, char *why, size_t whylen)
+ *	void	conf_unknown_warn(const struct conf *conf, conf_warn_fn *fn,
+ *			void *ctx)
+ *	size_t	conf_suggest(const struct conf *conf, const char *name,
+ *			char *buf, size_t len)
  *
  *	long	conf_int(const struct conf *conf, const char *transport,
  *			const char *name)
@@ -53,13 +59,28 @@
  *	comment line, a line that starts with white space continues the
  *	previous one, blank lines are ignored. A missing file is not an
  *	error unless must_exist is set. conf_set() sets one value. Both
- *	check that the name is known (a global parameter, or an override
- *	<transport>_<suffix> of one) and that a value without $ references
- *	has the right type; conf_validate() checks every value after $name
- *	expansion (conf_load() calls it). On error they return -1 and leave
- *	in why a complete message: "FILE, line N: unknown parameter
- *	\"foo\"" or "FILE, line N: default_process_limit: bad value \"x\":
+ *	check that a value without $ references has the right type;
+ *	conf_validate() checks every value after $name expansion
+ *	(conf_load() calls it). conf_set() refuses a name that is not
+ *	known (a global parameter, or an override <transport>_<suffix> of
+ *	one); conf_load() keeps such a name from the file aside, usable as
+ *	$name in other values, for conf_unknown_warn() to report (see
+ *	unknown.c): a Postfix main.cf loads. On error they return -1 and
+ *	leave in why a complete message: "FILE, line N: bad parameter name
+ *	\"a b\"" or "FILE, line N: default_process_limit: bad value \"x\":
  *	expected an integer". They never exit or abort on bad input.
+ *
+ *	conf_default_set() replaces the default text of a global parameter
+ *	in this configuration only, for defaults known only at run time
+ *	(myhostname: this system's name). A text of the wrong type gives
+ *	-1 and a message; naming a parameter that is not global is a
+ *	programming error.
+ *
+ *	conf_unknown_warn() calls fn with one complete warning for each
+ *	unknown name set in the file and not referred to by any value:
+ *	"FILE, line N: unknown parameter \"NAME\" ignored (did you mean
+ *	\"KNOWN\"?)". conf_suggest() writes the known name closest to name
+ *	(a likely typo) into buf and returns its length, or 0 for none.
  *
  *	conf_path() chooses the config file: opt_path (-c FILE) if not
  *	NULL, else $SLUICE_CONFIG if set, else the built-in default path;
@@ -148,6 +169,9 @@ extern const size_t conf_param_count;
 
 struct conf;
 
+/* Receives one complete warning message. */
+typedef void conf_warn_fn(void *ctx, const char *text);
+
 struct conf *conf_create(void);
 void conf_free(struct conf *conf);
 int conf_add_params(struct conf *conf, const struct conf_def *defs,
@@ -158,6 +182,11 @@ int conf_set(struct conf *conf, const char *name, const char *value, char *why,
              size_t whylen);
 int conf_validate(struct conf *conf, char *why, size_t whylen);
 const char *conf_path(const char *opt_path, int *must_exist);
+int conf_default_set(struct conf *conf, const char *name, const char *text,
+                     char *why, size_t whylen);
+void conf_unknown_warn(const struct conf *conf, conf_warn_fn *fn, void *ctx);
+size_t conf_suggest(const struct conf *conf, const char *name, char *buf,
+                    size_t len);
 
 long conf_int(const struct conf *conf, const char *transport, const char *name);
 int64_t conf_time_ms(const struct conf *conf, const char *transport,

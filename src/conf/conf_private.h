@@ -32,6 +32,14 @@
  *	the file reader; it does not resolve (the reader validates once at
  *	the end).
  *
+ *	Names the table does not know (unknown.c): conf_name_syntax_ok()
+ *	tells whether a name could be a parameter's at all; the file reader
+ *	records a well-formed unknown name with conf_unknown_set(), so
+ *	that its value can still be referred to as $name (Postfix's user-
+ *	defined parameters), and conf_unknown_find() finds it for the
+ *	expansion, which marks it used. conf_unknown_free() drops them all.
+ *	conf_value_clear() frees what a value holds.
+ *
  *	conf_quote() writes text in double quotes for a message, with
  *	unprintable bytes as \xHH and long text cut short with "...".
  *
@@ -78,6 +86,7 @@ struct conf_value {
 struct conf_param {
     struct conf_def def;
     struct conf_value value; /* the global value */
+    char *defval_owned;      /* def.defval when set by conf_default_set() */
 };
 
 struct conf_override {
@@ -87,6 +96,13 @@ struct conf_override {
     struct conf_value value;
 };
 
+/* A name the table does not know, set in a file (unknown.c). */
+struct conf_unknown {
+    char *name;
+    struct conf_value value; /* raw, file, line; expanded when referred to */
+    int used;                /* some value refers to it */
+};
+
 struct conf {
     struct conf_param *params;
     size_t nparams;
@@ -94,6 +110,9 @@ struct conf {
     struct conf_override *overrides;
     size_t noverrides;
     size_t overrides_alloc;
+    struct conf_unknown *unknowns;
+    size_t nunknowns;
+    size_t unknowns_alloc;
     unsigned long seq;
 };
 
@@ -112,6 +131,13 @@ const char *conf_value_raw(const struct conf_param *p,
                            const struct conf_value *val);
 
 int conf_resolve(struct conf *conf);
+int conf_name_syntax_ok(const char *name);
+void conf_unknown_set(struct conf *conf, const char *name, const char *value,
+                      const char *file, int line);
+struct conf_unknown *conf_unknown_find(const struct conf *conf,
+                                       const char *name);
+void conf_unknown_free(struct conf *conf);
+void conf_value_clear(struct conf_value *val);
 int conf_value_parse(const struct conf_def *def, const char *text,
                      union conf_typed *v, char *why, size_t whylen);
 int conf_set_at(struct conf *conf, const char *name, const char *value,

@@ -12,10 +12,12 @@
  * DESCRIPTION
  *	A value may refer to other parameters: $name or ${name} is replaced
  *	by the expanded value of name, and $$ by a single $. name is a
- *	global parameter (its value, or its default) or an override
+ *	global parameter (its value, or its default), an override
  *	<transport><suffix> (its value if set, else the global one, which
- *	is what a getter would return for that transport). ${...} also
- *	allows the '-' that transport names may contain.
+ *	is what a getter would return for that transport), or a name the
+ *	table does not know that the file sets (a user-defined parameter,
+ *	expanded as text and marked used). ${...} also allows the '-' that
+ *	transport names may contain.
  *
  *	conf_resolve() expands every value, then checks the expanded text
  *	against the parameter's type. Each value is expanded once (a depth-
@@ -119,6 +121,7 @@ static struct conf_value *ref_value(struct conf *conf, const char *name,
                                     const char **canon, const char **raw)
 {
     struct conf_override *ov;
+    struct conf_unknown *u;
     struct conf_param *p;
     size_t param;
     size_t tlen;
@@ -138,6 +141,12 @@ static struct conf_value *ref_value(struct conf *conf, const char *name,
         return &p->value;
     case CONF_NAME_UNKNOWN:
         break;
+    }
+    if ((u = conf_unknown_find(conf, name)) != NULL) {
+        u->used = 1;
+        *canon = u->name;
+        *raw = u->value.raw;
+        return &u->value;
     }
     return NULL;
 }
@@ -309,6 +318,10 @@ int conf_resolve(struct conf *conf)
         value_reset(&conf->params[i].value);
     for (i = 0; i < conf->noverrides; i++)
         value_reset(&conf->overrides[i].value);
+    for (i = 0; i < conf->nunknowns; i++) {
+        value_reset(&conf->unknowns[i].value);
+        conf->unknowns[i].used = 0;
+    }
 
     /*
      * Expanding one value expands the values it refers to; their type
@@ -351,6 +364,12 @@ int conf_validate(struct conf *conf, char *why, size_t whylen)
     for (i = 0; i < conf->nparams + conf->noverrides; i++) {
         val = i < conf->nparams ? &conf->params[i].value
                                 : &conf->overrides[i - conf->nparams].value;
+        if (val->error != NULL && earlier(val, first))
+            first = val;
+    }
+    /* A user-defined value is checked only where it is used. */
+    for (i = 0; i < conf->nunknowns; i++) {
+        val = &conf->unknowns[i].value;
         if (val->error != NULL && earlier(val, first))
             first = val;
     }

@@ -20,6 +20,10 @@
  *	  the value, is removed; '#' after the start of a line is text;
  *	- a later setting of a name replaces an earlier one.
  *
+ *	A name the parameter table does not know is kept aside (unknown.c)
+ *	when it is made of letters, digits, '_', '-' and '.'; any other
+ *	name is an error.
+ *
  *	The file is read whole (at most CONF_FILE_MAX bytes), then split at
  *	newlines; the last line needs no newline. Any byte other than NUL
  *	is text: junk gives an error message, not a crash. Errors name the
@@ -156,6 +160,7 @@ static int logical_apply(struct conf *conf, const char *path,
                          struct logical *lg, char *why, size_t whylen)
 {
     char quoted[LINE_QUOTE];
+    size_t param, tlen;
     char *eq;
     char *name;
     char *value;
@@ -183,7 +188,16 @@ static int logical_apply(struct conf *conf, const char *path,
     line = lg->line;
     lg->len = 0;
     lg->line = 0;
-    return conf_set_at(conf, name, value, path, line, why, whylen);
+    if (conf_name_find(conf, name, nlen, &param, &tlen) != CONF_NAME_UNKNOWN)
+        return conf_set_at(conf, name, value, path, line, why, whylen);
+    if (!conf_name_syntax_ok(name)) {
+        conf_quote(quoted, sizeof(quoted), name);
+        snprintf(why, whylen, "%s, line %d: bad parameter name %s", path, line,
+                 quoted);
+        return -1;
+    }
+    conf_unknown_set(conf, name, value, path, line);
+    return 0;
 }
 
 static int lines_parse(struct conf *conf, const char *path, char *data,

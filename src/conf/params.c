@@ -202,7 +202,7 @@ const struct conf_def conf_params[] = {
     TIME("smtp_quit_timeout", "300s", "_quit_timeout", 's',
          "time limit for the reply to QUIT"),
     STRING("smtp_helo_name", "$myhostname", "_helo_name",
-           "name sent in EHLO, HELO or LHLO (empty: the system's host name)"),
+           "name sent in EHLO, HELO or LHLO: a domain or address literal"),
     LIST("dns_servers", "", NULL,
          "DNS resolvers as ip, ip:port or [ipv6]:port (empty: the system's)"),
 
@@ -250,7 +250,8 @@ const struct conf_def conf_params[] = {
     INT("queue_map_size_limit", "0", NULL, 0, 1L << 44,
         "largest size the spool map may grow to (0 = up to the disk)"),
     {"myhostname", CONF_STRING, "", NULL, 0, 0, 0, NULL,
-     "this host's name (empty: the system's host name)"},
+     "this host's name (default: the system's fully qualified name, set at "
+     "run time)"},
 };
 
 const size_t conf_param_count = sizeof(conf_params) / sizeof(conf_params[0]);

@@ -10,6 +10,8 @@
  *	struct dns_resolver *dns_create(struct event_base *base,
  *			const struct dns_config *cf, char *why, size_t whylen)
  *	void	dns_free(struct dns_resolver *r)
+ *	int	dns_servers_check(const char *servers, char *why,
+ *			size_t whylen)
  *
  *	int	dns_lookup_mx(struct dns_resolver *r, const char *domain,
  *			dns_done_fn *done, void *ctx)
@@ -38,6 +40,10 @@
  *	the process id), so that tests can fix the order. On error it
  *	returns NULL with the reason in why. dns_free() ends every lookup
  *	still outstanding (see below) and frees everything.
+ *
+ *	dns_servers_check() tells, without a loop or a query, whether
+ *	dns_create() would take servers as its server list: 0, or -1 with
+ *	the same message dns_create() would give (for "sluice config").
  *
  *	dns_lookup_mx() finds where mail for domain goes. It asks for the
  *	MX records (following CNAMEs), then for the A and AAAA records of
@@ -184,6 +190,7 @@ struct dns_resolver *dns_create(struct event_base *base,
                                 const struct dns_config *cf, char *why,
                                 size_t whylen);
 void dns_free(struct dns_resolver *r);
+int dns_servers_check(const char *servers, char *why, size_t whylen);
 
 int dns_lookup_mx(struct dns_resolver *r, const char *domain, dns_done_fn *done,
                   void *ctx);

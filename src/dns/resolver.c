@@ -7,6 +7,8 @@
  *	struct dns_resolver *dns_create(struct event_base *base,
  *			const struct dns_config *cf, char *why, size_t whylen)
  *	void	dns_free(struct dns_resolver *r)
+ *	int	dns_servers_check(const char *servers, char *why,
+ *			size_t whylen)
  *	void	dns_set_clock(struct dns_resolver *r, dns_clock_fn *now,
  *			void *ctx)
  *	void	dns_stats(const struct dns_resolver *r, struct dns_stats *st)
@@ -225,6 +227,37 @@ struct dns_resolver *dns_create(struct event_base *base,
         return NULL;
     }
     return r;
+}
+
+int dns_servers_check(const char *servers, char *why, size_t whylen)
+{
+    ares_channel channel;
+    struct ares_options opts;
+    int rc;
+
+    if (servers == NULL || *servers == 0)
+        return 0;
+    if ((rc = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS) {
+        snprintf(why, whylen, "cannot initialize c-ares: %s",
+                 ares_strerror(rc));
+        return -1;
+    }
+    memset(&opts, 0, sizeof(opts));
+    if ((rc = ares_init_options(&channel, &opts, 0)) != ARES_SUCCESS) {
+        snprintf(why, whylen, "cannot start the resolver: %s",
+                 ares_strerror(rc));
+        ares_library_cleanup();
+        return -1;
+    }
+    rc = ares_set_servers_ports_csv(channel, servers);
+    ares_destroy(channel);
+    ares_library_cleanup();
+    if (rc != ARES_SUCCESS) {
+        snprintf(why, whylen, "bad name server list \"%s\": %s", servers,
+                 ares_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 void dns_free(struct dns_resolver *r)

@@ -75,6 +75,8 @@
  *	int	smtpd_server_params_set(struct smtpd_server *s,
  *			const struct smtpd_params *p, char *why,
  *			size_t whylen)
+ *	int	smtpd_params_check(const struct smtpd_params *p, char *why,
+ *			size_t whylen)
  *	int	smtpd_session_start(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
  *	void	smtpd_server_close(struct smtpd_server *s)
@@ -350,6 +352,7 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
 int smtpd_server_params_set(struct smtpd_server *s,
                             const struct smtpd_params *p, char *why,
                             size_t whylen);
+int smtpd_params_check(const struct smtpd_params *p, char *why, size_t whylen);
 int smtpd_session_start(struct smtpd_server *s, int fd,
                         const struct sockaddr *sa, socklen_t salen);
 void smtpd_server_close(struct smtpd_server *s);

@@ -10,6 +10,8 @@
  *	int	smtpd_server_params_set(struct smtpd_server *s,
  *			const struct smtpd_params *p, char *why,
  *			size_t whylen)
+ *	int	smtpd_params_check(const struct smtpd_params *p, char *why,
+ *			size_t whylen)
  *	int	smtpd_session_start(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
  *	void	smtpd_server_close(struct smtpd_server *s)
@@ -30,7 +32,9 @@
  *	address, a port in use, a bad mynetworks). smtpd_server_params_set()
  *	applies new parameters (a reload) to sessions from their next
  *	command on; the listeners stay. It returns -1 with a reason and
- *	changes nothing when a value is bad.
+ *	changes nothing when a value is bad. smtpd_params_check() finds
+ *	what either would refuse in p (smtpd_listen syntax included, but
+ *	no binding), for "sluice config" and "sluice reload".
  *
  *	smtpd_session_start() starts a session on a connected socket fd
  *	(taken over) from the client at sa: what the listeners do for
@@ -204,6 +208,39 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->junk_limit = p->junk_limit;
     cf->memory_limit = p->memory_limit;
     cf->add_missing_headers = p->add_missing_headers;
+    return 0;
+}
+
+/* The syntax of one smtpd_listen word, without binding. */
+static int listen_word_check(void *arg, const char *word)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+
+    memset(&ss, 0, sizeof(ss));
+    if (evutil_parse_sockaddr_port(word, (struct sockaddr *)&ss, &len) < 0 ||
+        ((struct sockaddr_in *)&ss)->sin_port == 0) {
+        snprintf(arg, SMTPD_HELO_MAX, "%.200s", word);
+        return -1;
+    }
+    return 0;
+}
+
+int smtpd_params_check(const struct smtpd_params *p, char *why, size_t whylen)
+{
+    struct smtpd_conf cf;
+    char bad[SMTPD_HELO_MAX];
+
+    if (conf_parse(&cf, p, why, whylen) < 0)
+        return -1;
+    conf_clear(&cf);
+    if (list_each(p->listen, listen_word_check, bad) < 0) {
+        snprintf(why, whylen,
+                 "smtpd_listen: \"%s\" is not ADDRESS:PORT or "
+                 "[IPV6-ADDRESS]:PORT",
+                 bad);
+        return -1;
+    }
     return 0;
 }
 

@@ -166,41 +166,6 @@ static void smtpd_log(void *ctx, const char *line)
         say(LOG_INFO, "%s", line);
 }
 
-/* The SMTP server's parameters; strings point into conf. */
-static void smtpd_params_get(const struct daemon *d, const struct conf *conf,
-                             struct smtpd_params *p, char *host, size_t hostlen)
-{
-    const char *mine = conf_str(conf, NULL, "myhostname");
-
-    if (*mine)
-        snprintf(host, hostlen, "%s", mine);
-    else if (gethostname(host, hostlen - 1) < 0 || *host == 0)
-        snprintf(host, hostlen, "localhost");
-    host[hostlen - 1] = 0;
-    memset(p, 0, sizeof(*p));
-    p->listen = conf_str(conf, NULL, "smtpd_listen");
-    p->hostname = host;
-    p->mynetworks = conf_str(conf, NULL, "mynetworks");
-    p->relay_domains = conf_str(conf, NULL, "relay_domains");
-    p->queue_directory = d->queue_directory;
-    p->size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
-    p->queue_minfree = (uint64_t)conf_int(conf, NULL, "queue_minfree");
-    p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
-    p->connection_limit =
-        conf_int(conf, NULL, "smtpd_client_connection_count_limit");
-    p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
-    p->line_limit = conf_int(conf, NULL, "line_length_limit");
-    p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
-    p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
-    p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
-    p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
-    p->hopcount_limit = conf_int(conf, NULL, "hopcount_limit");
-    p->junk_limit = conf_int(conf, NULL, "smtpd_junk_command_limit");
-    p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
-    p->add_missing_headers =
-        conf_bool(conf, NULL, "always_add_missing_headers");
-}
-
 /* "sluice flush [DOMAIN]" through the submission socket. */
 static void local_flush_request(void *ctx, const char *domain,
                                 ingress_flushed_fn *done, void *conn)
@@ -262,23 +227,24 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(d->base);
 }
 
+static void config_warn(void *ctx, const char *text)
+{
+    (void)ctx;
+    say(LOG_WARNING, "%s", text);
+}
+
 /* Read and check the configuration and the routing table it names. */
 static int load_config(const char *config, struct conf **conf,
                        struct route_table **routes, const char **path,
                        char *why, size_t whylen)
 {
-    int must_exist;
+    struct qmgr_config cf;
 
-    *conf = conf_create();
-    *routes = NULL;
-    *path = conf_path(config, &must_exist);
-    if (conf_load(*conf, *path, must_exist, why, whylen) < 0 ||
-        conf_validate(*conf, why, whylen) < 0 ||
-        (*routes = route_load(*conf, why, whylen)) == NULL) {
-        conf_free(*conf);
-        *conf = NULL;
+    if (qmgr_config_load(config, &cf, config_warn, NULL, why, whylen) < 0)
         return -1;
-    }
+    *conf = cf.conf;
+    *routes = cf.routes;
+    *path = cf.path;
     return 0;
 }
 
@@ -316,14 +282,14 @@ static void reload(struct daemon *d)
     struct route_table *routes;
     struct conf *conf;
     const char *path;
-    char why[1024], host[256];
+    char why[1024];
 
     if (load_config(d->config, &conf, &routes, &path, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         return;
     }
-    smtpd_params_get(d, conf, &sp, host, sizeof(host));
+    qmgr_smtpd_params(conf, d->queue_directory, &sp);
     if (smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
@@ -368,28 +334,6 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     event_add(d->stop_check, &tick);
 }
 
-/* dns_servers is a list ("a, b c"); c-ares wants commas only. */
-static char *dns_servers(const struct conf *conf)
-{
-    const char *in = conf_str(conf, NULL, "dns_servers");
-    char *out = calloc(1, strlen(in) + 1), *p = out;
-
-    if (out == NULL)
-        abort();
-    for (; *in; in++) {
-        if (*in == ',' || *in == ' ' || *in == '\t' || *in == '\n') {
-            if (p > out && p[-1] != ',')
-                *p++ = ',';
-        } else {
-            *p++ = *in;
-        }
-    }
-    if (p > out && p[-1] == ',')
-        p--;
-    *p = 0;
-    return out;
-}
-
 /*
  * SMTP sessions and deliveries take a descriptor each, and a soft limit
  * of 1024 (the usual default) is soon reached: raise it to the hard
@@ -416,7 +360,6 @@ static int start(struct daemon *d)
     struct smtpd_params sp;
     struct smtpd_ops ops = {smtpd_store, local_flush_request, smtpd_backlog,
                             smtpd_log, NULL};
-    char host[256];
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};
@@ -459,7 +402,7 @@ static int start(struct daemon *d)
     }
     raise_fd_limit();
     d->base = event_base_new();
-    servers = dns_servers(d->conf);
+    servers = qmgr_dns_servers(d->conf);
     dc.servers = servers;
     d->dns = dns_create(d->base, &dc, why, sizeof(why));
     free(servers);
@@ -487,7 +430,7 @@ static int start(struct daemon *d)
         return -1;
     }
     ops.ctx = d;
-    smtpd_params_get(d, d->conf, &sp, host, sizeof(host));
+    qmgr_smtpd_params(d->conf, d->queue_directory, &sp);
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
     if (d->smtpd == NULL) {
         say(LOG_ERR, "%s", why);

@@ -1335,9 +1335,6 @@ static void settings_apply(struct qmgr *q)
     q->bounce_size_limit = (uint64_t)conf_int(conf, NULL, "bounce_size_limit");
     snprintf(q->hostname, sizeof(q->hostname), "%s",
              conf_str(conf, NULL, "myhostname"));
-    if (q->hostname[0] == 0 &&
-        gethostname(q->hostname, sizeof(q->hostname) - 1) < 0)
-        snprintf(q->hostname, sizeof(q->hostname), "localhost");
     /* One cache for every transport, with the global limits. */
     cp.idle_ms =
         (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");

@@ -33,6 +33,14 @@
  *			size_t whylen)
  *	void	qmgr_wake_send(const char *queue_directory)
  *
+ *	struct conf *qmgr_conf_create(void)
+ *	int	qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+ *			conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
+ *	void	qmgr_config_free(struct qmgr_config *cf)
+ *	void	qmgr_smtpd_params(const struct conf *conf,
+ *			const char *queue_directory, struct smtpd_params *p)
+ *	char	*qmgr_dns_servers(const struct conf *conf)
+ *
  *	void	qmgr_core_params(const struct conf *conf,
  *			const char *transport, struct core_transport_params *p)
  *	void	qmgr_deliver_settings(const struct conf *conf,
@@ -210,6 +218,12 @@
  *	at random) so that messages deferred together, or machines started
  *	together, do not come back in step; the queue manager applies it to
  *	every retry time.
+ *
+ *	qmgr_conf_create() and qmgr_config_load() give the configuration
+ *	as sluiced takes it, with every check sluiced makes (config.c):
+ *	sluiced, "sluice config" and "sluice reload" share them.
+ *	qmgr_smtpd_params() and qmgr_dns_servers() turn parameters into
+ *	what the SMTP server and the resolver take.
  */
 
 #include "conf/conf.h"
@@ -220,7 +234,23 @@
 struct spool;
 struct spool_msg;
 struct route_table;
+struct smtpd_params;
 struct qmgr;
+
+/* A configuration that passed every check sluiced makes. */
+struct qmgr_config {
+    struct conf *conf;
+    struct route_table *routes;
+    const char *path; /* the file read (it may be missing) */
+};
+
+struct conf *qmgr_conf_create(void);
+int qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+                     conf_warn_fn *warn, void *ctx, char *why, size_t whylen);
+void qmgr_config_free(struct qmgr_config *cf);
+void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
+                       struct smtpd_params *p);
+char *qmgr_dns_servers(const struct conf *conf);
 
 enum qmgr_log_level {
     QMGR_LOG_INFO,

@@ -7,6 +7,8 @@
  *	int	smtp_address_list_parse(const char *text, size_t len,
  *			struct smtp_addr_list *out, char *why, size_t whylen)
  *	int	smtp_address_valid(const char *addr)
+ *	int	smtp_domain_valid(const char *domain)
+ *	int	smtp_helo_name_valid(const char *name)
  *
  *	void	smtp_addr_list_add(struct smtp_addr_list *l, const char *addr)
  *	void	smtp_addr_list_uniq(struct smtp_addr_list *l)
@@ -51,10 +53,13 @@
 
 #include "smtp/smtp.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Bytes of the offending text quoted in a reason. */
 #define EXCERPT_MAX 40
@@ -603,7 +608,7 @@ static int is_label_char(int ch)
            (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
 }
 
-static int domain_valid(const char *d)
+int smtp_domain_valid(const char *d)
 {
     size_t n;
 
@@ -640,5 +645,49 @@ int smtp_address_valid(const char *addr)
         return 0;
     if (addr[local] == 0)
         return 1;
-    return addr[local] == '@' && domain_valid(addr + local + 1);
+    return addr[local] == '@' && smtp_domain_valid(addr + local + 1);
+}
+
+/* An address literal with a real address in it: [192.0.2.1], [IPv6:...]. */
+static int helo_literal_valid(const char *name)
+{
+    char addr[INET6_ADDRSTRLEN + 8];
+    unsigned char bin[sizeof(struct in6_addr)];
+    size_t n = strlen(name);
+
+    if (n < 3 || name[n - 1] != ']' || n - 2 >= sizeof(addr))
+        return 0;
+    memcpy(addr, name + 1, n - 2);
+    addr[n - 2] = 0;
+    if (strncasecmp(addr, "IPv6:", 5) == 0)
+        return inet_pton(AF_INET6, addr + 5, bin) == 1;
+    return inet_pton(AF_INET, addr, bin) == 1;
+}
+
+static int is_helo_char(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+}
+
+int smtp_helo_name_valid(const char *name)
+{
+    const char *p = name;
+    size_t n;
+
+    if (*name == '[')
+        return helo_literal_valid(name);
+    if (strlen(name) > DOMAIN_MAX)
+        return 0;
+    for (;;) {
+        for (n = 0; is_helo_char((unsigned char)p[n]); n++)
+            ;
+        if (n == 0 || n > LABEL_MAX || p[0] == '-' || p[n - 1] == '-')
+            return 0;
+        p += n;
+        if (*p == 0)
+            return 1;
+        if (*p++ != '.')
+            return 0;
+    }
 }

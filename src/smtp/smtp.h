@@ -10,6 +10,8 @@
  *	int	smtp_address_list_parse(const char *text, size_t len,
  *			struct smtp_addr_list *out, char *why, size_t whylen)
  *	int	smtp_address_valid(const char *addr)
+ *	int	smtp_domain_valid(const char *domain)
+ *	int	smtp_helo_name_valid(const char *name)
  *
  *	void	smtp_addr_list_add(struct smtp_addr_list *l, const char *addr)
  *	void	smtp_addr_list_uniq(struct smtp_addr_list *l)
@@ -69,6 +71,16 @@
  *	empty string (the null sender) is not an address: callers handle
  *	it before asking. It returns 1 or 0.
  *
+ *	smtp_domain_valid() applies the same rule to a domain alone (what
+ *	follows "@"): labels of letters, digits, "-", "_" or 8-bit bytes,
+ *	each 1 to 63 octets, at most 255 in all, or an address literal in
+ *	brackets. smtp_helo_name_valid() is stricter, for the name a client
+ *	sends in EHLO, HELO or LHLO: a domain in ASCII (labels of letters,
+ *	digits, "-" and "_", none starting or ending with "-"), or an
+ *	address literal that holds a real address, [192.0.2.1] or
+ *	[IPv6:2001:db8::1]. Both return 1 or 0; the empty string is never
+ *	valid.
+ *
  *	A struct smtp_addr_list starts zeroed ("= {0}").
  *	smtp_addr_list_add() appends a copy of addr.
  *	smtp_addr_list_uniq() removes every address that equals (byte for
@@ -95,6 +107,8 @@ int smtp_address_list_parse(const char *text, size_t len,
                             struct smtp_addr_list *out, char *why,
                             size_t whylen);
 int smtp_address_valid(const char *addr);
+int smtp_domain_valid(const char *domain);
+int smtp_helo_name_valid(const char *name);
 
 void smtp_addr_list_add(struct smtp_addr_list *l, const char *addr);
 void smtp_addr_list_uniq(struct smtp_addr_list *l);

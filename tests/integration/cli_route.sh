@@ -145,9 +145,9 @@ else
 fi
 
 # 7. A bad configuration file is reported as "sluice config" does.
-printf 'relayhost = [a]\nfrobnicate = 1\n' >"$tmp/conf.cf"
+printf 'relayhost = [a]\nmaximal_backoff_time = soon\n' >"$tmp/conf.cf"
 run -c "$tmp/conf.cf" route user@example.com
-echo "sluice: $tmp/conf.cf, line 2: unknown parameter \"frobnicate\"" \
+echo "sluice: $tmp/conf.cf, line 2: maximal_backoff_time: bad value \"soon\": expected a time like 300s, 5m, 1h" \
     >"$tmp/want.err"
 check "a bad configuration file is an error" 1
 

@@ -261,6 +261,23 @@ kill -HUP "$daemon"
 wait_for 10 grep -q "warning: reload: dns_servers changed; the new value takes effect when sluiced restarts" "$tmp/log" &&
     ok "a restart-only parameter: the reload says so" ||
     not_ok "a restart-only parameter: the reload says so"
+# Issue 14: parameters sluice does not implement are warnings, at reload
+# too; a HELO name no receiver would take is refused.
+cp "$conf.good" "$conf"
+printf '%s\n' 'smtpd_banner = $myhostname ESMTP' 'minimal_backof_time = 1s' >>"$conf"
+kill -HUP "$daemon"
+wait_for 10 grep -q "warning: $conf, line 9: unknown parameter \"minimal_backof_time\" ignored (did you mean \"minimal_backoff_time\"?)" "$tmp/log" &&
+    ok "an unknown parameter on SIGHUP: one warning with the likely name" ||
+    not_ok "an unknown parameter on SIGHUP: one warning with the likely name"
+reloads_at_least() { [ "$(grep -c "reloaded: $conf" "$tmp/log")" -ge "$1" ]; }
+wait_for 10 reloads_at_least 3 &&
+    ok "an unknown parameter does not stop the reload" ||
+    not_ok "an unknown parameter does not stop the reload"
+echo "smtp_helo_name = bad name" >>"$conf"
+kill -HUP "$daemon"
+wait_for 10 grep -q "warning: reload failed, the running configuration stays: smtp_helo_name: bad value \"bad name\"" "$tmp/log" &&
+    ok "a HELO name that is not a domain on SIGHUP: refused" ||
+    not_ok "a HELO name that is not a domain on SIGHUP: refused"
 kill -0 "$daemon" 2>/dev/null && ok "the daemon is still running after the reloads" ||
     not_ok "the daemon is still running after the reloads"
 kill -TERM "$daemon"

@@ -459,6 +459,55 @@ static void test_random_junk(void **state)
     assert_true(ok < 4750);
 }
 
+/*
+ * Issue 14: every name sent in EHLO, HELO or LHLO is a valid domain or
+ * address literal, never empty (Postfix smtpd, Exim, Dovecot LMTP and
+ * aiosmtpd all answer 501 to "EHLO ").
+ */
+static void test_helo_name_valid(void **state)
+{
+    static const char *good[] = {
+        "mail.example.com", "vm",          "a-b.example",
+        "host_1.example",   "[192.0.2.1]", "[IPv6:2001:db8::1]",
+        "[ipv6:::1]",       "x.y.z.",
+    };
+    static const char *bad[] = {
+        "",
+        " ",
+        "mail example",
+        "-mail.example",
+        "mail-.example",
+        "a..b",
+        ".example",
+        "[]",
+        "[192.0.2]",
+        "[2001:db8::1]",
+        "[IPv6:192.0.2.1]",
+        "[192.0.2.1",
+        "m\xc3\xa9l.example",
+        "mail.example\r\n",
+        "mail@example",
+        "[192.0.2.1]x",
+    };
+    char longname[300];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]) - 1; i++)
+        assert_int_equal(smtp_helo_name_valid(good[i]), 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(smtp_helo_name_valid(bad[i]), 0);
+    /* a trailing dot leaves an empty label */
+    assert_int_equal(smtp_helo_name_valid("x.y.z."), 0);
+    memset(longname, 'a', 63);
+    longname[63] = 0;
+    assert_int_equal(smtp_helo_name_valid(longname), 1);
+    memset(longname, 'a', 64);
+    longname[64] = 0;
+    assert_int_equal(smtp_helo_name_valid(longname), 0);
+    assert_int_equal(smtp_domain_valid("a.example"), 1);
+    assert_int_equal(smtp_domain_valid(""), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_list_helpers),
         cmocka_unit_test(test_random_junk),
+        cmocka_unit_test(test_helo_name_valid),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

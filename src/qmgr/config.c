@@ -1,0 +1,374 @@
+/*
+ * NAME
+ *	config 3 - the configuration as sluiced takes it
+ * SYNOPSIS
+ *	#include "qmgr/qmgr.h"
+ *
+ *	struct conf *qmgr_conf_create(void)
+ *	int	qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+ *			conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
+ *	void	qmgr_config_free(struct qmgr_config *cf)
+ *	void	qmgr_smtpd_params(const struct conf *conf,
+ *			const char *queue_directory, struct smtpd_params *p)
+ *	char	*qmgr_dns_servers(const struct conf *conf)
+ * DESCRIPTION
+ *	One piece of code decides whether a configuration is good, so that
+ *	"sluice config" and "sluice reload" refuse exactly what sluiced
+ *	refuses at start and at reload.
+ *
+ *	qmgr_conf_create() is conf_create() with the defaults that are
+ *	known only at run time: myhostname defaults to this system's name
+ *	(util_host_name(): gethostname(), then the canonical name when that
+ *	is not qualified), or "localhost" when that name could not go into
+ *	EHLO. Every program that reads the configuration starts here, so
+ *	that $myhostname means the same everywhere.
+ *
+ *	qmgr_config_load() reads the file conf_path(opt_path) chooses and
+ *	checks, in order, stopping at the first error (returned as -1 with
+ *	a complete message in why, the configuration not kept):
+ *	- every parameter's value (conf_load());
+ *	- the routing table it names (route_load());
+ *	- myhostname and every transport's smtp_helo_name (or its
+ *	  <transport>_helo_name override): a domain or an address literal
+ *	  (smtp_helo_name_valid()), never empty, since every real receiver
+ *	  answers 501 to an empty or malformed EHLO;
+ *	- the SMTP server's parameters (smtpd_params_check(): network and
+ *	  domain lists, smtpd_listen syntax);
+ *	- dns_servers (dns_servers_check()).
+ *	It then calls warn, once per problem that does not stop sluiced,
+ *	with a complete message: each unknown parameter in the file (see
+ *	conf/unknown.c), a myhostname that is not fully qualified, and
+ *	settings that make no sense together:
+ *	- minimal_backoff_time longer than maximal_backoff_time;
+ *	- bounce_queue_lifetime longer than maximal_queue_lifetime;
+ *	- delay_warning_time not shorter than maximal_queue_lifetime (no
+ *	  delay notice could ever go out);
+ *	- an initial_destination_concurrency above the transport's
+ *	  destination concurrency limit;
+ *	- qmgr_message_recipient_minimum above qmgr_message_recipient_limit;
+ *	- queue_minfree below 1.5 times message_size_limit (Postfix's own
+ *	  warning: one large message could fill what is left);
+ *	- smtp_connection_cache_time_limit longer than
+ *	  smtp_connection_reuse_time_limit, per transport.
+ *	The unknown-parameter warnings come even when a later check fails.
+ *	qmgr_config_free() frees what a load kept.
+ *
+ *	qmgr_smtpd_params() fills the SMTP server's parameters from conf;
+ *	strings point into conf. qmgr_dns_servers() returns dns_servers as
+ *	the comma-separated list c-ares wants (malloc'd).
+ */
+
+#include "qmgr/qmgr.h"
+
+#include "conf/conf.h"
+#include "dns/dns.h"
+#include "ingress/ingress.h"
+#include "route/route.h"
+#include "smtp/smtp.h"
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME_BYTES 256
+
+struct conf *qmgr_conf_create(void)
+{
+    struct conf *conf = conf_create();
+    char host[NAME_BYTES];
+    char why[512];
+
+    util_host_name(host, sizeof(host));
+    if (!smtp_helo_name_valid(host))
+        snprintf(host, sizeof(host), "localhost");
+    if (conf_default_set(conf, "myhostname", host, why, sizeof(why)) < 0)
+        abort(); /* a string parameter takes any text */
+    return conf;
+}
+
+void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
+                       struct smtpd_params *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->listen = conf_str(conf, NULL, "smtpd_listen");
+    p->hostname = conf_str(conf, NULL, "myhostname");
+    p->mynetworks = conf_str(conf, NULL, "mynetworks");
+    p->relay_domains = conf_str(conf, NULL, "relay_domains");
+    p->queue_directory = queue_directory;
+    p->size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
+    p->queue_minfree = (uint64_t)conf_int(conf, NULL, "queue_minfree");
+    p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
+    p->connection_limit =
+        conf_int(conf, NULL, "smtpd_client_connection_count_limit");
+    p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
+    p->line_limit = conf_int(conf, NULL, "line_length_limit");
+    p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
+    p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
+    p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
+    p->hopcount_limit = conf_int(conf, NULL, "hopcount_limit");
+    p->junk_limit = conf_int(conf, NULL, "smtpd_junk_command_limit");
+    p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
+    p->add_missing_headers =
+        conf_bool(conf, NULL, "always_add_missing_headers");
+}
+
+char *qmgr_dns_servers(const struct conf *conf)
+{
+    const char *in = conf_str(conf, NULL, "dns_servers");
+    char *out = calloc(1, strlen(in) + 1), *p = out;
+
+    if (out == NULL)
+        abort();
+    for (; *in; in++) {
+        if (*in == ',' || *in == ' ' || *in == '\t' || *in == '\n') {
+            if (p > out && p[-1] != ',')
+                *p++ = ',';
+        } else {
+            *p++ = *in;
+        }
+    }
+    if (p > out && p[-1] == ',')
+        p--;
+    *p = 0;
+    return out;
+}
+
+/*
+ * The name of the parameter that gives transport t its value of global
+ * parameter name (suffix being its override suffix): the override when
+ * it is set, else the global.
+ */
+static const char *source_name(const struct conf *conf, const char *t,
+                               const char *name, const char *suffix, char *buf,
+                               size_t len)
+{
+    struct conf_info info;
+
+    snprintf(buf, len, "%s%s", t, suffix);
+    if (conf_lookup(conf, buf, &info) == 0 && info.is_set)
+        return buf;
+    return name;
+}
+
+static int helo_check(const char *param, const char *value, char *why,
+                      size_t whylen)
+{
+    if (smtp_helo_name_valid(value))
+        return 0;
+    snprintf(why, whylen,
+             "%s: bad value \"%.255s\": EHLO, HELO and LHLO need a domain "
+             "name or an address literal such as [192.0.2.1]",
+             param, value);
+    return -1;
+}
+
+/* myhostname, and the name each transport sends in EHLO/HELO/LHLO. */
+static int names_check(const struct conf *conf,
+                       const struct route_table *routes, char *why,
+                       size_t whylen)
+{
+    char buf[NAME_BYTES];
+
+    if (helo_check("myhostname", conf_str(conf, NULL, "myhostname"), why,
+                   whylen) < 0 ||
+        helo_check("smtp_helo_name", conf_str(conf, NULL, "smtp_helo_name"),
+                   why, whylen) < 0)
+        return -1;
+    for (int i = 0; i < route_transport_count(routes); i++) {
+        const char *t = route_transport_at(routes, i)->name;
+
+        if (helo_check(source_name(conf, t, "smtp_helo_name", "_helo_name", buf,
+                                   sizeof(buf)),
+                       conf_str(conf, t, "smtp_helo_name"), why, whylen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int servers_check(const struct conf *conf, char *why, size_t whylen)
+{
+    char *servers = qmgr_dns_servers(conf);
+    char problem[512];
+    int status = dns_servers_check(servers, problem, sizeof(problem));
+
+    free(servers);
+    if (status < 0)
+        snprintf(why, whylen, "dns_servers: %s", problem);
+    return status;
+}
+
+/* Everything after the parameters themselves. */
+static int whole_check(const struct conf *conf,
+                       const struct route_table *routes, char *why,
+                       size_t whylen)
+{
+    struct smtpd_params sp;
+
+    if (names_check(conf, routes, why, whylen) < 0)
+        return -1;
+    qmgr_smtpd_params(conf, NULL, &sp);
+    if (smtpd_params_check(&sp, why, whylen) < 0)
+        return -1;
+    return servers_check(conf, why, whylen);
+}
+
+/* Warnings: a typed call of warn with a formatted message. */
+struct warner {
+    conf_warn_fn *fn;
+    void *ctx;
+};
+
+static void say(const struct warner *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void say(const struct warner *w, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    w->fn(w->ctx, msg);
+}
+
+/* A value as written, for a message. */
+static const char *written(const struct conf *conf, const char *name)
+{
+    struct conf_info info;
+
+    return conf_lookup(conf, name, &info) == 0 ? info.value : "?";
+}
+
+static void times_warn(const struct conf *conf, const struct warner *w)
+{
+    int64_t min = conf_time_ms(conf, NULL, "minimal_backoff_time");
+    int64_t max = conf_time_ms(conf, NULL, "maximal_backoff_time");
+    int64_t life = conf_time_ms(conf, NULL, "maximal_queue_lifetime");
+    int64_t bounce = conf_time_ms(conf, NULL, "bounce_queue_lifetime");
+    int64_t delay = conf_time_ms(conf, NULL, "delay_warning_time");
+
+    if (min > max)
+        say(w,
+            "minimal_backoff_time (%s) is longer than maximal_backoff_time "
+            "(%s): every retry waits minimal_backoff_time",
+            written(conf, "minimal_backoff_time"),
+            written(conf, "maximal_backoff_time"));
+    if (bounce > life)
+        say(w,
+            "bounce_queue_lifetime (%s) is longer than maximal_queue_lifetime "
+            "(%s)",
+            written(conf, "bounce_queue_lifetime"),
+            written(conf, "maximal_queue_lifetime"));
+    if (delay > 0 && delay >= life)
+        say(w,
+            "delay_warning_time (%s) is not shorter than "
+            "maximal_queue_lifetime (%s): no delay notice can be sent",
+            written(conf, "delay_warning_time"),
+            written(conf, "maximal_queue_lifetime"));
+}
+
+static void sizes_warn(const struct conf *conf, const struct warner *w)
+{
+    long minfree = conf_int(conf, NULL, "queue_minfree");
+    long size = conf_int(conf, NULL, "message_size_limit");
+    long rmin = conf_int(conf, NULL, "qmgr_message_recipient_minimum");
+    long rlimit = conf_int(conf, NULL, "qmgr_message_recipient_limit");
+
+    if (minfree > 0 && (size == 0 || minfree / 3 * 2 < size))
+        say(w,
+            "queue_minfree (%ld) should be at least 1.5 times "
+            "message_size_limit (%ld)",
+            minfree, size);
+    if (rmin > rlimit)
+        say(w,
+            "qmgr_message_recipient_minimum (%ld) is above "
+            "qmgr_message_recipient_limit (%ld)",
+            rmin, rlimit);
+}
+
+/* The per-transport pairs, for every declared transport. */
+static void transport_warn(const struct conf *conf, const char *t,
+                           const struct warner *w)
+{
+    long initial = conf_int(conf, t, "initial_destination_concurrency");
+    long limit = conf_int(conf, t, "default_destination_concurrency_limit");
+    int64_t idle = conf_time_ms(conf, t, "smtp_connection_cache_time_limit");
+    int64_t reuse = conf_time_ms(conf, t, "smtp_connection_reuse_time_limit");
+    char a[NAME_BYTES], b[NAME_BYTES];
+
+    if (limit > 0 && initial > limit)
+        say(w,
+            "transport %s: %s (%ld) is above %s (%ld): the window starts at "
+            "the limit",
+            t,
+            source_name(conf, t, "initial_destination_concurrency",
+                        "_initial_destination_concurrency", a, sizeof(a)),
+            initial,
+            source_name(conf, t, "default_destination_concurrency_limit",
+                        "_destination_concurrency_limit", b, sizeof(b)),
+            limit);
+    if (idle > reuse)
+        say(w,
+            "transport %s: %s is longer than %s: idle connections are "
+            "closed when their reuse time is up",
+            t,
+            source_name(conf, t, "smtp_connection_cache_time_limit",
+                        "_connection_cache_time_limit", a, sizeof(a)),
+            source_name(conf, t, "smtp_connection_reuse_time_limit",
+                        "_connection_reuse_time_limit", b, sizeof(b)));
+}
+
+static void combos_warn(const struct conf *conf,
+                        const struct route_table *routes,
+                        const struct warner *w)
+{
+    const char *host = conf_str(conf, NULL, "myhostname");
+
+    if (strchr(host, '.') == NULL && host[0] != '[')
+        say(w,
+            "myhostname \"%s\" is not a fully qualified domain name: "
+            "receivers may refuse it in EHLO; set myhostname",
+            host);
+    times_warn(conf, w);
+    sizes_warn(conf, w);
+    for (int i = 0; i < route_transport_count(routes); i++)
+        transport_warn(conf, route_transport_at(routes, i)->name, w);
+}
+
+int qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+                     conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
+{
+    struct warner w = {warn, ctx};
+    int must_exist;
+
+    memset(cf, 0, sizeof(*cf));
+    cf->conf = qmgr_conf_create();
+    cf->path = conf_path(opt_path, &must_exist);
+    if (conf_load(cf->conf, cf->path, must_exist, why, whylen) < 0)
+        goto fail;
+    conf_unknown_warn(cf->conf, warn, ctx);
+    if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
+        whole_check(cf->conf, cf->routes, why, whylen) < 0)
+        goto fail;
+    combos_warn(cf->conf, cf->routes, &w);
+    return 0;
+
+fail:
+    qmgr_config_free(cf);
+    return -1;
+}
+
+void qmgr_config_free(struct qmgr_config *cf)
+{
+    route_free(cf->routes);
+    conf_free(cf->conf);
+    cf->routes = NULL;
+    cf->conf = NULL;
+}
