@@ -36,9 +36,11 @@
  *
  *	Every problem is an error that names the file and the line where
  *	the logical line starts: a NUL byte, a line longer than
- *	LINE_MAX_BYTES, a bad pattern, a duplicate pattern (with the line
+ *	LINE_MAX_BYTES (read no further than that, so that a line of any
+ *	length costs no more memory), a bad pattern, a duplicate pattern (with the line
  *	of the first), a missing result, an unknown transport, a bad next
- *	hop. A missing or unreadable file is an error too. Loading stops at
+ *	hop. A missing or unreadable file is an error too, as is one that
+ *	is not a regular file (a FIFO would block, /dev/zero never ends). Loading stops at
  *	the first error.
  *
  *	The patterns go into one hash table (FNV-1a, open addressing with
@@ -52,9 +54,12 @@
 #include "route/route_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Longest logical line: far beyond any real entry, short of hostile. */
 #define LINE_MAX_BYTES (64 * 1024)
@@ -367,21 +372,38 @@ static int physical_line(struct reader *rd, struct logical *lg, int lineno,
     return logical_add(rd, lg, text, len);
 }
 
+/*
+ * Read one line into buf (size bytes), without its newline. Returns 1
+ * with the line, 0 at the end of the file, -1 when the line does not
+ * fit: nothing more of it is read, so a line of any length (or a file
+ * that never ends) costs no more than buf.
+ */
+static int line_get(FILE *fp, char *buf, size_t size, size_t *len)
+{
+    int ch = EOF;
+
+    *len = 0;
+    while (*len < size && (ch = getc(fp)) != EOF && ch != '\n')
+        buf[(*len)++] = (char)ch;
+    if (*len == size)
+        return -1;
+    return ch != EOF || *len > 0 ? 1 : 0;
+}
+
 static int lines_read(struct reader *rd, FILE *fp)
 {
     struct logical lg = {NULL, 0, 0, 0};
-    char *line = NULL;
-    size_t size = 0;
-    ssize_t n;
+    char *line = route_xmalloc(LINE_MAX_BYTES + 1);
+    size_t n;
     int lineno = 0;
     int status = 0;
+    int got;
 
     errno = 0;
-    while (status == 0 && (n = getline(&line, &size, fp)) >= 0) {
+    while (status == 0 &&
+           (got = line_get(fp, line, LINE_MAX_BYTES + 1, &n)) != 0) {
         lineno++;
-        if (n > 0 && line[n - 1] == '\n')
-            n--;
-        if (n > LINE_MAX_BYTES) {
+        if (got < 0) {
             rd->line = lineno;
             snprintf(rd->why, rd->whylen,
                      "%s, line %d: line longer than %d "
@@ -390,7 +412,8 @@ static int lines_read(struct reader *rd, FILE *fp)
             status = -1;
             break;
         }
-        status = physical_line(rd, &lg, lineno, line, (size_t)n);
+        line[n] = 0;
+        status = physical_line(rd, &lg, lineno, line, n);
         errno = 0;
     }
     if (status == 0 && ferror(fp)) {
@@ -403,6 +426,31 @@ static int lines_read(struct reader *rd, FILE *fp)
     free(lg.text);
     free(line);
     return status;
+}
+
+/* Open path for reading, if it is a regular file (or a directory, which
+ * then fails to read with EISDIR as it always did). */
+static FILE *table_open(const char *path, char *why, size_t whylen)
+{
+    struct stat st;
+    FILE *fp;
+    int fd;
+
+    /* O_NONBLOCK: a FIFO must not stop the daemon at open */
+    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+        snprintf(why, whylen, "%s: not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    if ((fp = fdopen(fd, "r")) == NULL) {
+        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return fp;
 }
 
 /* The file named by a transport_maps value, or NULL for none. */
@@ -458,8 +506,7 @@ int route_map_load(struct route_table *t, const char *value, char *why,
         return -1;
     if (path == NULL)
         return 0;
-    if ((fp = fopen(path, "r")) == NULL) {
-        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+    if ((fp = table_open(path, why, whylen)) == NULL) {
         free(path);
         return -1;
     }

@@ -278,6 +278,18 @@ kill -HUP "$daemon"
 wait_for 10 grep -q "warning: reload failed, the running configuration stays: smtp_helo_name: bad value \"bad name\"" "$tmp/log" &&
     ok "a HELO name that is not a domain on SIGHUP: refused" ||
     not_ok "a HELO name that is not a domain on SIGHUP: refused"
+# Issue 14: a table line of unbounded length (100 MB) is refused at its
+# line; the daemon keeps its tables and its mail flowing.
+cp "$conf.good" "$conf"
+{ cat "$tmp/transport.good"; head -c 104857600 /dev/zero | tr '\0' b; echo " relay:"; } >"$tmp/transport"
+kill -HUP "$daemon"
+wait_for 20 grep -q "warning: reload failed, the running configuration stays: $tmp/transport, line 14: line longer than 65536 bytes" "$tmp/log" &&
+    ok "a 100 MB table line on SIGHUP: refused at its line" ||
+    not_ok "a 100 MB table line on SIGHUP: refused at its line"
+cp "$tmp/transport.good" "$tmp/transport"
+printf 'Subject: reload-4\n\nbody\n' | s sendmail -f sender@host.test r4@reload.test
+wait_for 10 at_sink reload-4 d2 && ok "after the refused table mail still flows by the old one" ||
+    not_ok "after the refused table mail still flows by the old one"
 kill -0 "$daemon" 2>/dev/null && ok "the daemon is still running after the reloads" ||
     not_ok "the daemon is still running after the reloads"
 kill -TERM "$daemon"

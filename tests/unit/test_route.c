@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -821,6 +822,53 @@ static void test_table_file_errors(void **state)
     route_free(table_ok("# nothing\n\n"));
 }
 
+/* Largest resident size so far, in kilobytes. */
+static long max_rss_kb(void)
+{
+    struct rusage ru;
+
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+/*
+ * Issue 14: a table with a line of unbounded length made getline()
+ * grow without limit (a 100 MB line; /dev/zero never ends). A line is
+ * read up to the stated limit and no further, and what is not a
+ * regular file is refused before it is read.
+ */
+static void test_table_unbounded_line(void **state)
+{
+    char expected[WHY_SIZE];
+    char why[WHY_SIZE] = "";
+    size_t chunk = 1024 * 1024;
+    char *junk = malloc(chunk);
+    long before;
+    FILE *fp;
+
+    (void)state;
+    load_conf_fails(conf_with("transport_maps", "/dev/zero", NULL),
+                    "/dev/zero: not a regular file");
+    assert_non_null(junk);
+    memset(junk, 'b', chunk);
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fputs("a.test relay:[127.0.0.1]:25\n", fp);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(fwrite(junk, 1, chunk, fp), chunk);
+    fputs(" relay:\n", fp);
+    assert_int_equal(fclose(fp), 0);
+    free(junk);
+    before = max_rss_kb();
+    assert_null(try_load(why));
+    snprintf(expected, sizeof(expected),
+             "%s, line 2: line longer than 65536 bytes", table);
+    assert_string_equal(why, expected);
+    /* far less than the 100 MB of the line */
+    assert_true(max_rss_kb() - before < 16 * 1024);
+    unlink(table);
+}
+
 /*
  * 100,000 lines: 50,000 domains and 50,000 parent patterns, each with
  * its own next hop, resolved one by one.
@@ -956,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_address_errors),
         cmocka_unit_test(test_table_errors),
         cmocka_unit_test(test_table_file_errors),
+        cmocka_unit_test(test_table_unbounded_line),
         cmocka_unit_test(test_big_table),
         cmocka_unit_test(test_reload),
         cmocka_unit_test(test_random_junk),
