@@ -29,11 +29,19 @@
  *	unknown type or a word without a colon is an error that quotes the
  *	word.
  *
+ *	default_transport is TRANSPORT or TRANSPORT:NEXTHOP, as the
+ *	reference's: "error:5.1.2 no such domain" bounces what no table
+ *	entry routes with that text, "relay:[10.0.0.1]:2525" sends it
+ *	there. A NEXTHOP given there wins over the relay host (the
+ *	reference's order of precedence); an empty one ("smtp:") is no
+ *	next hop.
+ *
  *	The relay host applies to the default transport only, and only
  *	when that transport is smtp or lmtp: a transport table result never
  *	goes to the relay host, so "example.com :" (or "example.com smtp:")
  *	sends a domain directly even when a relay host is set. A default
- *	transport of type discard or error gets an empty text.
+ *	transport of type discard or error without a NEXTHOP gets an empty
+ *	text.
  */
 
 #include "route/route.h"
@@ -69,6 +77,7 @@ void route_free(struct route_table *t)
         free((char *)t->transports[i].name);
     free(t->transports);
     route_hop_free(&t->relay);
+    route_hop_free(&t->default_hop);
     route_map_free(t->map);
     free(t);
 }
@@ -149,22 +158,46 @@ static int transports_load(struct route_table *t, const char *list, char *why,
     return 0;
 }
 
-static int defaults_load(struct route_table *t, const struct conf *conf,
-                         char *why, size_t whylen)
+/* default_transport: TRANSPORT or TRANSPORT:NEXTHOP. */
+static int default_load(struct route_table *t, const char *value, char *why,
+                        size_t whylen)
 {
-    const char *name = conf_str(conf, NULL, "default_transport");
-    const char *relay = conf_str(conf, NULL, "relayhost");
+    const char *colon = strchr(value, ':');
+    size_t nlen = colon ? (size_t)(colon - value) : strlen(value);
+    enum route_type type;
     char quoted[QUOTED];
     char problem[256];
 
-    if ((t->default_transport = transport_index(t, name, strlen(name))) < 0) {
-        route_quote(quoted, sizeof(quoted), name, strlen(name));
+    if ((t->default_transport = transport_index(t, value, nlen)) < 0) {
+        route_quote(quoted, sizeof(quoted), value, nlen);
         snprintf(why, whylen,
                  "default_transport: %s is not a declared transport (see "
                  "transports)",
                  quoted);
         return -1;
     }
+    type = t->transports[t->default_transport].type;
+    if (colon != NULL && route_hop_parse(colon + 1, type, &t->default_hop,
+                                         problem, sizeof(problem)) < 0) {
+        route_quote(quoted, sizeof(quoted), colon + 1, strlen(colon + 1));
+        snprintf(why, whylen,
+                 "default_transport: bad next hop %s for transport %s: %s",
+                 quoted, t->transports[t->default_transport].name, problem);
+        return -1;
+    }
+    return 0;
+}
+
+static int defaults_load(struct route_table *t, const struct conf *conf,
+                         char *why, size_t whylen)
+{
+    const char *relay = conf_str(conf, NULL, "relayhost");
+    char quoted[QUOTED];
+    char problem[256];
+
+    if (default_load(t, conf_str(conf, NULL, "default_transport"), why,
+                     whylen) < 0)
+        return -1;
     if (route_hop_parse(relay, ROUTE_SMTP, &t->relay, problem,
                         sizeof(problem)) < 0) {
         route_quote(quoted, sizeof(quoted), relay, strlen(relay));
@@ -318,6 +351,8 @@ int route_resolve(const struct route_table *t, const char *address,
     out->address = address;
     if ((e = lookup(t->map, &d)) != NULL) {
         result_fill(t, e->transport, &e->hop, &d, out);
+    } else if (t->default_hop.host != NULL) {
+        result_fill(t, t->default_transport, &t->default_hop, &d, out);
     } else {
         type = t->transports[t->default_transport].type;
         result_fill(t, t->default_transport,

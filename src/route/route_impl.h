@@ -106,9 +106,10 @@ struct route_map {
 struct route_table {
     struct route_transport *transports;
     int ntransports;
-    int default_transport;  /* index into transports */
-    struct route_hop relay; /* relay.host NULL: no relayhost */
-    struct route_map *map;  /* NULL: no transport_maps */
+    int default_transport;        /* index into transports */
+    struct route_hop default_hop; /* default_transport's NEXTHOP, if any */
+    struct route_hop relay;       /* relay.host NULL: no relayhost */
+    struct route_map *map;        /* NULL: no transport_maps */
 };
 
 int route_domain_parse(const char *text, size_t len,

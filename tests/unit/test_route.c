@@ -407,6 +407,53 @@ static void test_default_transport_types(void **state)
     route_free(t);
 }
 
+/*
+ * Issue 14: default_transport is TRANSPORT[:NEXTHOP], as the
+ * reference's: "error:5.1.2 some text" bounces everything that no
+ * table entry routes, with that text; a next hop there wins over the
+ * relay host (the reference's order of precedence).
+ */
+static void test_default_transport_nexthop(void **state)
+{
+    struct route_table *t;
+
+    (void)state;
+    t = load_conf_ok(
+        conf_with("default_transport", "error:5.1.2 some text", NULL));
+    routes(t, "u@x.example", "error", ROUTE_ERROR, "5.1.2 some text", 0, 0,
+           "error:5.1.2 some text");
+    route_free(t);
+    t = load_conf_ok(conf_with("default_transport", "discard:not wanted",
+                               "relayhost", "[relay]", NULL));
+    routes(t, "u@x.example", "discard", ROUTE_DISCARD, "not wanted", 0, 0,
+           "discard:not wanted");
+    route_free(t);
+    t = load_conf_ok(conf_with("default_transport", "relay:[10.0.0.1]:2525",
+                               "relayhost", "[relay]", NULL));
+    routes(t, "u@x.example", "relay", ROUTE_SMTP, "10.0.0.1", 2525, 0,
+           "relay:[10.0.0.1]:2525");
+    route_free(t);
+    t = load_conf_ok(
+        conf_with("default_transport", "smtp:", "relayhost", "[relay]", NULL));
+    routes(t, "u@x.example", "smtp", ROUTE_SMTP, "relay", 0, 0, "smtp:[relay]");
+    route_free(t);
+    /* the table still wins for what it names */
+    table_write("a.example smtp:\n");
+    t = load_conf_ok(conf_with("default_transport", "error:5.1.2 no route",
+                               "transport_maps", table, NULL));
+    routes(t, "u@a.example", "smtp", ROUTE_SMTP, "a.example", 0, 1,
+           "smtp:a.example");
+    routes(t, "u@b.example", "error", ROUTE_ERROR, "5.1.2 no route", 0, 0,
+           "error:5.1.2 no route");
+    route_free(t);
+    load_conf_fails(conf_with("default_transport", "nosuch:x", NULL),
+                    "default_transport: \"nosuch\" is not a declared "
+                    "transport (see transports)");
+    load_conf_fails(conf_with("default_transport", "smtp:[x", NULL),
+                    "default_transport: bad next hop \"[x\" for transport "
+                    "smtp: missing \"]\"");
+}
+
 static void test_lookup_order(void **state)
 {
     struct route_table *t = table_ok("example.com smtp:exact\n"
@@ -996,6 +1043,7 @@ int main(void)
         cmocka_unit_test(test_relayhost),
         cmocka_unit_test(test_relayhost_errors),
         cmocka_unit_test(test_default_transport_types),
+        cmocka_unit_test(test_default_transport_nexthop),
         cmocka_unit_test(test_lookup_order),
         cmocka_unit_test(test_result_forms),
         cmocka_unit_test(test_nexthop_format),
