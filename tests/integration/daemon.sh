@@ -9,11 +9,7 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 . tests/integration/lib/daemon_lib.sh
 
-if [ ! -x "$sink" ]; then
-    echo "# SKIP daemon.sh: $sink is not installed"
-    ok "skipped: no smtp-sink"
-    tap_done
-fi
+need postfix test -x "$sink"
 
 count_dir() { find "$1" -type f | wc -l; }
 

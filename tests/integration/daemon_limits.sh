@@ -11,11 +11,7 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 . tests/integration/lib/daemon_lib.sh
 
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "# SKIP daemon_limits.sh: python3 is not installed"
-    ok "skipped: no python3"
-    tap_done
-fi
+need python3 command -v python3
 
 conc_ports="$(free_port) $(free_port) $(free_port)"
 quiet_port=$(free_port)

@@ -12,11 +12,7 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 . tests/integration/lib/daemon_lib.sh
 
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "# SKIP expiry.sh: python3 is not installed"
-    ok "skipped: no python3"
-    tap_done
-fi
+need python3 command -v python3
 
 # Notices to senders at home.test reach a counting receiver.
 home_port=$(free_port)

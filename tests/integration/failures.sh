@@ -21,16 +21,8 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 . tests/integration/lib/daemon_lib.sh
 
-if [ ! -x "$sink" ]; then
-    echo "# SKIP failures.sh: $sink is not installed"
-    ok "skipped: no smtp-sink"
-    tap_done
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "# SKIP failures.sh: python3 is not installed"
-    ok "skipped: no python3"
-    tap_done
-fi
+need postfix test -x "$sink"
+need python3 command -v python3
 dsn_summary=$(pwd)/tests/integration/lib/dsn_summary.py
 
 # reply_to_rcpt PORT: the server's reply to a RCPT, as one line.

@@ -47,13 +47,12 @@ skip() {
 
 PATH=$PATH:/usr/sbin:/sbin
 [ "$(id -u)" = 0 ] || skip "not root (a Postfix instance needs it)"
-for tool in postfix postconf; do
-    command -v $tool >/dev/null 2>&1 || skip "Postfix is not installed (no $tool)"
-done
+need postfix command -v postfix
+need postfix command -v postconf
 daemon_dir=$(postconf -dh daemon_directory 2>/dev/null)
-[ -x "$daemon_dir/smtpd" ] || skip "Postfix smtpd is not installed"
-id postfix >/dev/null 2>&1 || skip "no postfix user"
-command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
+need postfix test -x "$daemon_dir/smtpd"
+need postfix id postfix
+need python3 command -v python3
 
 # free_port, wait_for, listening, $pids and an exit trap that stops them
 # and removes $tmp; ours below stops the Postfix instance first.

@@ -16,14 +16,10 @@ build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 
-skip() {
-    echo "# SKIP smtpd.sh: $1"
-    ok "skipped: $1"
-    tap_done
-}
-command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
-command -v swaks >/dev/null 2>&1 || skip "swaks is not installed"
-[ -x /usr/sbin/smtp-sink ] || skip "smtp-sink is not installed"
+need python3 command -v python3
+need swaks command -v swaks
+need libio-socket-inet6-perl perl -MIO::Socket::INET6 -e 1
+need postfix test -x /usr/sbin/smtp-sink
 
 . tests/integration/lib/daemon_lib.sh
 . tests/integration/lib/postfix_lib.sh

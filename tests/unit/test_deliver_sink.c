@@ -180,12 +180,7 @@ static void test_smtp_sink_reuse(void **state)
     struct deliver_result *r;
 
     (void)state;
-    if (sink_start(&sk, NULL, NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        deliver_cache_free(cache);
-        event_base_free(base);
-        return;
-    }
+    NEED_SINK(&sk, NULL, NULL);
     for (int use = 1; use <= 3; use++) {
         r = deliver_on(base, cache, sk.port, DELIVER_SMTP, body);
         assert_int_equal(r->hop_ok, 1);

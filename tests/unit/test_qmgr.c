@@ -185,10 +185,7 @@ static void test_delivers_everything(void **state)
     struct qmgr_stats st;
 
     (void)state;
-    if (sink_start(&sk, NULL, NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    NEED_SINK(&sk, NULL, NULL);
     snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
     world_start(&w, "relayhost", relay, "myhostname", "client.test", NULL);
     for (int i = 0; i < 100; i++) {
@@ -244,10 +241,7 @@ static void test_active_limit(void **state)
     struct timeval tick = {0, 1000};
 
     (void)state;
-    if (sink_start(&sk, NULL, NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    NEED_SINK(&sk, NULL, NULL);
     snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
     world_start(&w, "relayhost", relay, "qmgr_message_active_limit", "4", NULL);
     for (int i = 0; i < 30; i++) {
@@ -355,10 +349,7 @@ static void test_failure_notices(void **state)
     struct qmgr_stats st;
 
     (void)state;
-    if (sink_start(&sk, NULL, NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    NEED_SINK(&sk, NULL, NULL);
     snprintf(table, sizeof(table), "/tmp/sluice-qmgr-table.%d", (int)getpid());
     fp = fopen(table, "w");
     assert_non_null(fp);
@@ -650,14 +641,10 @@ static void test_mx_outcomes(void **state)
     struct qmgr_stats st;
 
     (void)state;
-    if ((dnsmasq_path = find_dnsmasq()) == NULL) {
-        print_message("# SKIP %s: dnsmasq is not installed\n", __func__);
-        return;
-    }
-    if (sink_start(&sk, NULL, NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    if ((dnsmasq_path = find_dnsmasq()) == NULL)
+        fail_msg("dnsmasq is not installed: install the Debian package "
+                 "dnsmasq-base (bash .ci/install-deps)");
+    NEED_SINK(&sk, NULL, NULL);
     assert_int_equal(peer_start(&ns, base, NULL, 0, "mx2.fb.test"), 0);
     /* MX lookups, with the sink's port instead of 25. */
     snprintf(table, sizeof(table), "/tmp/sluice-qmgr-mx.%d", (int)getpid());
@@ -710,10 +697,7 @@ static void test_lmtp(void **state)
     struct qmgr_stats st;
 
     (void)state;
-    if (sink_start(&sk, "-L", NULL) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    NEED_SINK(&sk, "-L", NULL);
     snprintf(table, sizeof(table), "/tmp/sluice-qmgr-lmtp.%d", (int)getpid());
     fp = fopen(table, "w");
     assert_non_null(fp);
@@ -754,10 +738,10 @@ static void test_lmtp_unix_and_suspend(void **state)
     struct qmgr_stats st;
 
     (void)state;
-    if (access(SINK, X_OK) < 0) {
-        print_message("# SKIP %s: cannot run %s\n", __func__, SINK);
-        return;
-    }
+    if (access(SINK, X_OK) < 0)
+        fail_msg("cannot run %s: install the Debian package %s (bash "
+                 ".ci/install-deps)",
+                 SINK, SINK_PACKAGE);
     sink_unix_dir(&sk);
     snprintf(table, sizeof(table), "/tmp/sluice-qmgr-lmtp.%d", (int)getpid());
     fp = fopen(table, "w");

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""A strict SMTP receiver for tests: aiosmtpd, an independently written
+server that answers 501 to an empty or missing EHLO/HELO name and refuses
+lines over 998 octets.
+
+    /usr/bin/python3 aiosmtpd_receiver.py DIR PORT
+
+Listens on 127.0.0.1:PORT; each message accepted is written to
+DIR/NNNN.eml as the lines "helo: NAME", "from: SENDER", "to: RCPT"
+(one per recipient), a blank line, then the content as received. DIR/ready
+appears once it listens. It stops on SIGTERM. Debian's python3-aiosmtpd
+is installed for /usr/bin/python3, hence that interpreter.
+"""
+
+import os
+import signal
+import sys
+import threading
+
+from aiosmtpd.controller import Controller
+
+
+class Recorder:
+    def __init__(self, directory):
+        self.directory = directory
+        self.count = 0
+        self.lock = threading.Lock()
+
+    async def handle_DATA(self, server, session, envelope):
+        with self.lock:
+            self.count += 1
+            n = self.count
+        head = "helo: %s\nfrom: %s\n" % (session.host_name, envelope.mail_from)
+        for rcpt in envelope.rcpt_tos:
+            head += "to: %s\n" % rcpt
+        path = os.path.join(self.directory, "%04d.eml" % n)
+        with open(path + ".tmp", "wb") as f:
+            f.write(head.encode() + b"\n" + envelope.original_content)
+        os.rename(path + ".tmp", path)
+        return "250 2.0.0 Ok: stored as %04d" % n
+
+
+def main():
+    directory, port = sys.argv[1], int(sys.argv[2])
+    os.makedirs(directory, exist_ok=True)
+    controller = Controller(Recorder(directory), hostname="127.0.0.1",
+                            port=port, server_hostname="aiosmtpd.test")
+    controller.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    open(os.path.join(directory, "ready"), "w").close()
+    while not stop.wait(1):
+        pass
+    controller.stop()
+
+
+if __name__ == "__main__":
+    main()
