@@ -42,10 +42,7 @@
 
 #include "conf/conf.h"
 #include "spool/spool.h"
-
-#ifndef SLUICE_VERSION
-#define SLUICE_VERSION "0.1.0"
-#endif
+#include "util/util.h"
 
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1

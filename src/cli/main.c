@@ -9,7 +9,9 @@
  *	argument that is not an option, from the table commands[] below,
  *	and exits with its status. "help" and "version" live here because
  *	they are about the command itself; every other subcommand is a
- *	struct cli_command in its own file (see cli.h).
+ *	struct cli_command in its own file (see cli.h). "--help" and
+ *	"--version" in the command's place are the same as "help" and
+ *	"version", as most commands take them.
  *
  *	Exit status: the subcommand's; 64 on a usage error.
  */
@@ -118,7 +120,8 @@ int main(int argc, char **argv)
         return cli_sendmail_command.run(&cli, argc, argv);
 
     opterr = 0;
-    while ((ch = getopt(argc, argv, "+:c:")) != -1) {
+    while (optind < argc && strncmp(argv[optind], "--", 2) != 0 &&
+           (ch = getopt(argc, argv, "+:c:")) != -1) {
         switch (ch) {
         case 'c':
             cli.config_path = optarg;
@@ -137,6 +140,10 @@ int main(int argc, char **argv)
         usage_all(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (strcmp(argv[optind], "--help") == 0)
+        return help_run(&cli, 1, argv + optind);
+    if (strcmp(argv[optind], "--version") == 0)
+        return version_run(&cli, 1, argv + optind);
     if ((cmd = command_find(argv[optind])) == NULL) {
         fprintf(stderr, "sluice: unknown command \"%s\"\n", argv[optind]);
         usage_all(stderr);

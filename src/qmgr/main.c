@@ -29,6 +29,9 @@
  *	the daemon import the maildrop and look at the incoming queue at
  *	once.
  *
+ *	options: -f, -c FILE; --help (or -h) and --version print to
+ *	stdout and exit 0.
+ *
  *	Exit status: 0 after a stop by signal; 1 when it cannot start (bad
  *	configuration, spool, routing table), with the reason logged; 64 on
  *	a usage error.
@@ -38,6 +41,7 @@
 #include "ingress/ingress.h"
 #include "qmgr/qmgr.h"
 #include "route/route.h"
+#include "util/util.h"
 #include "spool/spool.h"
 
 #include <errno.h>
@@ -468,10 +472,44 @@ static void finish(struct daemon *d)
     free(d->queue_directory);
 }
 
+#define USAGE "usage: sluiced [-f] [-c FILE]\n"
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: sluiced [-f] [-c FILE]\n");
+    fprintf(stderr, USAGE);
     return 64;
+}
+
+static int help(void)
+{
+    printf(USAGE
+           "\n"
+           "The sluice delivery daemon and SMTP server (see sluiced(8)).\n"
+           "  -f          stay in the foreground, log to stderr\n"
+           "  -c FILE     read FILE instead of $SLUICE_CONFIG or "
+           "/etc/sluice/sluice.conf\n"
+           "  --help      show this text\n"
+           "  --version   print the version\n");
+    return 0;
+}
+
+/* --help and --version, the only long options; also -h. */
+static int long_option(int argc, char **argv, int *rc)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            *rc = help();
+            return 1;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("sluiced %s\n", SLUICE_VERSION);
+            *rc = 0;
+            return 1;
+        }
+        if (strcmp(argv[i], "-c") == 0)
+            i++; /* FILE may be any word */
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -481,7 +519,9 @@ int main(int argc, char **argv)
     static const int signals[4] = {SIGTERM, SIGINT, SIGHUP, 0};
     int c, rc = 0;
 
-    while ((c = getopt(argc, argv, "fc:h")) != -1) {
+    if (long_option(argc, argv, &rc))
+        return rc;
+    while ((c = getopt(argc, argv, "fc:")) != -1) {
         switch (c) {
         case 'f':
             d.foreground = 1;

@@ -12,6 +12,8 @@
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
  *
+ *	SLUICE_VERSION is the version of every program, in one place.
+ *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
  *	that name has no dot, the canonical name getaddrinfo() gives for
@@ -23,6 +25,10 @@
  */
 
 #include <stddef.h>
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.2.0"
+#endif
 
 int util_host_name(char *buf, size_t len);
 
