@@ -347,6 +347,8 @@ myhostname = sluice.sluice-bench.test
 transport_maps = $DIR/sluice/transport
 smtpd_listen =
 EOF
+	# sendmail stores without a daemon only into a spool that exists
+	mkdir -p "$DIR/sluice/queue"
 }
 
 # sluice_inject: MESSAGES messages with sluiced not running, one "sluice

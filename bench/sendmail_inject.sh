@@ -253,6 +253,8 @@ default_transport = discard
 smtpd_listen =
 EOF
 	done
+	# sendmail stores without a daemon only into a spool that exists
+	mkdir -p "$S/queue-alone"
 }
 
 sluice_taken() {

@@ -16,9 +16,14 @@
  *	root); there is no dead destination without a daemon. The mail
  *	goes out when sluiced starts.
  *
- *	Exit status: 0 done; 1 the daemon refused (a malformed domain) or
- *	did not answer, or the spool could not be changed; 64 on a usage
- *	error.
+ *	DOMAIN is checked before anything is asked (a domain, .domain or
+ *	an address literal, at most 255 bytes: local_flush()). A flush
+ *	whose changes could not all be written (the spool or the disk is
+ *	full) is a failure with the reason, whichever side made it.
+ *
+ *	Exit status: 0 done; 1 a malformed domain, the daemon did not
+ *	answer or could not write every change, or the spool could not be
+ *	changed; 64 on a usage error.
  */
 
 #include "cli/cli.h"
@@ -107,9 +112,15 @@ static int flush_offline(const struct cli *cli, const char *domain)
             done++;
         }
     }
-    printf("sluiced is not running: %ld deferred messages%s%s made due; "
-           "they go out when it starts\n",
-           done, domain ? " for " : "", domain ? domain : "");
+    if (failed > 0 || rc < 0)
+        fprintf(stderr,
+                "sluice: flush: sluiced is not running, and %ld of %ld "
+                "deferred messages could not be made due\n",
+                failed, done + failed);
+    else
+        printf("sluiced is not running: %ld deferred messages%s%s made due; "
+               "they go out when it starts\n",
+               done, domain ? " for " : "", domain ? domain : "");
     free(o.ids);
     spool_close(o.sp);
     conf_free(conf);

@@ -24,11 +24,15 @@
  *	while mail is being stored or delivered. Each message changed is
  *	reported on stdout ("ID: deleted"), each that cannot be on stderr
  *	with the reason; the exit status is 1 if any could not, 64 on a
- *	usage error, else 0.
+ *	usage error, else 0. A message that is not in the queue (never was,
+ *	or is gone since ALL listed it: another delete, the daemon) is
+ *	reported on stdout as "ID: not in the queue" and is not a failure,
+ *	so that two of these commands may race, as postsuper's may.
  */
 
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,16 @@ enum action {
 
 static const char *const action_name[] = {"delete", "hold", "release",
                                           "requeue"};
+
+/*
+ * A message that is not there (any more: another command, or the daemon,
+ * removed it since it was listed) is nothing to do, not a failure.
+ */
+static int act_gone(const char *id)
+{
+    printf("%s: not in the queue\n", id);
+    return 1;
+}
 
 /* 0 changed, 1 nothing to do (said why), -1 failed (said why). */
 static int act_one(struct spool *sp, enum action act, const char *id)
@@ -106,6 +120,8 @@ static int act_one(struct spool *sp, enum action act, const char *id)
     printf("%s: %s\n", id, done);
     return 0;
 fail:
+    if (errno == ENOENT)
+        return act_gone(id);
     fprintf(stderr, "sluice: %s: %s\n", action_name[act], why);
     return -1;
 }

@@ -169,7 +169,10 @@ static int queue_one(void *ctx, const struct spool_msg *listed)
         }
         show = m;
     }
-    ql->messages++;
+    if (ql->messages++ == 0 && !ql->json) /* as mailq: no header when empty */
+        printf("%-16s %9s %-24s %-8s %s\n", "-Queue ID-", "--Size--",
+               "-----Arrival Time-----", "-State--",
+               "-Sender/Recipient-------");
     ql->bytes += show->size;
     if (ql->json)
         queue_json(show);
@@ -212,10 +215,6 @@ static int queue_run(const struct cli *cli, int argc, char **argv)
     }
     conf_free(conf);
     ql.sp = sp;
-    if (!ql.json)
-        printf("%-16s %9s %-24s %-8s %s\n", "-Queue ID-", "--Size--",
-               "-----Arrival Time-----", "-State--",
-               "-Sender/Recipient-------");
     if (spool_list(sp, SPOOL_INDEX_ALL, queue_one, &ql, why, sizeof(why)) < 0) {
         fprintf(stderr, "sluice: queue: %s\n", why);
         ql.failed = 1;

@@ -40,7 +40,10 @@
  *	message is not acceptable (a NUL byte, too big, or refused by the
  *	daemon); 75 temporary
  *	failure (the spool or the disk is full, cannot write the maildrop,
- *	reading failed). Every failure writes one line with the reason to
+ *	reading failed, no daemon runs and there is no spool: sendmail
+ *	never creates the queue directory, which is sluiced's to make, so
+ *	a missing installation is reported rather than started in the
+ *	default place). Every failure writes one line with the reason to
  *	standard error.
  */
 
@@ -342,6 +345,16 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
         break;
     default: /* no daemon: store it ourselves */
         break;
+    }
+    if (access(cf.queue_directory, F_OK) < 0) {
+        /* Only sluiced (or "sluice import") makes a spool: a missing
+         * one means a missing installation, not a place to start one. */
+        fprintf(stderr,
+                "sendmail: no sluiced is running and there is no spool at %s "
+                "(%s): start sluiced, which creates it, or set "
+                "queue_directory\n",
+                cf.queue_directory, strerror(errno));
+        return EX_TEMPFAIL;
     }
     if (spool_open(&sp, &cf, SPOOL_CREATE | SPOOL_NO_COMMITTER, why,
                    sizeof(why)) == 0) {

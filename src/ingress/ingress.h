@@ -262,8 +262,12 @@ typedef void ingress_done_fn(void *conn, int status, const char *id,
 typedef void local_store_fn(void *ctx, struct spool_msg *m, uid_t uid,
                             ingress_done_fn *done, void *conn);
 
-/* Called once per flush request: messages made due now. */
-typedef void ingress_flushed_fn(void *conn, long messages);
+/*
+ * Called once per flush request: messages made due now, and why NULL,
+ * or the reason some of the changes could not be written (the spool or
+ * the disk is full): the flush then failed, at least in part.
+ */
+typedef void ingress_flushed_fn(void *conn, long messages, const char *why);
 
 struct local_params {
     uint64_t size_limit; /* message_size_limit; 0 = none */

@@ -53,9 +53,13 @@
  *
  *	local_flush() asks the daemon to flush deferred mail, for one
  *	domain or all (NULL), and puts the number of messages made due in
- *	*messages; it returns as local_submit() does. The server hands a
- *	flush to p->flush(ctx, domain, done, conn) (domain NULL for all),
- *	which calls done(conn, messages) once, on the loop thread.
+ *	*messages; it returns as local_submit() does. A domain that is not
+ *	a domain, .domain or an address literal of at most LOCAL_DOMAIN_MAX
+ *	bytes is refused at once (LOCAL_REJECT), without asking; the server
+ *	refuses it too. The server hands a flush to p->flush(ctx, domain,
+ *	done, conn) (domain NULL for all), which calls done(conn, messages,
+ *	why) once, on the loop thread; a why (some changes could not be
+ *	written) is answered as a temporary failure with that reason.
  *
  *	local_submit() is the client. It returns LOCAL_OK with the queue id
  *	in id, or LOCAL_REJECT / LOCAL_TEMPFAIL with the daemon's reason;
@@ -89,6 +93,7 @@
 
 #include "ingress/ingress.h"
 #include "ingress/ingress_private.h"
+#include "smtp/smtp.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -305,6 +310,18 @@ int local_submit(const char *queue_directory, const struct spool_msg *m,
     return rc;
 }
 
+/*
+ * A domain for a flush: a domain, .domain (its subdomains too) or an
+ * address literal, at most LOCAL_DOMAIN_MAX bytes. Both ends check, the
+ * client before it connects.
+ */
+static int flush_domain_ok(const char *d)
+{
+    if (strlen(d) > LOCAL_DOMAIN_MAX)
+        return 0;
+    return smtp_domain_valid(d[0] == '.' ? d + 1 : d);
+}
+
 int local_flush(const char *queue_directory, const char *domain, int timeout_ms,
                 long *messages, char *why, size_t whylen)
 {
@@ -312,6 +329,13 @@ int local_flush(const char *queue_directory, const char *domain, int timeout_ms,
     int rc;
 
     *messages = 0;
+    if (domain != NULL && !flush_domain_ok(domain)) {
+        snprintf(why, whylen,
+                 "malformed domain for flush: a domain, .domain or "
+                 "[address], at most %d bytes",
+                 LOCAL_DOMAIN_MAX);
+        return LOCAL_REJECT;
+    }
     snprintf(head, sizeof(head), "flush%s%s\n", domain ? " " : "",
              domain ? domain : "");
     rc = request(queue_directory, head, "", 0, timeout_ms, count, sizeof(count),
@@ -447,7 +471,7 @@ static uint64_t request_limit(const struct local_server *s)
                                : MAILDROP_SIZE_MAX;
 }
 
-static void flushed(void *arg, long messages)
+static void flushed(void *arg, long messages, const char *why)
 {
     struct local_conn *c = arg;
     char count[32];
@@ -456,21 +480,12 @@ static void flushed(void *arg, long messages)
         conn_free(c);
         return;
     }
+    if (why != NULL) {
+        conn_reply(c, "tempfail", why);
+        return;
+    }
     snprintf(count, sizeof(count), "%ld", messages);
     conn_reply(c, "ok", count);
-}
-
-/* A domain for a flush: a host name or an address literal, no more. */
-static int domain_ok(const char *d)
-{
-    size_t n = strlen(d);
-
-    if (n == 0 || n > LOCAL_DOMAIN_MAX)
-        return 0;
-    for (; *d; d++)
-        if (!isalnum((unsigned char)*d) && !strchr(".-_[]:", *d))
-            return 0;
-    return 1;
 }
 
 static void read_flush(struct local_conn *c, char *line)
@@ -480,7 +495,7 @@ static void read_flush(struct local_conn *c, char *line)
 
     if (line[5] != 0 && line[5] != ' ') {
         conn_reject(c, "malformed request line: expected \"flush [DOMAIN]\"");
-    } else if (domain != NULL && !domain_ok(domain)) {
+    } else if (domain != NULL && !flush_domain_ok(domain)) {
         conn_reject(c, "malformed domain for flush");
     } else if (s->p.flush == NULL) {
         conn_reject(c, "flush is not available here");

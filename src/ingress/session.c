@@ -589,13 +589,15 @@ static void cmd_starttls(struct smtpd_session *ss, struct smtp_command *cmd)
     reply(ss, "502 5.5.1 Error: command not implemented");
 }
 
-static void flushed(void *conn, long messages)
+static void flushed(void *conn, long messages, const char *why)
 {
     struct smtpd_session *ss = conn;
 
     if (callback_orphaned(ss))
         return;
-    if (messages == 0)
+    if (why != NULL)
+        reply(ss, "458 4.3.0 Unable to queue messages for node %s", ss->etrn);
+    else if (messages == 0)
         reply(ss, "251 2.0.0 OK, no messages waiting for node %s", ss->etrn);
     else
         reply(ss, "253 2.0.0 OK, %ld pending messages for node %s started",

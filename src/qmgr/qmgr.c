@@ -357,8 +357,10 @@ struct flush_job {
     struct qmgr *q;
     qmgr_flush_fn *done;
     void *ctx;
-    long messages; /* made due */
+    long messages; /* changes submitted */
     long pending;  /* changes not yet committed */
+    long failed;   /* of them, those that could not be written */
+    char why[256]; /* the first reason */
 };
 
 static void flush_finish(struct flush_job *f)
@@ -367,8 +369,12 @@ static void flush_finish(struct flush_job *f)
 
     q->submitting--;
     feed_ask(q, 0);
+    if (f->failed)
+        qlog(q, QMGR_LOG_WARNING,
+             "flush: %ld of %ld deferred messages not made due: %s", f->failed,
+             f->messages, f->why);
     if (f->done)
-        f->done(f->ctx, f->messages);
+        f->done(f->ctx, f->messages - f->failed, f->failed ? f->why : NULL);
     free(f);
 }
 
@@ -380,14 +386,17 @@ static void flush_seen(void *arg)
         flush_finish(f);
 }
 
+/* Called from the committer's thread: only counts, then posts. */
 static void flush_committed(void *ctx, const char *id, int status,
                             const char *why)
 {
     struct flush_job *f = ctx;
 
     (void)id;
-    (void)status;
-    (void)why;
+    if (status < 0) {
+        if (__atomic_fetch_add(&f->failed, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(f->why, sizeof(f->why), "%s", why ? why : "unknown error");
+    }
     qmgr_inbox_post(f->q->inbox, flush_seen, f);
 }
 

@@ -260,7 +260,7 @@ enum qmgr_log_level {
 typedef void qmgr_log_fn(void *ctx, int level, const char *line);
 typedef void qmgr_submit_fn(void *ctx, int status, const char *id,
                             const char *why);
-typedef void qmgr_flush_fn(void *ctx, long messages);
+typedef void qmgr_flush_fn(void *ctx, long messages, const char *why);
 
 struct qmgr_stats {
     long active;       /* messages in memory now */

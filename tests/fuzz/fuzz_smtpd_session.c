@@ -71,7 +71,7 @@ static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
                   void *conn)
 {
     (void)ctx;
-    done(conn, (long)strlen(domain));
+    done(conn, (long)strlen(domain), NULL);
 }
 
 static void setup(void)

@@ -355,6 +355,7 @@ minimal_backoff_time = 3s
 maximal_backoff_time = 3s
 EOF
 s2() { "$build/sluice" -c "$conf2" "$@"; }
+s2 import >/dev/null # the spool, for sendmail without a daemon
 expect "defaults: failed cohort limit 1, initial concurrency 5" "1 5" \
     "$(s2 config default_destination_concurrency_failed_cohort_limit \
         initial_destination_concurrency | sed 's/.* = //' | paste -sd' ' -)"

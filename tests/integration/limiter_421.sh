@@ -205,6 +205,7 @@ destination_concurrency_feedback_debug = yes
 EOF
     [ -n "$ROUNDING" ] &&
         echo "concurrency_feedback_rounding = $ROUNDING" >>"$conf"
+    "$build/sluice" -c "$conf" import >/dev/null # the spool, for sendmail
     i=1
     while [ $i -le "$N" ]; do
         printf 'Subject: %s %d\n\nbody\n' "$tag" $i |

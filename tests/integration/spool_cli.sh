@@ -20,6 +20,18 @@ first_id() { s queue | awk 'NR == 2 { print $1 }'; }
 out=$(s queue)
 expect "queue before any mail: empty" "Mail queue is empty" "$out"
 
+# Issue 14: with no daemon and no spool, sendmail says so and exits 75
+# (EX_TEMPFAIL, as Postfix's sendmail); it never makes the spool.
+msg 0 | s sendmail -f alice@a.test bob@b.test 2>"$tmp/err"
+expect "no daemon, no spool: sendmail exits 75" 75 $?
+expect "no daemon, no spool: sendmail says so" \
+    "sendmail: no sluiced is running and there is no spool at $q (No such file or directory): start sluiced, which creates it, or set queue_directory" \
+    "$(cat "$tmp/err")"
+[ ! -e "$q" ] && ok "no daemon, no spool: nothing was created" ||
+    not_ok "no daemon, no spool: nothing was created"
+s import >/dev/null
+expect "sluice import makes the spool, as its owner" 0 $?
+
 msg 1 | s sendmail -f alice@a.test bob@b.test carol@c.test
 expect "sendmail stores a message: exit 0" 0 $?
 [ -d "$q/db" ] && [ "$(stat -c %a "$q/db")" = 700 ] &&
@@ -146,9 +158,9 @@ s show "$id" | grep -qx "state: incoming" && ok "released to where it was" ||
     not_ok "released to where it was"
 out=$(s requeue "$id")
 expect "requeue incoming mail" "$id: already due" "$out"
-s delete NOSUCHID 2>"$tmp/err"
-expect "delete unknown id: exit 1" 1 $?
-expect "delete unknown id: the reason" "sluice: delete: NOSUCHID: no such message" "$(cat "$tmp/err")"
+s delete NOSUCHID >"$tmp/out" 2>"$tmp/err"
+expect "delete unknown id: exit 0 (nothing to do)" 0 $?
+expect "delete unknown id: said on stdout" "NOSUCHID: not in the queue" "$(cat "$tmp/out")"
 out=$(s delete "$id")
 expect "delete" "$id: deleted" "$out"
 expect "one message fewer" $((before - 1)) "$(count)"
@@ -191,6 +203,36 @@ else
     ok "non-owner sendmail uses the maildrop # SKIP needs root and setpriv"
 fi
 
+# Issue 14: a message that is gone is not an error for delete, hold,
+# release and requeue: two of them may race.
+id=$(first_id)
+s hold "$id" "$id" >"$tmp/out" 2>"$tmp/err"
+expect "hold ID ID: exit 0" 0 $?
+s delete "$id" "$id" >"$tmp/out" 2>"$tmp/err"
+expect "delete ID ID: exit 0" 0 $?
+expect "delete ID ID: the second is not in the queue" \
+    "$id: deleted|$id: not in the queue" "$(paste -sd'|' "$tmp/out")"
+expect "delete ID ID: nothing on stderr" "" "$(cat "$tmp/err")"
+for verb in hold release requeue delete; do
+    s $verb NOSUCHID123456 >"$tmp/out" 2>&1
+    expect "$verb of a message not in the queue: exit 0, said so" \
+        "0 NOSUCHID123456: not in the queue" "$? $(cat "$tmp/out")"
+done
+i=0
+while [ $i -lt 2000 ]; do
+    printf 'Subject: race %d\n\nx\n' $i
+    i=$((i + 1))
+done | awk '/^Subject/ { n++ } { print > ("'"$tmp"'/race." n) }'
+for f in "$tmp"/race.*; do s sendmail -f r@a.test x@y.test <"$f"; done
+s delete ALL >"$tmp/race1" 2>&1 &
+r1=$!
+s delete ALL >"$tmp/race2" 2>&1
+rc2=$?
+wait $r1
+rc1=$?
+expect "two delete ALL racing over 2000 messages both exit 0" "0 0" "$rc1 $rc2"
+expect "after the race the queue is empty" "Mail queue is empty" "$(s queue)"
+
 # A full spool (a fresh one, its map at its limit): temporary failure,
 # with the reason, and what was stored is still there.
 cat >"$tmp/full.conf" <<EOF
@@ -199,6 +241,7 @@ queue_map_size = 1048576
 queue_map_size_limit = 1048576
 message_size_limit = 0
 EOF
+mkdir "$tmp/q2"
 msg small | "$sluice" -c "$tmp/full.conf" sendmail x@y.test
 { printf 'Subject: big\n\n'; head -c 3000000 /dev/zero | tr '\0' 'a'; } |
     "$sluice" -c "$tmp/full.conf" sendmail -i x@y.test 2>"$tmp/err"

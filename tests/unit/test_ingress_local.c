@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -99,6 +100,7 @@ static void store(void *ctx, struct spool_msg *m, uid_t uid,
 
 static char flush_domain[300];
 static int flush_calls;
+static const char *flush_failure; /* what the flush answers, if it fails */
 
 static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
                   void *conn)
@@ -106,7 +108,7 @@ static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
     (void)ctx;
     flush_calls++;
     snprintf(flush_domain, sizeof(flush_domain), "%s", domain ? domain : "*");
-    done(conn, domain ? 7 : 12);
+    done(conn, domain ? 7 : 12, flush_failure);
 }
 
 static void server_log(void *ctx, const char *line)
@@ -449,6 +451,7 @@ static void test_flush(void **state)
     struct client c = {0};
 
     (void)state;
+    flush_calls = 0;
     server_start(0);
     c.flush = 1;
     c.domain = "a.test";
@@ -466,6 +469,74 @@ static void test_flush(void **state)
     raw_request(worse, strlen(worse),
                 "reject malformed request line: expected \"flush [DOMAIN]\"\n");
     assert_int_equal(flush_calls, 2);
+}
+
+/*
+ * Issue 14: a domain over 312 bytes hung the client for 60 s and then
+ * answered wrongly; a malformed one went to the daemon. Both ends check
+ * the domain (a domain, .domain or an address literal, at most 255
+ * bytes) at once, the client before it connects.
+ */
+static void test_flush_bad_domains(void **state)
+{
+    static const char *const bad[] = {
+        "a b.test", "a\tb.test",  "x..test",  "",
+        ".",        "[192.0.2.1", "a@b.test", "\x01.test",
+    };
+    char longname[400], raw[500];
+    struct client c = {0};
+    struct timeval t0, t1;
+
+    (void)state;
+    flush_calls = 0;
+    server_start(0);
+    memset(longname, 'a', 313);
+    longname[313] = 0;
+    for (int i = 0; i < 4; i++)
+        longname[60 * (i + 1)] = '.';
+    c.flush = 1;
+    c.domain = longname;
+    gettimeofday(&t0, NULL);
+    run_client(&c);
+    gettimeofday(&t1, NULL);
+    assert_int_equal(c.rc, LOCAL_REJECT);
+    assert_string_equal(c.why, "malformed domain for flush: a domain, "
+                               ".domain or [address], at most 255 bytes");
+    assert_true(t1.tv_sec - t0.tv_sec < 2);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        c.domain = bad[i];
+        run_client(&c);
+        assert_int_equal(c.rc, LOCAL_REJECT);
+    }
+    c.domain = ".Sub.Example";
+    run_client(&c);
+    assert_int_equal(c.rc, LOCAL_OK);
+    c.domain = "[192.0.2.1]";
+    run_client(&c);
+    assert_int_equal(c.rc, LOCAL_OK);
+    assert_int_equal(flush_calls, 2);
+    /* the daemon checks too, for clients other than ours */
+    snprintf(raw, sizeof(raw), "flush %s\n", longname);
+    raw_request(raw, strlen(raw), "reject malformed domain for flush\n");
+    raw_request("flush a..b\n", 11, "reject malformed domain for flush\n");
+    assert_int_equal(flush_calls, 2);
+}
+
+/* Issue 14: a flush whose changes could not be written is a failure. */
+static void test_flush_failure(void **state)
+{
+    struct client c = {0};
+
+    (void)state;
+    server_start(0);
+    flush_failure = "spool full: the map reached queue_map_size_limit";
+    c.flush = 1;
+    c.domain = "a.test";
+    run_client(&c);
+    flush_failure = NULL;
+    assert_int_equal(c.rc, LOCAL_TEMPFAIL);
+    assert_string_equal(c.why,
+                        "spool full: the map reached queue_map_size_limit");
 }
 
 /* The server's side of a close, run from the loop while a client waits. */
@@ -516,6 +587,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_close_drops_senders, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_flush_bad_domains, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_flush_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
     };
 

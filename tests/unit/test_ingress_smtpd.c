@@ -78,7 +78,7 @@ static void fake_flush(void *ctx, const char *domain, ingress_flushed_fn *done,
 {
     (void)ctx;
     snprintf(flushed_domain, sizeof(flushed_domain), "%s", domain);
-    done(conn, flush_count);
+    done(conn, flush_count, NULL);
 }
 
 static long fake_backlog(void *ctx)

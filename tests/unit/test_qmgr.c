@@ -50,6 +50,9 @@ static void log_cb(void *ctx, int level, const char *line)
  * asked (next hops are addresses). */
 static const char *world_dns = "127.0.0.1:9";
 
+/* The next world's spool map limit, in bytes; 0: none. */
+static uint64_t world_map_limit;
+
 /* A spool in a temporary directory and a configuration from pairs. */
 static void world_start(struct world *w, const char *name, ...)
 {
@@ -75,7 +78,8 @@ static void world_start(struct world *w, const char *name, ...)
     if (conf_validate(w->conf, why, sizeof(why)) != 0)
         fail_msg("conf_validate: %s", why);
     cf.queue_directory = w->dir;
-    cf.map_size = 16 << 20;
+    cf.map_size = world_map_limit ? world_map_limit : 16 << 20;
+    cf.map_size_limit = world_map_limit;
     if (spool_open(&w->sp, &cf, SPOOL_CREATE, why, sizeof(why)) < 0)
         fail_msg("spool_open: %s", why);
     if ((w->routes = route_load(w->conf, why, sizeof(why))) == NULL)
@@ -408,11 +412,13 @@ static void test_failure_notices(void **state)
 }
 
 static long flushed;
+static char flush_why[512];
 
-static void flush_cb(void *ctx, long messages)
+static void flush_cb(void *ctx, long messages, const char *why)
 {
     (void)ctx;
     flushed = messages;
+    snprintf(flush_why, sizeof(flush_why), "%s", why ? why : "");
 }
 
 /* Run the loop until the last flush has answered, at most 5 s. */
@@ -581,6 +587,121 @@ static void test_unreachable_relay(void **state)
     run_until_idle(&w, 30);
     qmgr_stats(w.q, &st);
     assert_int_equal(st.requeued, 20);
+    world_stop(&w);
+}
+
+/* Store messages until the spool's map is full. */
+static void spool_fill(struct world *w)
+{
+    static const size_t sizes[] = {65536, 4096, 256};
+    char why[256];
+
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        for (int n = 0; n < 100000; n++) {
+            struct spool_msg *m = spool_msg_new();
+            int rc;
+
+            m->sender = strdup("filler@client.test");
+            m->body = calloc(1, sizes[k] + 1);
+            memset(m->body, 'f', sizes[k]);
+            m->size = sizes[k];
+            assert_int_equal(
+                spool_msg_add_rcpt(m, "filler@filler.test", NULL, 0, NULL), 0);
+            rc = spool_store(w->sp, m, why, sizeof(why));
+            spool_msg_free(m);
+            if (rc < 0)
+                break;
+        }
+    }
+}
+
+/*
+ * Issue 14: "sluice flush" on a full disk reported success and did
+ * nothing. A flush whose changes cannot be written says so, with the
+ * reason, to its caller and in the log.
+ */
+/* The pinning child: waits, inside a read transaction, for a byte. */
+static int pin_cb(void *ctx, const struct spool_msg *env)
+{
+    int *fds = ctx;
+    char c;
+
+    (void)env;
+    if (write(fds[1], "p", 1) != 1 || read(fds[0], &c, 1) < 0)
+        _exit(2);
+    return 1; /* stop the walk */
+}
+
+/*
+ * A reader in another process holding a read transaction, as a full
+ * disk would: LMDB cannot reuse the pages freed after it began, so a
+ * full map stays full for every change. Returns the child's pid; a byte
+ * on *release ends it.
+ */
+static pid_t spool_pin(const char *dir, int *release)
+{
+    int to_child[2], from_child[2];
+    pid_t pid;
+    char c;
+
+    assert_int_equal(pipe(to_child), 0);
+    assert_int_equal(pipe(from_child), 0);
+    if ((pid = fork()) == 0) {
+        struct spool_config cf = {0};
+        struct spool *sp;
+        char why[256];
+        int fds[2] = {to_child[0], from_child[1]};
+
+        cf.queue_directory = dir;
+        if (spool_open(&sp, &cf, SPOOL_READONLY | SPOOL_NO_COMMITTER, why,
+                       sizeof(why)) < 0)
+            _exit(1);
+        spool_list(sp, SPOOL_INDEX_DEFERRED, pin_cb, fds, why, sizeof(why));
+        _exit(0);
+    }
+    assert_true(pid > 0);
+    close(to_child[0]);
+    close(from_child[1]);
+    assert_int_equal(read(from_child[0], &c, 1), 1);
+    close(from_child[0]);
+    *release = to_child[1];
+    return pid;
+}
+
+static void test_flush_spool_full(void **state)
+{
+    struct world w;
+    char relay[64];
+    int release, status;
+    pid_t pin;
+    int fd;
+    static const char *const rcpt[] = {"x@far.test"};
+
+    (void)state;
+    fd = closed_relay(relay, sizeof(relay));
+    world_map_limit = 2 << 20;
+    world_start(&w, "relayhost", relay, NULL);
+    world_map_limit = 0;
+    for (int i = 0; i < 10; i++)
+        store(&w, "sender@client.test", 1, rcpt);
+    run_until_idle(&w, 30);
+    close(fd);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_DEFERRED), 10);
+    /* A reader held open keeps LMDB from reusing pages, as a full disk
+     * keeps it from growing: the flush's changes cannot be written. */
+    pin = spool_pin(w.dir, &release);
+    spool_fill(&w);
+    flushed = -1;
+    qmgr_flush(w.q, NULL, flush_cb, NULL);
+    run_until_flushed(&w);
+    assert_int_equal(write(release, "x", 1), 1);
+    close(release);
+    assert_int_equal(waitpid(pin, &status, 0), pin);
+    assert_true(flushed >= 0 && flushed < 10);
+    assert_non_null(strstr(flush_why, "spool full"));
+    assert_non_null(strstr(w.log, " deferred messages not made due: spool "
+                                  "full"));
+    assert_non_null(strstr(w.log, "of 10 deferred messages not made due"));
     world_stop(&w);
 }
 
@@ -791,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
+        cmocka_unit_test(test_flush_spool_full),
         cmocka_unit_test(test_trickle_to_dead_site),
         cmocka_unit_test(test_failure_notices),
         cmocka_unit_test(test_expiry_sweep),
