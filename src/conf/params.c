@@ -221,6 +221,8 @@ const struct conf_def conf_params[] = {
         "recipients accepted per message"),
     INT("smtpd_client_connection_count_limit", "50", NULL, 0, 100000L,
         "sessions at once from one client address (0 = no limit)"),
+    LIST("smtpd_client_event_limit_exceptions", "$mynetworks", NULL,
+         "clients not held to smtpd_client_connection_count_limit"),
     TIME("smtpd_timeout", "300s", NULL, 's',
          "time limit for a client's command or piece of message content"),
     INT("smtpd_hard_error_limit", "20", NULL, 1, 100000L,

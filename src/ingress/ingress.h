@@ -84,7 +84,8 @@
  *	long	smtpd_server_sessions(const struct smtpd_server *s)
  *	void	smtpd_server_free(struct smtpd_server *s)
  *
- *	Lists of networks, for who may relay (nets.c):
+ *	Lists of networks, for who may relay and who is exempt from
+ *	limits (nets.c):
  *
  *	struct ingress_nets *ingress_nets_parse(const char *list,
  *			char *why, size_t whylen)
@@ -126,8 +127,10 @@
  *	control; session.c the protocol, reply by reply; receive.c what
  *	is added to a message (Received:, missing headers).
  *
- *	A network list (nets.c) is mynetworks: addresses and CIDR blocks,
- *	matched against a client's address; nets.c says what it accepts.
+ *	A network list (nets.c) is mynetworks or another list in its
+ *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
+ *	blocks, matched against a client's address; nets.c says what it
+ *	accepts.
  *
  *	The submission socket (local.c) carries a message from "sluice
  *	sendmail" to the running daemon, which stores it in its group
@@ -333,6 +336,7 @@ struct smtpd_params {
     uint64_t queue_minfree;      /* queue_minfree, bytes */
     long recipient_limit;        /* smtpd_recipient_limit */
     long connection_limit;       /* smtpd_client_connection_count_limit */
+    const char *exempt;          /* smtpd_client_event_limit_exceptions */
     long error_limit;            /* smtpd_hard_error_limit */
     long line_limit;             /* line_length_limit */
     long timeout_ms;             /* smtpd_timeout */

@@ -45,8 +45,9 @@
  *	Limits, checked when a client connects:
  *	- smtpd_client_connection_count_limit: a client address with that
  *	  many sessions open gets "421 4.7.0 ... too many connections" and
- *	  is disconnected (0: no limit). Unlike Postfix, mynetworks is not
- *	  exempt: a runaway local program is the usual offender.
+ *	  is disconnected (0: no limit), unless it is in
+ *	  smtpd_client_event_limit_exceptions (Postfix's default, as here:
+ *	  $mynetworks, so that a local injector may open many sessions).
  *	- SMTPD_SESSION_MAX sessions at once in all: beyond that the
  *	  listeners stop accepting and clients wait in the listen queue.
  *	  They also stop for SMTPD_ACCEPT_PAUSE_MS when accept() fails (out
@@ -122,6 +123,7 @@ static void conf_clear(struct smtpd_conf *cf)
     free(cf->hostname);
     free(cf->queue_directory);
     ingress_nets_free(cf->mynetworks);
+    ingress_nets_free(cf->exempt);
     for (size_t i = 0; i < cf->nrelay; i++)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
@@ -170,16 +172,28 @@ static int domain_add(void *ctx, const char *word)
     return 0;
 }
 
+/* A network list parameter; NULL (with why set) when it is bad. */
+static struct ingress_nets *nets_parse(const char *name, const char *list,
+                                       char *why, size_t whylen)
+{
+    struct ingress_nets *n;
+    char nwhy[256];
+
+    n = ingress_nets_parse(list ? list : "", nwhy, sizeof(nwhy));
+    if (n == NULL)
+        snprintf(why, whylen, "%s: %s", name, nwhy);
+    return n;
+}
+
 static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
                       char *why, size_t whylen)
 {
-    char nwhy[256];
-
     memset(cf, 0, sizeof(*cf));
-    cf->mynetworks = ingress_nets_parse(p->mynetworks ? p->mynetworks : "",
-                                        nwhy, sizeof(nwhy));
-    if (cf->mynetworks == NULL) {
-        snprintf(why, whylen, "mynetworks: %s", nwhy);
+    if ((cf->mynetworks =
+             nets_parse("mynetworks", p->mynetworks, why, whylen)) == NULL ||
+        (cf->exempt = nets_parse("smtpd_client_event_limit_exceptions",
+                                 p->exempt, why, whylen)) == NULL) {
+        conf_clear(cf);
         return -1;
     }
     if (list_each(p->relay_domains, domain_add, cf) < 0) {
@@ -437,7 +451,8 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
         return turn_away(fd, "421 4.3.2 Service shutting down\r\n");
     LIST_FOREACH(ss, &s->sessions, link)
     same += same_client(&ss->addr, sa);
-    if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit) {
+    if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit &&
+        !ingress_nets_match(s->cf.exempt, sa)) {
         smtpd_log(s,
                   "warning: connection count limit %ld exceeded by %s, "
                   "turned away",

@@ -61,7 +61,8 @@ struct smtpd_conf {
     char *hostname;
     char *queue_directory;
     struct ingress_nets *mynetworks;
-    char **relay_domains; /* lower case */
+    struct ingress_nets *exempt; /* from connection_limit */
+    char **relay_domains;        /* lower case */
     size_t nrelay;
     uint64_t size_limit, queue_minfree;
     long recipient_limit, connection_limit, error_limit, line_limit;

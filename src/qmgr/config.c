@@ -102,6 +102,7 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
     p->connection_limit =
         conf_int(conf, NULL, "smtpd_client_connection_count_limit");
+    p->exempt = conf_str(conf, NULL, "smtpd_client_event_limit_exceptions");
     p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
     p->line_limit = conf_int(conf, NULL, "line_length_limit");
     p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");

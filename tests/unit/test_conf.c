@@ -173,6 +173,7 @@ static const struct {
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
+    {"smtpd_client_event_limit_exceptions", CONF_LIST, "$mynetworks"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -245,9 +246,9 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 9 integers, 1 time, 1 boolean and 3 lists.
+     * SMTP server's 9 integers, 1 time, 1 boolean and 4 lists.
      */
-    assert_int_equal(conf_param_count, 71);
+    assert_int_equal(conf_param_count, 72);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

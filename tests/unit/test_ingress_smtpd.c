@@ -115,6 +115,7 @@ static int setup(void **state)
     params.size_limit = 1000;
     params.recipient_limit = 3;
     params.connection_limit = 2;
+    params.exempt = params.mynetworks; /* the default */
     params.error_limit = 20;
     params.line_limit = 512;
     params.timeout_ms = 5000;
@@ -792,19 +793,49 @@ static void test_connection_limit(void **state)
     int a, b, c, d;
 
     (void)state;
-    a = connect_from("127.0.0.1");
-    b = connect_from("127.0.0.1");
-    c = connect_from("127.0.0.1");
+    a = connect_from("127.0.0.9");
+    b = connect_from("127.0.0.9");
+    c = connect_from("127.0.0.9");
     d = connect_from("127.0.0.2");
     expect(a, greeting);
     expect(b, greeting);
     expect_close(c, "421 4.7.0 mx.test Error: too many connections from "
-                    "127.0.0.1\r\n");
+                    "127.0.0.9\r\n");
     expect(d, greeting);
     assert_int_equal(smtpd_server_sessions(server), 3);
+    assert_true(was_logged("warning: connection count limit 2 exceeded by "
+                           "unknown[127.0.0.9], turned away"));
     close(a);
     close(b);
     close(d);
+}
+
+/* smtpd_client_event_limit_exceptions (Postfix's default: $mynetworks):
+ * a client in it is not held to the connection count limit. */
+static void test_connection_limit_exceptions(void **state)
+{
+    int fd[4];
+
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        fd[i] = connect_from("127.0.0.1");
+    for (int i = 0; i < 4; i++)
+        expect(fd[i], greeting);
+    assert_int_equal(smtpd_server_sessions(server), 4);
+    for (int i = 0; i < 4; i++)
+        close(fd[i]);
+    /* an empty list exempts no one, mynetworks included */
+    teardown(state);
+    setup(state);
+    params.exempt = "";
+    for (int i = 0; i < 3; i++)
+        fd[i] = connect_from("127.0.0.1");
+    expect(fd[0], greeting);
+    expect(fd[1], greeting);
+    expect_close(fd[2], "421 4.7.0 mx.test Error: too many connections from "
+                        "127.0.0.1\r\n");
+    close(fd[0]);
+    close(fd[1]);
 }
 
 /* Flow control: a long incoming queue slows MAIL, a longer one stops it. */
@@ -1083,6 +1114,7 @@ int main(void)
         T(test_line_too_long),
         T(test_timeout),
         T(test_connection_limit),
+        T(test_connection_limit_exceptions),
         T(test_flow_control),
         T(test_shutdown),
         T(test_answer_after_free),
