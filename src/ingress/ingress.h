@@ -321,6 +321,9 @@ struct smtpd_ops {
                   void *conn);
     /* Messages in the incoming queue now; NULL: none counted. */
     long (*backlog)(void *ctx);
+    /* Bytes free inside the spool's file (spool_free_bytes()), which
+     * the file system does not count as free; NULL: none. */
+    int64_t (*spool_free)(void *ctx);
     void (*log)(void *ctx, const char *line);
     void *ctx;
 };

@@ -65,10 +65,14 @@
  *	  in_flow_delay: acceptance slows to the pace of delivery, as
  *	  Postfix's in_flow_delay does, instead of filling the queue. A
  *	  warning says so, at most once a minute.
- *	- Less free space in the queue's file system than queue_minfree,
- *	  or than 1.5 times the message (its SIZE, else message_size_limit),
- *	  is "452 4.3.1 Insufficient system storage"; so is any MAIL within
+ *	- Less free space than queue_minfree, or than 1.5 times the
+ *	  message (its SIZE, else message_size_limit), is "452 4.3.1
+ *	  Insufficient system storage"; so is any MAIL within
  *	  SMTPD_STORE_LATCH seconds of a store that failed (spool full).
+ *	  Free space is the queue file system's, plus, when that is short,
+ *	  what deleted messages left free inside the spool's file
+ *	  (ops->spool_free): the file never shrinks, and once it had filled
+ *	  the disk the file system alone would say "full" for ever.
  *
  *	Relay policy (smtpd_relay_domain()): a client in mynetworks may
  *	send to any domain; another only to relay_domains, where
@@ -294,6 +298,18 @@ int smtpd_relay_domain(const struct smtpd_server *s, const char *domain)
     return 0;
 }
 
+/*
+ * What deleted messages left free in the spool's file: the file never
+ * shrinks, so after the disk filled once the file system alone would
+ * say "full" for ever. Asked only when the file system is short.
+ */
+static uint64_t spool_free(struct smtpd_server *s)
+{
+    int64_t n = s->ops.spool_free ? s->ops.spool_free(s->ops.ctx) : 0;
+
+    return n > 0 ? (uint64_t)n : 0;
+}
+
 int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
                         size_t whylen)
 {
@@ -314,6 +330,8 @@ int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
     if (need < s->cf.queue_minfree)
         need = s->cf.queue_minfree;
     avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    if (avail < need)
+        avail += spool_free(s);
     if (avail < need) {
         snprintf(why, whylen, "Insufficient system storage");
         smtpd_log(s,

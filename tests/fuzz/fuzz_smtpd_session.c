@@ -76,7 +76,7 @@ static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
 
 static void setup(void)
 {
-    static const struct smtpd_ops ops = {store, flush, NULL, NULL, NULL};
+    static const struct smtpd_ops ops = {.store = store, .flush = flush};
     struct smtpd_params p = {0};
     char why[256];
 

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ static void *late_conn;
 static char flushed_domain[300];
 static long flush_count;
 static long backlog;
+static int64_t spool_free;
 static char logged[64][600];
 static int nlogged;
 
@@ -85,6 +87,12 @@ static long fake_backlog(void *ctx)
 {
     (void)ctx;
     return backlog;
+}
+
+static int64_t fake_spool_free(void *ctx)
+{
+    (void)ctx;
+    return spool_free;
 }
 
 static void fake_log(void *ctx, const char *line)
@@ -128,6 +136,7 @@ static int setup(void **state)
     nstored = nlogged = 0;
     late_done = NULL;
     backlog = flush_count = 0;
+    spool_free = 0;
     flushed_domain[0] = 0;
     return 0;
 }
@@ -146,8 +155,11 @@ static int teardown(void **state)
 
 static void server_start(void)
 {
-    static const struct smtpd_ops ops = {fake_store, fake_flush, fake_backlog,
-                                         fake_log, NULL};
+    static const struct smtpd_ops ops = {.store = fake_store,
+                                         .flush = fake_flush,
+                                         .backlog = fake_backlog,
+                                         .spool_free = fake_spool_free,
+                                         .log = fake_log};
     char why[256];
 
     server = smtpd_server_create(base, &params, &ops, why, sizeof(why));
@@ -401,6 +413,29 @@ static void test_store_failure(void **state)
          "452 4.3.1 Insufficient system storage: spool full\r\n");
     chat(fd, "MAIL FROM:<s@x.test>\r\n",
          "452 4.3.1 Insufficient system storage: spool full\r\n");
+    close(fd);
+}
+
+/* queue_minfree counts the free pages in the spool's file, which never
+ * shrinks, as free space: a spool that once filled the disk and was
+ * emptied takes mail again. */
+static void test_storage_spool_free(void **state)
+{
+    struct statvfs fs;
+    uint64_t avail;
+    int fd;
+
+    (void)state;
+    assert_int_equal(statvfs("/tmp", &fs), 0);
+    avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    params.queue_directory = "/tmp";
+    params.queue_minfree = avail + (1ULL << 30); /* a GB short */
+    fd = hello("127.0.0.1");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "452 4.3.1 Insufficient system storage\r\n");
+    assert_true(was_logged("warning: not enough free space in /tmp: "));
+    spool_free = 4LL << 30; /* what deleted messages left in the spool */
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
     close(fd);
 }
 
@@ -1073,7 +1108,7 @@ static void test_accept_out_of_fds(void **state)
 /* smtpd_listen: a bad address is refused with the reason. */
 static void test_listen_errors(void **state)
 {
-    static const struct smtpd_ops ops = {fake_store, NULL, NULL, NULL, NULL};
+    static const struct smtpd_ops ops = {.store = fake_store};
     char why[256];
 
     (void)state;
@@ -1096,6 +1131,7 @@ int main(void)
         T(test_transaction),
         T(test_answer_waits_for_store),
         T(test_store_failure),
+        T(test_storage_spool_free),
         T(test_pipelining),
         T(test_sequence_and_syntax),
         T(test_recipient_limit),
