@@ -224,7 +224,13 @@ const struct conf_def conf_params[] = {
     LIST("smtpd_client_event_limit_exceptions", "$mynetworks", NULL,
          "clients not held to smtpd_client_connection_count_limit"),
     TIME("smtpd_timeout", "300s", NULL, 's',
-         "time limit for a client's command or piece of message content"),
+         "time limit for a client's command line or line of message "
+         "content"),
+    BOOL("smtpd_per_record_deadline", "yes", NULL,
+         "smtpd_timeout bounds each whole command or content line, not each "
+         "read"),
+    TIME("smtpd_stress_timeout", "10s", NULL, 's',
+         "smtpd_timeout while the SMTP server is near its session limit"),
     INT("smtpd_hard_error_limit", "20", NULL, 1, 100000L,
         "errors a client may make before it is disconnected"),
     INT("line_length_limit", "2048", NULL, 512, 131072L,

@@ -67,7 +67,7 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
- *	The SMTP server (smtpd.c, session.c, receive.c):
+ *	The SMTP server (smtpd.c, session.c, deadline.c, receive.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -124,8 +124,9 @@
  *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
  *	250 to the end of a message only once its store callback says it
  *	is durable. smtpd.c describes the server, its parameters and flow
- *	control; session.c the protocol, reply by reply; receive.c what
- *	is added to a message (Received:, missing headers).
+ *	control; session.c the protocol, reply by reply; deadline.c how
+ *	long a session waits for its client; receive.c what is added to a
+ *	message (Received:, missing headers).
  *
  *	A network list (nets.c) is mynetworks or another list in its
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
@@ -298,6 +299,8 @@ struct ingress_nets;
 
 /* The SMTP server. */
 #define SMTPD_SESSION_MAX     500    /* sessions at once; then accept waits */
+#define SMTPD_STRESS_ON       400    /* sessions: stress begins (80 %) */
+#define SMTPD_STRESS_OFF      300    /* fewer sessions: stress is over */
 #define SMTPD_STORE_LATCH     10     /* s: 452 to MAIL after a failed store */
 #define SMTPD_HELO_MAX        255    /* bytes of a HELO name kept */
 #define SMTPD_INPUT_MAX       262144 /* bytes read ahead of the session */
@@ -343,6 +346,8 @@ struct smtpd_params {
     long error_limit;            /* smtpd_hard_error_limit */
     long line_limit;             /* line_length_limit */
     long timeout_ms;             /* smtpd_timeout */
+    long stress_timeout_ms;      /* smtpd_stress_timeout */
+    int per_record_deadline;     /* smtpd_per_record_deadline */
     long in_flow_delay_ms;       /* in_flow_delay */
     long active_limit;           /* qmgr_message_active_limit */
     long backlog_limit;          /* in_flow_backlog_limit, 0 = none */

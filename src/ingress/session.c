@@ -77,8 +77,10 @@
  *	is written only when the store says the message is durable, "451
  *	4.3.0" or "452 4.3.1" when it could not be stored.
  *
- *	smtpd_timeout bounds every wait for the client, in a command or
- *	in content ("421 4.4.2 ... timeout exceeded"). ETRN (after HELO,
+ *	Deadlines (deadline.c) bound every wait for the client: each
+ *	command line, and each line of content, must come within
+ *	smtpd_timeout, shorter under stress ("421 4.4.2 ... timeout
+ *	exceeded"). ETRN (after HELO,
  *	outside a transaction) flushes the node's deferred mail: "domain",
  *	"@domain" (with its subdomains); a client outside mynetworks only
  *	for relay_domains (459 4.7.1); "#queue" is not supported (458).
@@ -264,6 +266,7 @@ static void message_begin(struct smtpd_session *ss, int mode)
 static void wait_begin(struct smtpd_session *ss)
 {
     ss->state = SESSION_WAIT;
+    deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
 }
 
@@ -273,8 +276,10 @@ static void wait_end(struct smtpd_session *ss)
     ss->state = SESSION_COMMAND;
     if (ss->s && ss->s->closing && !ss->quitting)
         reply_final(ss, "421 4.3.2 %s Service shutting down", hostname(ss));
-    if (!ss->quitting)
+    if (!ss->quitting) {
         bufferevent_enable(ss->bev, EV_READ);
+        deadline_start(ss);
+    }
     if (!ss->in_input)
         session_input(ss);
 }
@@ -794,6 +799,7 @@ static int read_data(struct smtpd_session *ss, struct evbuffer *in)
     while (evbuffer_peek(in, -1, NULL, &v, 1) > 0 && v.iov_len > 0) {
         rc =
             smtp_data_feed(&ss->reader, v.iov_base, v.iov_len, &used, emit, ss);
+        deadline_progress(ss, v.iov_base, used);
         evbuffer_drain(in, used);
         if (rc == SMTP_DATA_DONE) {
             data_done(ss);
@@ -862,6 +868,7 @@ static int read_chunk(struct smtpd_session *ss, struct evbuffer *in)
             if (rc < 0)
                 ss->reader_error = rc;
         }
+        deadline_progress(ss, v.iov_base, n);
         evbuffer_drain(in, n);
         ss->chunk_left -= n;
     }
@@ -885,6 +892,7 @@ static void close_after_reply(struct smtpd_session *ss)
 {
     ss->state = SESSION_CLOSING;
     evtimer_del(ss->delay_ev);
+    deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
     bufferevent_setcb(ss->bev, NULL, closing_written, event_cb, ss);
     bufferevent_setwatermark(ss->bev, EV_WRITE, 0, 0);
@@ -902,7 +910,10 @@ static void session_input(struct smtpd_session *ss)
     while (more && !ss->quitting && !ss->output_full) {
         switch (ss->state) {
         case SESSION_COMMAND:
-            more = read_command(ss, in);
+            /* a command line is a record: the next one's clock starts */
+            if ((more = read_command(ss, in)) && !ss->quitting &&
+                ss->state != SESSION_WAIT)
+                deadline_start(ss);
             break;
         case SESSION_DATA:
             more = read_data(ss, in);
@@ -932,6 +943,7 @@ static void session_input(struct smtpd_session *ss)
 static void read_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
+    deadline_read(arg);
     session_input(arg);
 }
 
@@ -949,17 +961,20 @@ static void write_cb(struct bufferevent *bev, void *arg)
     }
 }
 
+/* A deadline passed (deadline.c): the client took too long. */
+void session_timeout(struct smtpd_session *ss)
+{
+    if (ss->state == SESSION_CLOSING || ss->state == SESSION_WAIT)
+        return;
+    smtpd_log(ss->s, "timeout after %s from %s", ss->last_verb, ss->client);
+    reply_final(ss, "421 4.4.2 %s Error: timeout exceeded", hostname(ss));
+    close_after_reply(ss);
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct smtpd_session *ss = arg;
 
-    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
-        ss->state != SESSION_CLOSING) {
-        smtpd_log(ss->s, "timeout after %s from %s", ss->last_verb, ss->client);
-        reply_final(ss, "421 4.4.2 %s Error: timeout exceeded", hostname(ss));
-        close_after_reply(ss);
-        return;
-    }
     if ((what & BEV_EVENT_EOF) &&
         (ss->in_mail || ss->state == SESSION_DATA || ss->state == SESSION_BDAT))
         smtpd_log(ss->s, "lost connection after %s from %s", ss->last_verb,
@@ -1023,6 +1038,7 @@ static void session_free(struct smtpd_session *ss)
         bufferevent_free(ss->bev);
     if (ss->delay_ev)
         event_free(ss->delay_ev);
+    deadline_free(ss);
     transaction_reset(ss);
     free(ss->rcpt);
     free(ss->helo);
@@ -1045,24 +1061,27 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
     smtpd_client_text(sa, salen, ss->addr_text, sizeof(ss->addr_text),
                       ss->client, sizeof(ss->client));
     ss->last_verb = "CONNECT";
-    /* the timer first: once the bufferevent has fd, it closes it */
+    /* the timers first: once the bufferevent has fd, it closes it */
     ss->delay_ev = evtimer_new(s->base, delay_cb, ss);
-    if (ss->delay_ev != NULL)
+    if (ss->delay_ev != NULL && deadline_init(ss) == 0)
         ss->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (ss->bev == NULL) {
         if (ss->delay_ev)
             event_free(ss->delay_ev);
+        deadline_free(ss);
         free(ss);
         return NULL; /* fd is still the caller's */
     }
     bufferevent_setcb(ss->bev, read_cb, write_cb, event_cb, ss);
-    bufferevent_set_timeouts(ss->bev, &tmo, &tmo);
+    /* reading has its deadlines (deadline.c); writing a plain timeout */
+    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
     bufferevent_setwatermark(ss->bev, EV_READ, 0, SMTPD_INPUT_MAX);
     bufferevent_setwatermark(ss->bev, EV_WRITE, SMTPD_OUTPUT_MAX / 2, 0);
     bufferevent_enable(ss->bev, EV_READ | EV_WRITE);
     snprintf(greeting, sizeof(greeting), "220 %s ESMTP sluice\r\n",
              s->cf.hostname);
     reply_raw(ss, greeting);
+    deadline_start(ss);
     return ss;
 }
 
@@ -1095,6 +1114,7 @@ void session_orphan(struct smtpd_session *ss)
         event_free(ss->delay_ev);
         ss->delay_ev = NULL;
     }
+    deadline_free(ss);
     if (!ss->pending)
         session_free(ss);
 }

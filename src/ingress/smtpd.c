@@ -50,6 +50,10 @@
  *	  $mynetworks, so that a local injector may open many sessions).
  *	- SMTPD_SESSION_MAX sessions at once in all: beyond that the
  *	  listeners stop accepting and clients wait in the listen queue.
+ *	  From SMTPD_STRESS_ON sessions until fewer than SMTPD_STRESS_OFF
+ *	  are left, the server is under stress: every session's deadlines
+ *	  are per record and at most smtpd_stress_timeout (deadline.c), so
+ *	  that clients holding sessions by trickling bytes make room.
  *	  They also stop for SMTPD_ACCEPT_PAUSE_MS when accept() fails (out
  *	  of file descriptors), rather than be called again at once.
  *	- in_flow_backlog_limit: with more messages than that in the
@@ -219,6 +223,11 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
                      : p->line_limit > SMTPD_INPUT_MAX / 2 ? SMTPD_INPUT_MAX / 2
                                                            : p->line_limit;
     cf->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 1000;
+    cf->stress_timeout_ms =
+        p->stress_timeout_ms > 0 && p->stress_timeout_ms < cf->timeout_ms
+            ? p->stress_timeout_ms
+            : cf->timeout_ms;
+    cf->per_record_deadline = p->per_record_deadline;
     cf->in_flow_delay_ms = p->in_flow_delay_ms;
     cf->active_limit = p->active_limit;
     cf->backlog_limit = p->backlog_limit;
@@ -400,6 +409,34 @@ static void listeners_enable(struct smtpd_server *s, int on)
     s->paused = !on;
 }
 
+/*
+ * Stress: near its session limit the server cuts slow clients short, as
+ * Postfix does when its smtpd processes reach their limit (master.cf's
+ * process limit sets "stress", and smtpd_timeout is
+ * ${stress?{10}:{300}}s). Here every session shares one process, so
+ * the count of sessions is the measure, with hysteresis so that the
+ * state does not flap at the threshold; sessions already open get the
+ * shorter deadline from their current record on.
+ */
+static void stress_update(struct smtpd_server *s)
+{
+    struct smtpd_session *ss;
+
+    if (!s->stress && s->nsessions >= SMTPD_STRESS_ON) {
+        s->stress = 1;
+        smtpd_log(s,
+                  "warning: %ld SMTP sessions, near the limit of %d: "
+                  "stress: deadlines per command and content line, of "
+                  "smtpd_stress_timeout (%ld ms)",
+                  s->nsessions, SMTPD_SESSION_MAX, s->cf.stress_timeout_ms);
+        LIST_FOREACH(ss, &s->sessions, link)
+        deadline_tighten(ss);
+    } else if (s->stress && s->nsessions < SMTPD_STRESS_OFF) {
+        s->stress = 0;
+        smtpd_log(s, "stress over: %ld SMTP sessions", s->nsessions);
+    }
+}
+
 void smtpd_session_gone(struct smtpd_session *ss)
 {
     struct smtpd_server *s = ss->s;
@@ -411,6 +448,7 @@ void smtpd_session_gone(struct smtpd_session *ss)
     s->nsessions--;
     if (s->paused && !s->closing && s->nsessions < SMTPD_SESSION_MAX)
         listeners_enable(s, 1);
+    stress_update(s);
 }
 
 static int same_client(const struct sockaddr_storage *a,
@@ -494,6 +532,7 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
     LIST_INSERT_HEAD(&s->sessions, ss, link);
     if (++s->nsessions >= SMTPD_SESSION_MAX && !s->paused)
         listeners_enable(s, 0);
+    stress_update(s);
     smtpd_log(s, "connect from %s", ss->client);
     return 0;
 }

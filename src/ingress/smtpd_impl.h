@@ -31,6 +31,21 @@
  *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
  *
+ *	For the deadlines (deadline.c), the session's answer to one passed:
+ *
+ *	void	session_timeout(struct smtpd_session *ss)
+ *
+ *	Deadlines (deadline.c), for the sessions and the server:
+ *
+ *	int	deadline_init(struct smtpd_session *ss)
+ *	void	deadline_start(struct smtpd_session *ss)
+ *	void	deadline_read(struct smtpd_session *ss)
+ *	void	deadline_progress(struct smtpd_session *ss, const char *p,
+ *			size_t n)
+ *	void	deadline_tighten(struct smtpd_session *ss)
+ *	void	deadline_stop(struct smtpd_session *ss)
+ *	void	deadline_free(struct smtpd_session *ss)
+ *
  *	What goes into a message (receive.c), for the sessions:
  *
  *	void	receive_received(struct ingress_buf *b,
@@ -40,7 +55,8 @@
  *			const char *hostname, int add_missing, time_t now)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
- *	smtpd.c, session.c and receive.c describe their functions.
+ *	smtpd.c, session.c, deadline.c and receive.c describe their
+ *	functions.
  */
 
 #include "ingress/ingress.h"
@@ -67,6 +83,8 @@ struct smtpd_conf {
     uint64_t size_limit, queue_minfree;
     long recipient_limit, connection_limit, error_limit, line_limit;
     long timeout_ms, in_flow_delay_ms, active_limit, backlog_limit;
+    long stress_timeout_ms; /* at most timeout_ms */
+    int per_record_deadline;
     long hopcount_limit, junk_limit;
     uint64_t memory_limit;
     int add_missing_headers;
@@ -81,6 +99,7 @@ struct smtpd_server {
     int paused;  /* at SMTPD_SESSION_MAX: not accepting */
     int closing; /* smtpd_server_close() was called */
     long nsessions;
+    int stress;          /* near SMTPD_SESSION_MAX: shorter deadlines */
     time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
     char store_why[256];
     time_t flow_logged;      /* last in_flow_delay warning */
@@ -163,6 +182,9 @@ struct smtpd_session {
     char chunk_reply[160];
     char etrn[256];                /* the node of the ETRN being flushed */
     struct event *delay_ev;        /* in_flow_delay */
+    struct event *deadline_ev;     /* the record under way (deadline.c) */
+    long long record_start;        /* when it began, monotonic ms */
+    uint64_t record_bytes;         /* content bytes of it so far */
     const char *last_verb;         /* for "timeout after VERB" */
     unsigned counts[COUNT_MAX][2]; /* [ok, total] */
 };
@@ -185,6 +207,15 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
 void session_shutdown(struct smtpd_session *ss);
 int session_busy(const struct smtpd_session *ss);
 void session_orphan(struct smtpd_session *ss);
+void session_timeout(struct smtpd_session *ss);
+
+int deadline_init(struct smtpd_session *ss);
+void deadline_start(struct smtpd_session *ss);
+void deadline_read(struct smtpd_session *ss);
+void deadline_progress(struct smtpd_session *ss, const char *p, size_t n);
+void deadline_tighten(struct smtpd_session *ss);
+void deadline_stop(struct smtpd_session *ss);
+void deadline_free(struct smtpd_session *ss);
 
 void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);

@@ -106,6 +106,9 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
     p->line_limit = conf_int(conf, NULL, "line_length_limit");
     p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
+    p->stress_timeout_ms =
+        (long)conf_time_ms(conf, NULL, "smtpd_stress_timeout");
+    p->per_record_deadline = conf_bool(conf, NULL, "smtpd_per_record_deadline");
     p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
     p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
     p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");

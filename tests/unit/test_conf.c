@@ -153,6 +153,7 @@ static const struct {
     {"smtp_data_done_timeout", 600000, 's'},
     {"smtp_quit_timeout", 300000, 's'},
     {"smtpd_timeout", 300000, 's'},
+    {"smtpd_stress_timeout", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -232,6 +233,7 @@ static void test_table_has_every_parameter(void **state)
         "concurrency_feedback_rounding",
         "default_scheduler",
         "always_add_missing_headers",
+        "smtpd_per_record_deadline",
     };
     size_t i;
     size_t j;
@@ -246,9 +248,9 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 9 integers, 1 time, 1 boolean and 4 lists.
+     * SMTP server's 9 integers, 2 times, 2 booleans and 4 lists.
      */
-    assert_int_equal(conf_param_count, 72);
+    assert_int_equal(conf_param_count, 74);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -50,7 +50,7 @@ static char flushed_domain[300];
 static long flush_count;
 static long backlog;
 static int64_t spool_free;
-static char logged[64][600];
+static char logged[2048][600];
 static int nlogged;
 
 static void fake_store(void *ctx, struct spool_msg *m, const char *origin,
@@ -98,7 +98,7 @@ static int64_t fake_spool_free(void *ctx)
 static void fake_log(void *ctx, const char *line)
 {
     (void)ctx;
-    if (nlogged < 64)
+    if (nlogged < 2048)
         snprintf(logged[nlogged++], sizeof(logged[0]), "%s", line);
 }
 
@@ -127,6 +127,8 @@ static int setup(void **state)
     params.error_limit = 20;
     params.line_limit = 512;
     params.timeout_ms = 5000;
+    params.stress_timeout_ms = 10000;
+    params.per_record_deadline = 1;
     params.in_flow_delay_ms = 200;
     params.active_limit = 10;
     params.backlog_limit = 100;
@@ -270,16 +272,59 @@ static void expect_silence(int fd, int ms)
     assert_false(eof);
 }
 
-/* The server closed the connection, after text. */
-static void expect_close(int fd, const char *text)
+/* The server closed the connection within ms, after text. */
+static void expect_close_within(int fd, const char *text, int ms)
 {
     char buf[2048];
     int eof;
 
-    pump(fd, buf, sizeof(buf), 0, 2000, &eof);
+    pump(fd, buf, sizeof(buf), 0, ms, &eof);
     assert_string_equal(buf, text);
     assert_true(eof);
     close(fd);
+}
+
+/* The server closed the connection, after text. */
+static void expect_close(int fd, const char *text)
+{
+    expect_close_within(fd, text, 2000);
+}
+
+static long elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000L +
+           (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/* Run the loop for ms of real time (the server's deadlines are in real
+ * time, however loaded the machine), leaving what the server sends
+ * unread. */
+static void spin(int ms)
+{
+    struct timespec start;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (elapsed_ms(&start) < ms) {
+        struct timespec ts = {0, 1000000};
+
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A slow client: one byte of text every gap_ms (writes that fail once
+ * the server has closed are ignored). */
+static void trickle(int fd, const char *text, int gap_ms)
+{
+    for (; *text; text++) {
+        ssize_t n = send(fd, text, 1, MSG_NOSIGNAL);
+
+        (void)n;
+        spin(gap_ms);
+    }
 }
 
 static const char greeting[] = "220 mx.test ESMTP sluice\r\n";
@@ -822,6 +867,114 @@ static void test_timeout(void **state)
     assert_true(was_logged("timeout after EHLO from unknown[127.0.0.1]"));
 }
 
+/* A deadline per command line, not per byte: a client that sends one
+ * byte at a time within smtpd_timeout, but not a whole line, is cut. */
+static void test_deadline_per_line(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    fd = hello("127.0.0.1");
+    trickle(fd, "NOOP\r\n", 500); /* the line would be whole at 2.5 s */
+    expect_close_within(fd, "421 4.4.2 mx.test Error: timeout exceeded\r\n",
+                        300);
+    assert_true(was_logged("timeout after EHLO from unknown[127.0.0.1]"));
+}
+
+/* In DATA, each line (or line_length_limit bytes of one) is a record
+ * with its own deadline: a message may take longer than smtpd_timeout,
+ * one line may not. */
+static void test_deadline_per_data_record(void **state)
+{
+    char line[32];
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    for (int i = 0; i < 6; i++) { /* 3 s in all */
+        snprintf(line, sizeof(line), "line %d\r\n", i);
+        put(fd, line);
+        spin(500);
+    }
+    chat(fd, ".\r\n", "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    trickle(fd, "abcdef", 500);
+    /* closed long before: a deadline per byte would still be running */
+    expect_close_within(fd, "421 4.4.2 mx.test Error: timeout exceeded\r\n",
+                        300);
+    assert_true(was_logged("timeout after DATA from unknown[127.0.0.1]"));
+    assert_int_equal(nstored, 1);
+}
+
+/* smtpd_per_record_deadline = no: the deadline restarts with every read,
+ * as Postfix's does by default (outside stress). */
+static void test_deadline_per_read(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    params.per_record_deadline = 0;
+    fd = hello("127.0.0.1");
+    trickle(fd, "NOOP\r\n", 500);
+    chat(fd, "QUIT\r\n", "250 2.0.0 Ok\r\n221 2.0.0 Bye\r\n");
+    close(fd);
+}
+
+/* Stress: with SMTPD_STRESS_ON sessions open, deadlines are per record
+ * and smtpd_stress_timeout, for sessions already open too; below
+ * SMTPD_STRESS_OFF they are back to normal. */
+static void test_stress(void **state)
+{
+    static int fd[SMTPD_STRESS_ON];
+    char address[32], line[256];
+    int slow, quick;
+
+    (void)state;
+    params.timeout_ms = 60000;
+    params.stress_timeout_ms = 500;
+    params.per_record_deadline = 0;
+    params.connection_limit = 0;
+    slow = hello("127.0.0.1");
+    put(slow, "NO"); /* a line begun before the stress */
+    spin(600);
+    for (int i = 1; i < SMTPD_STRESS_ON; i++) {
+        snprintf(address, sizeof(address), "10.0.%d.%d", i / 250, i % 250);
+        fd[i] = connect_from(address);
+    }
+    assert_int_equal(smtpd_server_sessions(server), SMTPD_STRESS_ON);
+    snprintf(line, sizeof(line),
+             "warning: %d SMTP sessions, near the limit of %d: stress: "
+             "deadlines per command and content line, of "
+             "smtpd_stress_timeout (500 ms)",
+             SMTPD_STRESS_ON, SMTPD_SESSION_MAX);
+    assert_true(was_logged(line));
+    /* the line begun long ago is past its new deadline at once */
+    expect_close(slow, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+    /* a client that sends whole lines in time is served */
+    quick = hello("127.0.0.1");
+    chat(quick, "NOOP\r\n", "250 2.0.0 Ok\r\n");
+    trickle(quick, "NOOP\r\n", 200); /* 1.2 s */
+    expect_close(quick, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+    for (int i = 1; i < SMTPD_STRESS_ON; i++)
+        close(fd[i]);
+    spin(200);
+    assert_int_equal(smtpd_server_sessions(server), 0);
+    snprintf(line, sizeof(line), "stress over: %d SMTP sessions",
+             SMTPD_STRESS_OFF - 1);
+    assert_true(was_logged(line));
+}
+
 /* smtpd_client_connection_count_limit, per client address. */
 static void test_connection_limit(void **state)
 {
@@ -1149,6 +1302,10 @@ int main(void)
         T(test_error_limit),
         T(test_line_too_long),
         T(test_timeout),
+        T(test_deadline_per_line),
+        T(test_deadline_per_data_record),
+        T(test_deadline_per_read),
+        T(test_stress),
         T(test_connection_limit),
         T(test_connection_limit_exceptions),
         T(test_flow_control),
