@@ -209,6 +209,9 @@ const struct conf_def conf_params[] = {
     /* Messages. */
     INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,
         "largest message accepted, in bytes (0 = no limit)"),
+    STRING("message_strip_characters", "", NULL,
+           "characters removed from SMTP message content (\\0: NULs in "
+           "the body)"),
 
     /* SMTP server. */
     LIST("smtpd_listen", "127.0.0.1:2525", NULL,

@@ -355,6 +355,7 @@ struct smtpd_params {
     long junk_limit;             /* smtpd_junk_command_limit */
     uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
     int add_missing_headers;     /* always_add_missing_headers */
+    const char *strip_chars;     /* message_strip_characters */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

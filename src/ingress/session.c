@@ -64,7 +64,10 @@
  *	always read to its end, even of a chunk refused, so that message
  *	content is never read as commands, and a BDAT whose size cannot be
  *	parsed ends the session after its 501. RCPT after the first chunk
- *	is "503 5.5.1" (RFC 3030 2: the recipients come first). Content
+ *	is "503 5.5.1" (RFC 3030 2: the recipients come first). A NUL in
+ *	the content is refused at its end, "554 5.6.0 Error: NUL character
+ *	in message header" (or body; smtp/data.c), unless
+ *	message_strip_characters removes body NULs. Content
  *	beyond smtpd_memory_limit, for all sessions together, is dropped
  *	and its message refused at the end with "452 4.3.1". A message larger than
  *	message_size_limit is read to its end and refused with 552 5.3.4.
@@ -99,8 +102,9 @@
  *	from=<S> to=<R> proto=ESMTP helo=<H>", "timeout after VERB from
  *	CLIENT", "lost connection after VERB from CLIENT", "too many errors
  *	after VERB from CLIENT", "warning: bare <LF> received after DATA
- *	from CLIENT". CLIENT is "unknown[ADDRESS]": sluice does not look
- *	up client names.
+ *	from CLIENT", "NOQUEUE: reject: DATA from CLIENT: 554 5.6.0 Error:
+ *	NUL character in message header; from=<S> proto=ESMTP helo=<H>".
+ *	CLIENT is "unknown[ADDRESS]": sluice does not look up client names.
  */
 
 #include "ingress/smtpd_impl.h"
@@ -259,6 +263,7 @@ static void message_begin(struct smtpd_session *ss, int mode)
     receive_received(&ss->msg, ss, hostname(ss), time(NULL));
     held_add(ss, ss->msg.len);
     smtp_data_init(&ss->reader, mode, ss->s->cf.size_limit);
+    memcpy(ss->reader.strip, ss->s->cf.strip, sizeof(ss->reader.strip));
 }
 
 /* ------------------------------------------------------------ waiting */
@@ -336,6 +341,29 @@ static int looping(struct smtpd_session *ss)
               ss->chunking ? "BDAT" : "DATA", ss->client, hops, ss->sender,
               ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
     reply(ss, "554 5.4.6 Error: too many hops");
+    transaction_reset(ss);
+    return 1;
+}
+
+/*
+ * A NUL in the content (smtp/data.c): in the header section always, in
+ * the body unless message_strip_characters removes it. Refused, not
+ * stored: a NUL is no text (RFC 5322, RFC 6152), and programs that read
+ * a message as C strings would each see a different part of it.
+ */
+static int nul_refused(struct smtpd_session *ss)
+{
+    const char *where =
+        ss->reader.nul == SMTP_DATA_NUL_HEADER ? "header" : "body";
+
+    if (ss->reader.nul == 0)
+        return 0;
+    smtpd_log(ss->s,
+              "NOQUEUE: reject: %s from %s: 554 5.6.0 Error: NUL character "
+              "in message %s; from=<%s> proto=%s helo=<%s>",
+              ss->chunking ? "BDAT" : "DATA", ss->client, where, ss->sender,
+              ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+    reply(ss, "554 5.6.0 Error: NUL character in message %s", where);
     transaction_reset(ss);
     return 1;
 }
@@ -787,6 +815,10 @@ static void data_done(struct smtpd_session *ss)
         transaction_reset(ss);
         return;
     }
+    if (nul_refused(ss)) {
+        ss->counts[COUNT_DATA][0]--;
+        return;
+    }
     message_store(ss);
 }
 
@@ -847,6 +879,8 @@ static void chunk_done(struct smtpd_session *ss)
         ss->counts[COUNT_BDAT][0]++;
         reply(ss, "250 2.0.0 Ok: %llu bytes",
               (unsigned long long)ss->reader.size);
+    } else if (nul_refused(ss)) {
+        return;
     } else {
         ss->counts[COUNT_BDAT][0]++;
         message_store(ss);

@@ -196,6 +196,8 @@ static struct ingress_nets *nets_parse(const char *name, const char *list,
 static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
                       char *why, size_t whylen)
 {
+    char nwhy[256];
+
     memset(cf, 0, sizeof(*cf));
     if ((cf->mynetworks =
              nets_parse("mynetworks", p->mynetworks, why, whylen)) == NULL ||
@@ -207,6 +209,12 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     if (list_each(p->relay_domains, domain_add, cf) < 0) {
         snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
                  p->relay_domains);
+        conf_clear(cf);
+        return -1;
+    }
+    if (smtp_data_strip_parse(p->strip_chars, cf->strip, nwhy, sizeof(nwhy)) <
+        0) {
+        snprintf(why, whylen, "message_strip_characters: %s", nwhy);
         conf_clear(cf);
         return -1;
     }

@@ -88,6 +88,7 @@ struct smtpd_conf {
     long hopcount_limit, junk_limit;
     uint64_t memory_limit;
     int add_missing_headers;
+    unsigned char strip[SMTP_STRIP_SET]; /* message_strip_characters */
 };
 
 struct smtpd_server {

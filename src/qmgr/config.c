@@ -117,6 +117,7 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
     p->add_missing_headers =
         conf_bool(conf, NULL, "always_add_missing_headers");
+    p->strip_chars = conf_str(conf, NULL, "message_strip_characters");
 }
 
 char *qmgr_dns_servers(const struct conf *conf)

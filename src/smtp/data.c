@@ -48,10 +48,24 @@
  *	limit, r->too_big is set and nothing more is emitted, but reading
  *	goes on to the end, so that the refusal (552) comes in step with
  *	the client.
+ *
+ *	NUL bytes: a NUL in the header section (before the first empty
+ *	line, as stored) sets r->nul to SMTP_DATA_NUL_HEADER, one in the
+ *	body SMTP_DATA_NUL_BODY, unless r->strip holds NUL; from then on
+ *	nothing more is emitted and reading goes on to the end, as for
+ *	too_big, for the caller to refuse the message. r->strip (all zero
+ *	after smtp_data_init()) is a set of bytes that are dropped from the
+ *	content wherever they are, NUL in the header excepted: Postfix's
+ *	message_strip_characters. smtp_data_strip_parse() fills a set from
+ *	that parameter's text, with Postfix's escapes (\a \b \f \n \r \t
+ *	\v, \ddd in octal, \\; another escaped character is itself); it
+ *	refuses CR and LF, whose removal would leave lines without ends,
+ *	with a reason in why.
  */
 
 #include "smtp/smtp.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -86,12 +100,48 @@ static void out_put(struct out *o, const char *p, size_t n)
     r->size += n;
     if (r->limit > 0 && r->size > r->limit)
         r->too_big = 1;
-    if (r->too_big)
+    if (r->too_big || r->nul)
         return;
     if (o->n + n > OUT_MAX)
         out_flush(o);
     memcpy(o->buf + o->n, p, n);
     o->n += n;
+}
+
+static int in_set(const unsigned char *set, unsigned char c)
+{
+    return (set[c / 8] >> (c % 8)) & 1;
+}
+
+/*
+ * One byte of a line's text: dropped when the strip set holds it; a NUL
+ * refuses the message (nothing more comes out), except in the body when
+ * the set holds it. The header section is what comes before its empty
+ * line, as stored (a line that stripping empties ends it).
+ */
+static void out_char(struct out *o, char c)
+{
+    struct smtp_data_reader *r = o->r;
+
+    if (c == 0 && !r->body && r->nul == 0)
+        r->nul = SMTP_DATA_NUL_HEADER;
+    if (in_set(r->strip, (unsigned char)c))
+        return;
+    if (c == 0 && r->nul == 0)
+        r->nul = SMTP_DATA_NUL_BODY;
+    out_put(o, &c, 1);
+    r->line_out++;
+}
+
+/* A line's CRLF; an empty line ends the header section. */
+static void out_eol(struct out *o)
+{
+    struct smtp_data_reader *r = o->r;
+
+    out_put(o, "\r\n", 2);
+    if (r->line_out == 0)
+        r->body = 1;
+    r->line_out = 0;
 }
 
 void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit)
@@ -130,13 +180,13 @@ int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
             } else if (c == '\n') {
                 rc = SMTP_DATA_BARE_LF;
             } else {
-                out_put(&o, &c, 1);
+                out_char(&o, c);
                 r->state = IN_LINE;
             }
             break;
         case SEEN_CR:
             if (c == '\n') {
-                out_put(&o, "\r\n", 2);
+                out_eol(&o);
                 r->state = LINE_START;
             } else {
                 rc = SMTP_DATA_BARE_CR;
@@ -149,7 +199,7 @@ int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
                 rc = SMTP_DATA_BARE_LF;
             } else {
                 /* ".." is a stuffed dot; ".x" loses its dot too. */
-                out_put(&o, &c, 1);
+                out_char(&o, c);
                 r->state = IN_LINE;
             }
             break;
@@ -178,8 +228,51 @@ int smtp_data_finish(struct smtp_data_reader *r, smtp_emit_fn *emit, void *ctx)
     o.ctx = ctx;
     o.n = 0;
     if (r->state == IN_LINE)
-        out_put(&o, "\r\n", 2);
+        out_eol(&o);
     out_flush(&o);
     r->state = LINE_START;
     return SMTP_DATA_DONE;
+}
+
+/* One character of a strip set's text, with Postfix's escapes. */
+static unsigned char unescape(const char **pp)
+{
+    static const char from[] = "abfnrtv", to[] = "\a\b\f\n\r\t\v";
+    const char *p = *pp, *e;
+    unsigned v = 0;
+    int digits;
+
+    if (p[0] != '\\' || p[1] == 0) {
+        *pp = p + 1;
+        return (unsigned char)p[0];
+    }
+    p++;
+    for (digits = 0; digits < 3 && *p >= '0' && *p <= '7'; digits++)
+        v = v * 8 + (unsigned)(*p++ - '0');
+    if (digits == 0) {
+        e = strchr(from, *p);
+        v = (unsigned char)(e != NULL ? to[e - from] : *p);
+        p++;
+    }
+    *pp = p;
+    return (unsigned char)v;
+}
+
+int smtp_data_strip_parse(const char *text, unsigned char set[SMTP_STRIP_SET],
+                          char *why, size_t whylen)
+{
+    const char *p = text ? text : "";
+
+    memset(set, 0, SMTP_STRIP_SET);
+    while (*p) {
+        unsigned char c = unescape(&p);
+
+        set[c / 8] |= (unsigned char)(1u << (c % 8));
+    }
+    if (in_set(set, '\r') || in_set(set, '\n')) {
+        snprintf(why, whylen,
+                 "CR and LF cannot be stripped (lines would lose their ends)");
+        return -1;
+    }
+    return 0;
 }

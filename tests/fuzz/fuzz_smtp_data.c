@@ -9,7 +9,8 @@
  *	packets would arrive. Under ASan and UBSan it checks the reader's
  *	promises: the bytes used never exceed the piece; the content that
  *	comes out never holds a bare CR or LF (every LF after a CR, every
- *	CR before an LF); r->size is what came out while under the limit;
+ *	CR before an LF) nor a NUL; r->size is what came out while under
+ *	the limit and without a NUL;
  *	after SMTP_DATA_DONE in DOT mode the bytes used end in CRLF.CRLF.
  */
 
@@ -32,6 +33,8 @@ static void emit(void *ctx, const char *p, size_t n)
     struct seen *s = ctx;
 
     for (size_t i = 0; i < n; i++) {
+        if (p[i] == 0)
+            abort(); /* a NUL came out */
         if (p[i] == '\n' && !s->last_cr)
             abort(); /* a bare LF came out */
         if (s->last_cr && p[i] != '\n')
@@ -70,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (rc == SMTP_DATA_MORE && r.mode == SMTP_DATA_RAW)
         rc = smtp_data_finish(&r, emit, &s);
-    if (!r.too_big && r.size != s.bytes)
+    if (!r.too_big && !r.nul && r.size != s.bytes)
         abort();
     return 0;
 }

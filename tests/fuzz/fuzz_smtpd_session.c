@@ -13,7 +13,7 @@
  *	recipients, 2000 bytes, 2100 bytes held in memory, line length 512,
  *	5 errors, 20 junk commands), so that inputs reach them. Under ASan and UBSan it checks what the server
  *	promises: no stored message holds a bare CR or LF (the smuggling
- *	defence, end to end); each begins with its Received: header and is
+ *	defence, end to end) or a NUL; each begins with its Received: header and is
  *	within the size limit plus that header; each has a sender and 1 to
  *	3 recipients; the client got exactly one "250 2.0.0 Ok: queued as"
  *	per stored message; and the session ends.
@@ -46,6 +46,8 @@ static void check_message(const struct spool_msg *m)
     if (m->size > 2000 + 1000)
         abort(); /* the limit, plus a Received: header */
     for (size_t i = 0; i < m->size; i++) {
+        if (m->body[i] == 0)
+            abort(); /* NULs are refused */
         if (m->body[i] == '\n' && !last_cr)
             abort();
         if (last_cr && m->body[i] != '\n')

@@ -175,6 +175,7 @@ static const struct {
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
     {"smtpd_client_event_limit_exceptions", CONF_LIST, "$mynetworks"},
+    {"message_strip_characters", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -248,9 +249,10 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 9 integers, 2 times, 2 booleans and 4 lists.
+     * SMTP server's 9 integers, 2 times, 2 booleans, 4 lists and 1
+     * string (message_strip_characters).
      */
-    assert_int_equal(conf_param_count, 74);
+    assert_int_equal(conf_param_count, 75);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

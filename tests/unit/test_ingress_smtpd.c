@@ -187,9 +187,9 @@ static int connect_from(const char *address)
     return sv[0];
 }
 
-static void put(int fd, const char *text)
+static void put_n(int fd, const char *text, size_t len)
 {
-    size_t len = strlen(text), off = 0;
+    size_t off = 0;
 
     while (off < len) {
         ssize_t n = write(fd, text + off, len - off);
@@ -202,6 +202,14 @@ static void put(int fd, const char *text)
         off += (size_t)n;
     }
 }
+
+static void put(int fd, const char *text)
+{
+    put_n(fd, text, strlen(text));
+}
+
+/* A literal with NULs in it. */
+#define PUT_LIT(fd, lit) put_n(fd, lit, sizeof(lit) - 1)
 
 /*
  * Run the loop until want bytes came from the server (or ms passed),
@@ -654,6 +662,76 @@ static void test_bare_cr(void **state)
     put(fd, "hi\r.\r\n");
     expect_close(fd, "521 5.5.2 mx.test Error: bare <CR> received\r\n");
     assert_int_equal(nstored, 0);
+}
+
+/* A NUL in the header section is refused, always, with nothing stored;
+ * the session goes on. */
+static void test_nul_in_header(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\0b\r\n\r\nbody\r\n.\r\n");
+    expect(fd, "554 5.6.0 Error: NUL character in message header\r\n");
+    chat(fd, "NOOP\r\n", "250 2.0.0 Ok\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("NOQUEUE: reject: DATA from unknown[127.0.0.1]: "
+                           "554 5.6.0 Error: NUL character in message header; "
+                           "from=<s@x.test> proto=ESMTP helo=<client.test>"));
+    /* BDAT too */
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nBDAT 9 LAST\r\n");
+    PUT_LIT(fd, "X: \0\r\n\r\nb");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "554 5.6.0 Error: NUL character in message header\r\n");
+    assert_int_equal(nstored, 0);
+    close(fd);
+}
+
+/* In the body a NUL is refused too, by default; with
+ * message_strip_characters = \0 it is removed instead. */
+static void test_nul_in_body(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n");
+    expect(fd, "554 5.6.0 Error: NUL character in message body\r\n");
+    assert_int_equal(nstored, 0);
+    close(fd);
+    teardown(state);
+    setup(state);
+    params.strip_chars = "\\0";
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: a\r\n\r\nbody\r\n");
+    close(fd);
+}
+
+/* message_strip_characters may not hold CR or LF. */
+static void test_strip_chars_bad(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+
+    (void)state;
+    server_start();
+    p = params;
+    p.strip_chars = "\\r";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_string_equal(why, "message_strip_characters: CR and LF cannot be "
+                             "stripped (lines would lose their ends)");
 }
 
 /* RFC 3030: BDAT chunks, pipelined, the last one LAST. */
@@ -1293,6 +1371,9 @@ int main(void)
         T(test_bare_lf_smuggling),
         T(test_bare_cr),
         T(test_bdat),
+        T(test_nul_in_header),
+        T(test_nul_in_body),
+        T(test_strip_chars_bad),
         T(test_bdat_refused_chunk),
         T(test_bdat_order),
         T(test_junk_commands),

@@ -184,6 +184,126 @@ static void test_bdat(void **state)
     assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_BARE_CR);
 }
 
+/* Feed len bytes of text (NULs and all) in pieces of step bytes. */
+static int feed_n(struct smtp_data_reader *r, const char *text, size_t len,
+                  size_t step, struct out *o)
+{
+    size_t pos = 0;
+    int rc = SMTP_DATA_MORE;
+
+    while (pos < len && rc == SMTP_DATA_MORE) {
+        size_t n = len - pos < step ? len - pos : step;
+        size_t used = 0;
+
+        rc = smtp_data_feed(r, text + pos, n, &used, emit, o);
+        pos += used;
+    }
+    return rc;
+}
+
+#define FEED(r, lit, step, o) feed_n(r, lit, sizeof(lit) - 1, step, o)
+
+/* A NUL in the header section (before its empty line) is refused: the
+ * message is read to its end, and nothing from the NUL on comes out. */
+static void test_nul_in_header(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+
+    (void)state;
+    for (size_t step = 1; step < 8; step++) {
+        smtp_data_init(&r, SMTP_DATA_DOT, 0);
+        o.len = 0;
+        o.buf[0] = 0;
+        assert_int_equal(
+            FEED(&r, "Subject: a\0b\r\n\r\nbody\r\n.\r\nQUIT\r\n", step, &o),
+            SMTP_DATA_DONE);
+        assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+        assert_string_equal(o.buf, "Subject: a");
+    }
+    /* no empty line yet: still the header section */
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(FEED(&r, "Subject: a\r\nb\0\r\n.\r\n", 3, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+}
+
+/* A NUL in the body is refused too, unless the strip set holds it. */
+static void test_nul_in_body(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    char why[128];
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(FEED(&r, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n", 5, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_BODY);
+    assert_string_equal(o.buf, "Subject: a\r\n\r\nbo");
+    /* message_strip_characters = \0 */
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(smtp_data_strip_parse("\\0", r.strip, why, sizeof(why)),
+                     0);
+    o.len = 0;
+    assert_int_equal(FEED(&r, "Subject: a\r\n\r\nbo\0dy\0\r\n.\r\n", 5, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, 0);
+    assert_string_equal(o.buf, "Subject: a\r\n\r\nbody\r\n");
+    assert_int_equal(r.size, strlen(o.buf));
+    /* in the header, a NUL is refused even then */
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(smtp_data_strip_parse("\\0", r.strip, why, sizeof(why)),
+                     0);
+    assert_int_equal(FEED(&r, "Sub\0ject: a\r\n\r\nx", 4, &o), SMTP_DATA_MORE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+}
+
+/* Other characters of the strip set go wherever they are; a line left
+ * empty by stripping is the end of the header section, as stored. */
+static void test_strip(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    char why[128];
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(
+        smtp_data_strip_parse("\\0\\001", r.strip, why, sizeof(why)), 0);
+    assert_int_equal(FEED(&r, "X: a\001b\r\n\001\r\nY: \0c\r\n.\r\n", 2, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, 0);
+    assert_string_equal(o.buf, "X: ab\r\n\r\nY: c\r\n");
+}
+
+/* message_strip_characters: Postfix's escapes; CR and LF never. */
+static void test_strip_parse(void **state)
+{
+    unsigned char set[SMTP_STRIP_SET], want[SMTP_STRIP_SET];
+    char why[128];
+
+    (void)state;
+#define HAS(c) ((set[(unsigned char)(c) / 8] >> ((unsigned char)(c) % 8)) & 1)
+    assert_int_equal(smtp_data_strip_parse("", set, why, sizeof(why)), 0);
+    memset(want, 0, sizeof(want));
+    assert_memory_equal(set, want, sizeof(set));
+    assert_int_equal(
+        smtp_data_strip_parse("\\0\\a\\b\\f\\t\\v\\101\\0012x\\\\\\q", set, why,
+                              sizeof(why)),
+        0);
+    assert_true(HAS(0) && HAS('\a') && HAS('\b') && HAS('\f') && HAS('\t') &&
+                HAS('\v') && HAS('A') && HAS(1) && HAS('2') && HAS('x') &&
+                HAS('\\') && HAS('q'));
+    assert_false(HAS('0') || HAS('\r') || HAS('\n') || HAS('y'));
+    assert_int_equal(smtp_data_strip_parse("\\r", set, why, sizeof(why)), -1);
+    assert_string_equal(why, "CR and LF cannot be stripped (lines would lose "
+                             "their ends)");
+    assert_int_equal(smtp_data_strip_parse("a\\n", set, why, sizeof(why)), -1);
+    assert_int_equal(smtp_data_strip_parse("\\015", set, why, sizeof(why)), -1);
+#undef HAS
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +312,10 @@ int main(void)
         cmocka_unit_test(test_smuggling_forms_refused),
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_bdat),
+        cmocka_unit_test(test_nul_in_header),
+        cmocka_unit_test(test_nul_in_body),
+        cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_strip_parse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
