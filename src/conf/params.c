@@ -252,6 +252,16 @@ const struct conf_def conf_params[] = {
         "no limit)"),
     INT("hopcount_limit", "50", NULL, 1, 1000,
         "Received: headers at which SMTP mail is refused as looping"),
+    CHOICE("smtpd_forbid_bare_newline", "disconnect", NULL,
+           "disconnect|normalize|yes|no|note|reject",
+           "a bare line end in DATA: 521 and close, taken as CRLF "
+           "(normalize), or refused"),
+    LIST("smtpd_forbid_bare_newline_exclusions", "", NULL,
+         "clients whose bare LF is taken as CRLF (normalize) whatever "
+         "smtpd_forbid_bare_newline says"),
+    INT("smtpd_forbid_bare_newline_reject_code", "550", NULL, 500, 599,
+        "reply code of smtpd_forbid_bare_newline = reject (521 also "
+        "disconnects)"),
 
     /* The spool. */
     {"queue_directory", CONF_STRING, "/var/spool/sluice", NULL, 0, 0, 0, NULL,

@@ -356,6 +356,9 @@ struct smtpd_params {
     uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
     int add_missing_headers;     /* always_add_missing_headers */
     const char *strip_chars;     /* message_strip_characters */
+    const char *bare_newline;    /* smtpd_forbid_bare_newline */
+    const char *bare_exempt;     /* ..._exclusions: these normalize */
+    long bare_code;              /* ..._reject_code */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

@@ -57,10 +57,20 @@
  *
  *	The content: in DATA, an end of data that is not CRLF.CRLF, or a
  *	bare CR or LF anywhere, is the smuggling family of attacks (see
- *	smtp/data.c): the answer is "521 5.5.2 ... bare <LF> received" and
- *	the connection is closed, since what follows cannot be trusted. In
- *	BDAT the chunk sizes say where a chunk ends, so a bare line end
- *	fails only the transaction ("554 5.6.0"); the bytes of a chunk are
+ *	smtp/data.c): by default (smtpd_forbid_bare_newline = disconnect)
+ *	the answer is "521 5.5.2 ... bare <LF> received" and the connection
+ *	is closed, since what follows cannot be trusted. In BDAT the chunk
+ *	sizes say where a chunk ends, so a bare line end fails only the
+ *	transaction ("554 5.6.0"). The other modes, per client (the
+ *	exclusions normalize): normalize (yes, no) takes a bare LF as a line
+ *	end, stored as CRLF, in commands and content, while only CRLF.CRLF
+ *	ends the data; note does the same and adds "notes=bare_lf" to the
+ *	disconnect line; reject answers a command line ending in a bare LF,
+ *	and a message with one (read to its CRLF.CRLF), with
+ *	"CODE 5.5.2 ... bare <LF> received", CODE the reject code (550; 521
+ *	also ends the session), and the session goes on. In those three
+ *	modes a bare CR in content is refused the same way: it is no line
+ *	end, and it is never stored. The bytes of a chunk are
  *	always read to its end, even of a chunk refused, so that message
  *	content is never read as commands, and a BDAT whose size cannot be
  *	parsed ends the session after its 501. RCPT after the first chunk
@@ -102,7 +112,9 @@
  *	from=<S> to=<R> proto=ESMTP helo=<H>", "timeout after VERB from
  *	CLIENT", "lost connection after VERB from CLIENT", "too many errors
  *	after VERB from CLIENT", "warning: bare <LF> received after DATA
- *	from CLIENT", "NOQUEUE: reject: DATA from CLIENT: 554 5.6.0 Error:
+ *	from CLIENT: disconnected" (or "message rejected"; or <CR>; or
+ *	BDAT), "warning: bare <LF> received in a command from CLIENT:
+ *	rejected", "NOQUEUE: reject: DATA from CLIENT: 554 5.6.0 Error:
  *	NUL character in message header; from=<S> proto=ESMTP helo=<H>".
  *	CLIENT is "unknown[ADDRESS]": sluice does not look up client names.
  */
@@ -113,6 +125,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +277,9 @@ static void message_begin(struct smtpd_session *ss, int mode)
     held_add(ss, ss->msg.len);
     smtp_data_init(&ss->reader, mode, ss->s->cf.size_limit);
     memcpy(ss->reader.strip, ss->s->cf.strip, sizeof(ss->reader.strip));
+    ss->bare_mode = smtpd_bare_mode(ss);
+    if (ss->bare_mode != BARE_DISCONNECT)
+        ss->reader.newline = SMTP_NEWLINE_NORMALIZE;
 }
 
 /* ------------------------------------------------------------ waiting */
@@ -761,6 +777,42 @@ static void command(struct smtpd_session *ss, const char *line, size_t len)
 
 /* --------------------------------------------------------------- input */
 
+/* The reply to a bare line end, with smtpd_forbid_bare_newline_reject_code:
+ * 521 ends the session (Postfix: "521 to disconnect"). */
+static void bare_reply(struct smtpd_session *ss, const char *what)
+{
+    long code = ss->s->cf.bare_code;
+
+    if (code == 521)
+        reply_final(ss, "521 5.5.2 %s Error: bare %s received", hostname(ss),
+                    what);
+    else
+        reply(ss, "%ld 5.5.2 %s Error: bare %s received", code, hostname(ss),
+              what);
+}
+
+/*
+ * A command line that ends in a bare LF: run (the default, normalize,
+ * note) or refused (reject). No content follows a command, so taking
+ * the LF as its end smuggles nothing; reject is for operators who want
+ * no bare line end at all. Returns 1 when the line is refused.
+ */
+static int bare_command(struct smtpd_session *ss)
+{
+    enum bare_mode mode = smtpd_bare_mode(ss);
+
+    if (mode == BARE_NOTE)
+        ss->noted_bare = 1;
+    if (mode != BARE_REJECT)
+        return 0;
+    smtpd_log(ss->s, "warning: bare <LF> received in a command from %s: %s",
+              ss->client,
+              ss->s->cf.bare_code == 521 ? "disconnected" : "rejected");
+    ss->counts[COUNT_UNKNOWN][1]++;
+    bare_reply(ss, "<LF>");
+    return 1;
+}
+
 static int read_command(struct smtpd_session *ss, struct evbuffer *in)
 {
     size_t eol = 0, n;
@@ -789,8 +841,12 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
     evbuffer_drain(in, eol);
     if (n > 0 && line[n - 1] == '\r')
         n--;
-    line[n] = 0;
-    command(ss, line, n);
+    else if (bare_command(ss))
+        n = SIZE_MAX; /* refused: not run */
+    if (n != SIZE_MAX) {
+        line[n] = 0;
+        command(ss, line, n);
+    }
     free(line);
     return 1;
 }
@@ -806,9 +862,38 @@ static void bare_line_end(struct smtpd_session *ss, int rc)
     reply_final(ss, "521 5.5.2 %s Error: bare %s received", hostname(ss), what);
 }
 
+/*
+ * The message's bare line ends, in the modes that read on past them
+ * (smtp/data.c's NORMALIZE): a bare CR is refused in every mode (no one
+ * agrees on what it is, and it is never stored), a bare LF in reject
+ * mode; in note mode it is noted for the log. Returns 1 when refused.
+ */
+static int bare_refused(struct smtpd_session *ss)
+{
+    unsigned bare = ss->reader.bare;
+    const char *what = bare & SMTP_DATA_SAW_BARE_CR ? "<CR>" : "<LF>";
+
+    if (bare == 0)
+        return 0;
+    if (ss->bare_mode == BARE_NOTE)
+        ss->noted_bare = 1;
+    if (!(bare & SMTP_DATA_SAW_BARE_CR) && ss->bare_mode != BARE_REJECT)
+        return 0;
+    smtpd_log(ss->s, "warning: bare %s received after %s from %s: %s", what,
+              ss->chunking ? "BDAT" : "DATA", ss->client,
+              ss->s->cf.bare_code == 521 ? "disconnected" : "message rejected");
+    bare_reply(ss, what);
+    transaction_reset(ss);
+    return 1;
+}
+
 static void data_done(struct smtpd_session *ss)
 {
     ss->state = SESSION_COMMAND;
+    if (bare_refused(ss)) {
+        ss->counts[COUNT_DATA][0]--;
+        return;
+    }
     if (ss->reader.too_big) {
         ss->counts[COUNT_DATA][0]--;
         reply(ss, "552 5.3.4 Message size exceeds fixed limit");
@@ -873,6 +958,8 @@ static void chunk_done(struct smtpd_session *ss)
     if (rc < 0) {
         chunk_fail(ss, "554 5.6.0 Error: bare %s in message content",
                    rc == SMTP_DATA_BARE_LF ? "<LF>" : "<CR>");
+    } else if (bare_refused(ss)) {
+        return;
     } else if (ss->reader.too_big) {
         chunk_fail(ss, "552 5.3.4 Message size exceeds fixed limit");
     } else if (!ss->chunk_last) {
@@ -1056,9 +1143,13 @@ static void log_disconnect(struct smtpd_session *ss)
                                   ss->counts[c][1]);
     }
     if (n < sizeof(line) && ok == total)
-        snprintf(line + n, sizeof(line) - n, " commands=%u", total);
+        n +=
+            (size_t)snprintf(line + n, sizeof(line) - n, " commands=%u", total);
     else if (n < sizeof(line))
-        snprintf(line + n, sizeof(line) - n, " commands=%u/%u", ok, total);
+        n += (size_t)snprintf(line + n, sizeof(line) - n, " commands=%u/%u", ok,
+                              total);
+    if (n < sizeof(line) && ss->noted_bare) /* Postfix's form */
+        snprintf(line + n, sizeof(line) - n, " notes=bare_lf");
     smtpd_log(ss->s, "%s", line);
 }
 

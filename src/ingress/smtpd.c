@@ -132,6 +132,7 @@ static void conf_clear(struct smtpd_conf *cf)
     free(cf->queue_directory);
     ingress_nets_free(cf->mynetworks);
     ingress_nets_free(cf->exempt);
+    ingress_nets_free(cf->bare_exempt);
     for (size_t i = 0; i < cf->nrelay; i++)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
@@ -193,28 +194,69 @@ static struct ingress_nets *nets_parse(const char *name, const char *list,
     return n;
 }
 
-static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
-                      char *why, size_t whylen)
+/* smtpd_forbid_bare_newline: Postfix's values, and sluice's default. */
+static int bare_mode_parse(const char *text, enum bare_mode *mode, char *why,
+                           size_t whylen)
+{
+    static const struct {
+        const char *name;
+        enum bare_mode mode;
+    } modes[] = {
+        {"disconnect", BARE_DISCONNECT},
+        {"normalize", BARE_NORMALIZE},
+        {"yes", BARE_NORMALIZE},
+        {"no", BARE_NORMALIZE},
+        {"note", BARE_NOTE},
+        {"reject", BARE_REJECT},
+    };
+
+    if (text == NULL || *text == 0)
+        text = "disconnect";
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        if (strcasecmp(text, modes[i].name) == 0) {
+            *mode = modes[i].mode;
+            return 0;
+        }
+    }
+    snprintf(why, whylen,
+             "smtpd_forbid_bare_newline: \"%s\" is not one of disconnect, "
+             "normalize, yes, no, note, reject",
+             text);
+    return -1;
+}
+
+/* The parameters that are lists or sets; -1 with why when one is bad. */
+static int conf_parse_lists(struct smtpd_conf *cf, const struct smtpd_params *p,
+                            char *why, size_t whylen)
 {
     char nwhy[256];
 
-    memset(cf, 0, sizeof(*cf));
     if ((cf->mynetworks =
              nets_parse("mynetworks", p->mynetworks, why, whylen)) == NULL ||
         (cf->exempt = nets_parse("smtpd_client_event_limit_exceptions",
-                                 p->exempt, why, whylen)) == NULL) {
-        conf_clear(cf);
+                                 p->exempt, why, whylen)) == NULL ||
+        (cf->bare_exempt = nets_parse("smtpd_forbid_bare_newline_exclusions",
+                                      p->bare_exempt, why, whylen)) == NULL ||
+        bare_mode_parse(p->bare_newline, &cf->bare_mode, why, whylen) < 0)
         return -1;
-    }
     if (list_each(p->relay_domains, domain_add, cf) < 0) {
         snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
                  p->relay_domains);
-        conf_clear(cf);
         return -1;
     }
     if (smtp_data_strip_parse(p->strip_chars, cf->strip, nwhy, sizeof(nwhy)) <
         0) {
         snprintf(why, whylen, "message_strip_characters: %s", nwhy);
+        return -1;
+    }
+    return 0;
+}
+
+static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
+                      char *why, size_t whylen)
+{
+    memset(cf, 0, sizeof(*cf));
+    if (conf_parse_lists(cf, p, why, whylen) < 0) {
         conf_clear(cf);
         return -1;
     }
@@ -243,6 +285,8 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->junk_limit = p->junk_limit;
     cf->memory_limit = p->memory_limit;
     cf->add_missing_headers = p->add_missing_headers;
+    cf->bare_code =
+        p->bare_code >= 500 && p->bare_code <= 599 ? p->bare_code : 550;
     return 0;
 }
 
@@ -402,6 +446,22 @@ int smtpd_client_trusted(const struct smtpd_session *ss)
     return ss->s != NULL &&
            ingress_nets_match(ss->s->cf.mynetworks,
                               (const struct sockaddr *)&ss->addr);
+}
+
+/*
+ * What a bare line end from this client does: smtpd_forbid_bare_newline,
+ * or normalize for the clients in its exclusions (Postfix's excluded
+ * clients get its legacy "no", which sluice reads as normalize: no
+ * value reopens smuggling). Looked up as the parameters say now.
+ */
+enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss)
+{
+    if (ss->s == NULL)
+        return BARE_DISCONNECT;
+    if (ingress_nets_match(ss->s->cf.bare_exempt,
+                           (const struct sockaddr *)&ss->addr))
+        return BARE_NORMALIZE;
+    return ss->s->cf.bare_mode;
 }
 
 /* ----------------------------------------------------------- sessions */

@@ -19,6 +19,7 @@
  *	void	smtpd_store_failed(struct smtpd_server *s, const char *why)
  *	void	smtpd_session_gone(struct smtpd_session *ss)
  *	int	smtpd_client_trusted(const struct smtpd_session *ss)
+ *	enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss)
  *	void	smtpd_client_text(const struct sockaddr *sa, socklen_t salen,
  *			char *addr, size_t addrlen, char *client,
  *			size_t clientlen)
@@ -72,6 +73,14 @@ struct bufferevent;
 struct evconnlistener;
 struct event;
 
+/* smtpd_forbid_bare_newline: what a bare line end from a client does. */
+enum bare_mode {
+    BARE_DISCONNECT, /* in DATA: 521 at once, and the session ends */
+    BARE_NORMALIZE,  /* a bare LF is a line end (normalize, yes, no) */
+    BARE_NOTE,       /* as normalize, and notes=bare_lf in the log */
+    BARE_REJECT,     /* the command or message gets bare_code */
+};
+
 /* The server's settings, as parsed from struct smtpd_params. */
 struct smtpd_conf {
     char *hostname;
@@ -89,6 +98,9 @@ struct smtpd_conf {
     uint64_t memory_limit;
     int add_missing_headers;
     unsigned char strip[SMTP_STRIP_SET]; /* message_strip_characters */
+    enum bare_mode bare_mode;            /* smtpd_forbid_bare_newline */
+    struct ingress_nets *bare_exempt;    /* these normalize */
+    long bare_code;                      /* ..._reject_code */
 };
 
 struct smtpd_server {
@@ -172,6 +184,8 @@ struct smtpd_session {
     size_t nrcpt, rcpt_size;
     char id[SPOOL_ID_MAX + 1]; /* chosen at DATA or the first BDAT */
     int chunking;              /* BDAT chunks have begun */
+    enum bare_mode bare_mode;  /* for the message under way */
+    int noted_bare;            /* notes=bare_lf (BARE_NOTE) */
     struct ingress_buf msg;    /* Received: + content, stored form */
     struct smtp_data_reader reader;
     int reader_error; /* a bare line end seen in a BDAT chunk */
@@ -199,6 +213,7 @@ long smtpd_flow_delay(struct smtpd_server *s, char *why, size_t whylen);
 void smtpd_store_failed(struct smtpd_server *s, const char *why);
 void smtpd_session_gone(struct smtpd_session *ss);
 int smtpd_client_trusted(const struct smtpd_session *ss);
+enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss);
 void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
                        size_t addrlen, char *client, size_t clientlen);
 

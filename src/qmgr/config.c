@@ -118,6 +118,11 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->add_missing_headers =
         conf_bool(conf, NULL, "always_add_missing_headers");
     p->strip_chars = conf_str(conf, NULL, "message_strip_characters");
+    p->bare_newline = conf_str(conf, NULL, "smtpd_forbid_bare_newline");
+    p->bare_exempt =
+        conf_str(conf, NULL, "smtpd_forbid_bare_newline_exclusions");
+    p->bare_code =
+        conf_int(conf, NULL, "smtpd_forbid_bare_newline_reject_code");
 }
 
 char *qmgr_dns_servers(const struct conf *conf)

@@ -36,6 +36,18 @@
  *	the first one's checks. The caller answers an error and closes the
  *	connection: the rest of the stream cannot be trusted.
  *
+ *	That is the STRICT reading, r->newline as smtp_data_init() leaves
+ *	it. With r->newline = SMTP_NEWLINE_NORMALIZE (the server's
+ *	smtpd_forbid_bare_newline = normalize, reject or note) a bare LF
+ *	ends a line, stored as CRLF, and a bare CR is dropped; both are
+ *	noted in r->bare (SMTP_DATA_SAW_BARE_LF, SMTP_DATA_SAW_BARE_CR) and
+ *	reading goes on, for the caller to accept or refuse the message at
+ *	its end. The end of data is still CRLF "." CRLF and nothing else: a
+ *	"." line that ends in a bare LF, or that began after one, is no end;
+ *	it is dropped, as Postfix drops it (it was meant as an end, and is
+ *	not one); ".\r " is a bare CR. So no smuggling form ends the data
+ *	in either mode, and the stored form has CRLF line ends only.
+ *
  *	In DOT mode a line that starts with "." loses that dot (RFC 5321
  *	4.5.2). In RAW mode nothing is unstuffed and nothing ends the data
  *	(the caller counts the chunk sizes); bare line ends are refused
@@ -152,6 +164,127 @@ void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit)
     r->state = LINE_START;
 }
 
+/*
+ * A bare line end: in STRICT mode the error, where it is seen; in
+ * NORMALIZE mode it is noted and reading goes on.
+ */
+static int bare(struct smtp_data_reader *r, int rc)
+{
+    if (r->newline == SMTP_NEWLINE_STRICT)
+        return rc;
+    r->bare |=
+        rc == SMTP_DATA_BARE_LF ? SMTP_DATA_SAW_BARE_LF : SMTP_DATA_SAW_BARE_CR;
+    return SMTP_DATA_MORE;
+}
+
+/* A line's end: real (CRLF), or a bare LF taken as one (NORMALIZE). */
+static void line_end(struct out *o, int after_bare)
+{
+    out_eol(o);
+    o->r->state = LINE_START;
+    o->r->after_bare = after_bare;
+}
+
+static int in_line(struct out *o, char c)
+{
+    struct smtp_data_reader *r = o->r;
+    int rc = SMTP_DATA_MORE;
+
+    if (c == '\r') {
+        r->state = SEEN_CR;
+    } else if (c == '\n') {
+        if ((rc = bare(r, SMTP_DATA_BARE_LF)) == SMTP_DATA_MORE)
+            line_end(o, 1);
+    } else {
+        out_char(o, c);
+        r->state = IN_LINE;
+    }
+    return rc;
+}
+
+static int line_start(struct out *o, char c)
+{
+    if (c == '.' && o->r->mode == SMTP_DATA_DOT) {
+        o->r->state = DOT;
+        return SMTP_DATA_MORE;
+    }
+    return in_line(o, c);
+}
+
+/* After a CR: an LF ends the line; anything else makes the CR bare
+ * (NORMALIZE: dropped, and c is text of the same line). */
+static int seen_cr(struct out *o, char c)
+{
+    int rc;
+
+    if (c == '\n') {
+        line_end(o, 0);
+        return SMTP_DATA_MORE;
+    }
+    if ((rc = bare(o->r, SMTP_DATA_BARE_CR)) != SMTP_DATA_MORE)
+        return rc;
+    o->r->state = IN_LINE;
+    return in_line(o, c);
+}
+
+/* "." at a line's start (DOT mode). A "." line that ends in a bare LF
+ * is no end of data (NORMALIZE: it is dropped, as Postfix drops it). */
+static int dot(struct out *o, char c)
+{
+    int rc = SMTP_DATA_MORE;
+
+    if (c == '\r') {
+        o->r->state = DOT_CR;
+    } else if (c == '\n') {
+        if ((rc = bare(o->r, SMTP_DATA_BARE_LF)) == SMTP_DATA_MORE) {
+            o->r->state = LINE_START;
+            o->r->after_bare = 1;
+        }
+    } else {
+        /* ".." is a stuffed dot; ".x" loses its dot too. */
+        out_char(o, c);
+        o->r->state = IN_LINE;
+    }
+    return rc;
+}
+
+/* ".CR" at a line's start: with an LF, the end of data, if the line
+ * began after a CRLF (or at the start); after a bare LF, no end, and
+ * the line is dropped. */
+static int dot_cr(struct out *o, char c)
+{
+    struct smtp_data_reader *r = o->r;
+    int rc;
+
+    if (c == '\n' && !r->after_bare)
+        return SMTP_DATA_DONE;
+    if (c == '\n') {
+        r->state = LINE_START;
+        r->after_bare = 0;
+        return SMTP_DATA_MORE;
+    }
+    if ((rc = bare(r, SMTP_DATA_BARE_CR)) != SMTP_DATA_MORE)
+        return rc;
+    r->state = IN_LINE;
+    return in_line(o, c);
+}
+
+static int step(struct out *o, char c)
+{
+    switch (o->r->state) {
+    case LINE_START:
+        return line_start(o, c);
+    case IN_LINE:
+        return in_line(o, c);
+    case SEEN_CR:
+        return seen_cr(o, c);
+    case DOT:
+        return dot(o, c);
+    default:
+        return dot_cr(o, c);
+    }
+}
+
 int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
                    size_t *used, smtp_emit_fn *emit, void *ctx)
 {
@@ -163,54 +296,8 @@ int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
     o.emit = emit;
     o.ctx = ctx;
     o.n = 0;
-    for (i = 0; i < len && rc == SMTP_DATA_MORE; i++) {
-        char c = p[i];
-
-        switch (r->state) {
-        case LINE_START:
-            if (c == '.' && r->mode == SMTP_DATA_DOT) {
-                r->state = DOT;
-                break;
-            }
-            /* Any other first byte is in the line. */
-            __attribute__((fallthrough));
-        case IN_LINE:
-            if (c == '\r') {
-                r->state = SEEN_CR;
-            } else if (c == '\n') {
-                rc = SMTP_DATA_BARE_LF;
-            } else {
-                out_char(&o, c);
-                r->state = IN_LINE;
-            }
-            break;
-        case SEEN_CR:
-            if (c == '\n') {
-                out_eol(&o);
-                r->state = LINE_START;
-            } else {
-                rc = SMTP_DATA_BARE_CR;
-            }
-            break;
-        case DOT:
-            if (c == '\r') {
-                r->state = DOT_CR;
-            } else if (c == '\n') {
-                rc = SMTP_DATA_BARE_LF;
-            } else {
-                /* ".." is a stuffed dot; ".x" loses its dot too. */
-                out_char(&o, c);
-                r->state = IN_LINE;
-            }
-            break;
-        case DOT_CR:
-            if (c == '\n')
-                rc = SMTP_DATA_DONE;
-            else
-                rc = SMTP_DATA_BARE_CR;
-            break;
-        }
-    }
+    for (i = 0; i < len && rc == SMTP_DATA_MORE; i++)
+        rc = step(&o, p[i]);
     out_flush(&o);
     /* An error's byte is not taken; the end's LF is. */
     *used = rc == SMTP_DATA_MORE || rc == SMTP_DATA_DONE ? i : i - 1;
@@ -221,8 +308,10 @@ int smtp_data_finish(struct smtp_data_reader *r, smtp_emit_fn *emit, void *ctx)
 {
     struct out o;
 
-    if (r->state == SEEN_CR)
+    if (r->state == SEEN_CR && bare(r, SMTP_DATA_BARE_CR) != SMTP_DATA_MORE)
         return SMTP_DATA_BARE_CR;
+    if (r->state == SEEN_CR) /* NORMALIZE: the CR is dropped */
+        r->state = IN_LINE;
     o.r = r;
     o.emit = emit;
     o.ctx = ctx;

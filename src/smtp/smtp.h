@@ -232,6 +232,14 @@ void smtp_command_free(struct smtp_command *cmd);
 
 #define SMTP_STRIP_SET 32 /* bytes of a strip set: one bit per byte value */
 
+/* How a reader takes bare line ends (r->newline). */
+#define SMTP_NEWLINE_STRICT    0 /* refused where seen: an error */
+#define SMTP_NEWLINE_NORMALIZE 1 /* a bare LF ends a line; noted in r->bare */
+
+/* Bare line ends a NORMALIZE reader saw (r->bare). */
+#define SMTP_DATA_SAW_BARE_LF 1
+#define SMTP_DATA_SAW_BARE_CR 2
+
 struct smtp_data_reader {
     int mode;       /* SMTP_DATA_DOT or SMTP_DATA_RAW */
     int state;      /* where in a line (data.c) */
@@ -243,6 +251,9 @@ struct smtp_data_reader {
     int body;        /* past the header section (its empty line) */
     size_t line_out; /* bytes emitted of the current line */
     int nul;         /* SMTP_DATA_NUL_*: refused, nothing more emitted */
+    int newline;     /* SMTP_NEWLINE_*; STRICT after smtp_data_init() */
+    unsigned bare;   /* SMTP_DATA_SAW_* (NORMALIZE) */
+    int after_bare;  /* the current line began after a bare LF */
 };
 
 void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit);

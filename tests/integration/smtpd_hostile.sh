@@ -2,7 +2,10 @@
 # smtpd_hostile.sh BUILD - sluice's SMTP server under hostile clients, on
 # real sockets: clients in mynetworks are exempt from the connection count
 # limit (smtpd_client_event_limit_exceptions = $mynetworks) and others are
-# not; then a slowloris attack from 20 addresses (127.0.0.10 to .29, not
+# not; SMTP smuggling with bare LFs is answered 521 by default and, from a
+# client in smtpd_forbid_bare_newline_exclusions (normalize), ends no
+# data: one message is stored, with the smuggled commands as its text; a
+# NUL is refused with 554 5.6.0; then a slowloris attack from 20 addresses (127.0.0.10 to .29, not
 # in mynetworks), each holding as many sessions as the per-client limit
 # allows (25: 500 in all, the server's whole session limit) and trickling
 # a byte every 3 s, reconnecting whenever the server closes one, while a
@@ -32,6 +35,8 @@ cat >"$tmp/sluice.conf" <<EOF
 queue_directory = $tmp/q
 smtpd_listen = 127.0.0.1:$port
 mynetworks = 127.0.0.1/32
+relay_domains = relay.test
+smtpd_forbid_bare_newline_exclusions = 127.0.0.2/32
 myhostname = mx.test
 relayhost = [127.0.0.1]:$(free_port)
 smtpd_client_connection_count_limit = 25
@@ -79,6 +84,31 @@ if grep -q "warning: connection count limit 25 exceeded by unknown\[127.0.0.30\]
 else
     not_ok "only the client outside the exceptions was turned away"
 fi
+
+# SMTP smuggling, by default and in normalize mode; a NUL.
+accepted() { grep -c ': client=unknown\[' "$tmp/log"; }
+smuggle="HELO c\r\nMAIL FROM:<a@client.test>\r\nRCPT TO:<x@relay.test>\r\nDATA\r\nhi\n.\nMAIL FROM:<evil@client.test>\r\nRCPT TO:<victim@relay.test>\r\nDATA\r\nforged\r\n.\r\nQUIT\r\n"
+expect "<LF>.<LF> from 127.0.0.1 (default, disconnect): 521, closed" \
+    "$(printf '220 mx.test ESMTP sluice\n250 mx.test\n250 2.1.0 Ok\n250 2.1.5 Ok\n354 End data with <CR><LF>.<CR><LF>\n521 5.5.2 mx.test Error: bare <LF> received\n[closed]')" \
+    "$($clients raw 127.0.0.1 "$port" "$smuggle")"
+out=$($clients raw 127.0.0.1 "$port" "$smuggle" --source 127.0.0.2)
+id=$(echo "$out" | sed -n 's/.*queued as \([0-9A-Z]*\).*/\1/p')
+expect "<LF>.<LF> from 127.0.0.2 (normalize): no end, one message" \
+    "$(printf '220 mx.test ESMTP sluice\n250 mx.test\n250 2.1.0 Ok\n250 2.1.5 Ok\n354 End data with <CR><LF>.<CR><LF>\n250 2.0.0 Ok: queued as ID\n221 2.0.0 Bye\n[closed]')" \
+    "$(echo "$out" | sed 's/queued as .*/queued as ID/')"
+expect "one message stored, none smuggled" 1 "$(accepted)"
+"$build/sluice" -c "$tmp/sluice.conf" show --body "$id" >"$tmp/show" 2>&1
+if tr -d '\r' <"$tmp/show" | grep -A5 '^hi$' | tr '\n' '|' |
+    grep -q '^hi|MAIL FROM:<evil@client.test>|RCPT TO:<victim@relay.test>|DATA|forged|'; then
+    ok "the smuggled commands are the message's text, the lone . dropped"
+else
+    not_ok "the smuggled commands are the message's text, the lone . dropped"
+    sed 's/^/#   /' "$tmp/show"
+fi
+expect "a NUL in the header: 554 5.6.0, nothing stored" \
+    "$(printf '220 mx.test ESMTP sluice\n250 mx.test\n250 2.1.0 Ok\n250 2.1.5 Ok\n354 End data with <CR><LF>.<CR><LF>\n554 5.6.0 Error: NUL character in message header\n221 2.0.0 Bye\n[closed]')" \
+    "$($clients raw 127.0.0.1 "$port" "HELO c\r\nMAIL FROM:<a@client.test>\r\nRCPT TO:<x@relay.test>\r\nDATA\r\nSubject: a\x00b\r\n\r\nx\r\n.\r\nQUIT\r\n")"
+expect "still one message stored" 1 "$(accepted)"
 
 # The attack: 20 addresses, 25 trickling sessions each.
 $slowloris 127.0.0.1 "$port" 127.0.0.10 20 25 --gap 3 --seconds 60 \

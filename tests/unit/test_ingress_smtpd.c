@@ -134,6 +134,9 @@ static int setup(void **state)
     params.backlog_limit = 100;
     params.junk_limit = 100;
     params.memory_limit = 1 << 20;
+    params.bare_newline = "disconnect";
+    params.bare_exempt = "";
+    params.bare_code = 550;
     mode = STORE_NOW;
     nstored = nlogged = 0;
     late_done = NULL;
@@ -732,6 +735,164 @@ static void test_strip_chars_bad(void **state)
     assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
     assert_string_equal(why, "message_strip_characters: CR and LF cannot be "
                              "stripped (lines would lose their ends)");
+}
+
+/* MAIL, RCPT (to a relay domain: any client may) and DATA. */
+static void data_begin(int fd)
+{
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@relay.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+}
+
+/* "250 ... queued as ID" for the n-th message stored. */
+static void expect_queued(int fd, int n)
+{
+    char reply[64];
+
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, n);
+    snprintf(reply, sizeof(reply), "%s\r\n", stored[n - 1]->id);
+    expect(fd, reply);
+}
+
+/* smtpd_forbid_bare_newline = normalize: a bare LF ends a line, in
+ * commands and content, and is stored as CRLF; only CRLF.CRLF ends the
+ * data, so no smuggling form ends it. A bare CR is refused (550). */
+static void test_bare_newline_normalize(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "normalize";
+    fd = hello("127.0.0.1");
+    chat(fd, "NOOP\n", "250 2.0.0 Ok\r\n");
+    data_begin(fd);
+    put(fd, "Subject: x\n\nhi\n.\nMAIL FROM:<evil@x.test>\r\n"
+            "RCPT TO:<victim@f.test>\r\nDATA\r\nforged\r\n.\r\n");
+    expect_queued(fd, 1);
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: x\r\n\r\nhi\r\nMAIL FROM:<evil@x.test>\r\n"
+                        "RCPT TO:<victim@f.test>\r\nDATA\r\nforged\r\n");
+    data_begin(fd);
+    put(fd, "a\r\n.\nb\n.\r\nc\r\n.\r\n");
+    expect_queued(fd, 2);
+    assert_string_equal(after_received(stored[1]), "a\r\nb\r\nc\r\n");
+    data_begin(fd);
+    put(fd, "a\r\n.\r MAIL FROM:<evil@x.test>\r\n.\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <CR> received\r\n");
+    assert_true(was_logged("warning: bare <CR> received after DATA from "
+                           "unknown[127.0.0.1]: message rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n"
+            "BDAT 6 LAST\r\nx\ny\n.\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n");
+    expect_queued(fd, 3);
+    assert_string_equal(after_received(stored[2]), "x\r\ny\r\n.\r\n");
+    chat(fd, "QUIT\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+}
+
+/* reject: a command or a message with a bare LF is refused with
+ * smtpd_forbid_bare_newline_reject_code, and the session goes on; the
+ * message is read to its CRLF.CRLF first, and nothing is stored. */
+static void test_bare_newline_reject(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "reject";
+    fd = hello("127.0.0.1");
+    chat(fd, "NOOP\n", "550 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_true(was_logged("warning: bare <LF> received in a command from "
+                           "unknown[127.0.0.1]: rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\nRCPT TO:<a@f.test>\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <LF> received\r\n"
+               "503 5.5.1 Error: need MAIL command\r\n");
+    data_begin(fd);
+    put(fd, "hi\n.\nMAIL FROM:<evil@x.test>\r\nRCPT TO:<victim@f.test>\r\n"
+            "DATA\r\nforged\r\n.\r\nNOOP\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <LF> received\r\n"
+               "250 2.0.0 Ok\r\n");
+    assert_true(was_logged("warning: bare <LF> received after DATA from "
+                           "unknown[127.0.0.1]: message rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n"
+            "BDAT 4 LAST\r\nx\ny\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "550 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 0);
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+    /* 521 (Postfix: "521 to disconnect"): the session ends */
+    teardown(state);
+    setup(state);
+    params.bare_newline = "reject";
+    params.bare_code = 521;
+    fd = hello("127.0.0.1");
+    data_begin(fd);
+    put(fd, "hi\n.\r\nstill content\r\n.\r\nNOOP\r\n");
+    expect_close(fd, "521 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("warning: bare <LF> received after DATA from "
+                           "unknown[127.0.0.1]: disconnected"));
+}
+
+/* note: as normalize, and "notes=bare_lf" on the disconnect line. */
+static void test_bare_newline_note(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "note";
+    fd = hello("127.0.0.1");
+    data_begin(fd);
+    put(fd, "hi\nthere\r\n.\r\n");
+    expect_queued(fd, 1);
+    assert_string_equal(after_received(stored[0]), "hi\r\nthere\r\n");
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    expect_close(fd, "");
+    assert_true(was_logged("disconnect from unknown[127.0.0.1] ehlo=1 mail=1 "
+                           "rcpt=1 data=1 quit=1 commands=5 notes=bare_lf"));
+}
+
+/* smtpd_forbid_bare_newline_exclusions: those clients normalize; the
+ * others keep the mode (here the default, disconnect: 521 at once). */
+static void test_bare_newline_exclusions(void **state)
+{
+    int in, out;
+
+    (void)state;
+    params.bare_exempt = "127.0.0.1/32";
+    in = hello("127.0.0.1");
+    data_begin(in);
+    put(in, "hi\n.\r\nmore\r\n.\r\n");
+    expect_queued(in, 1);
+    assert_string_equal(after_received(stored[0]), "hi\r\nmore\r\n");
+    close(in);
+    out = hello("127.0.0.9");
+    data_begin(out);
+    put(out, "hi\n.\r\nmore\r\n.\r\n");
+    expect_close(out, "521 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 1);
+}
+
+/* Bad values are refused, the running ones stay. */
+static void test_bare_newline_bad_values(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+
+    (void)state;
+    server_start();
+    p = params;
+    p.bare_newline = "sometimes";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_string_equal(why, "smtpd_forbid_bare_newline: \"sometimes\" is not "
+                             "one of disconnect, normalize, yes, no, note, "
+                             "reject");
+    p = params;
+    p.bare_exempt = "10.0.0.1/8";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_memory_equal(why, "smtpd_forbid_bare_newline_exclusions: ", 38);
 }
 
 /* RFC 3030: BDAT chunks, pipelined, the last one LAST. */
@@ -1370,6 +1531,11 @@ int main(void)
         T(test_relay_control),
         T(test_bare_lf_smuggling),
         T(test_bare_cr),
+        T(test_bare_newline_normalize),
+        T(test_bare_newline_reject),
+        T(test_bare_newline_note),
+        T(test_bare_newline_exclusions),
+        T(test_bare_newline_bad_values),
         T(test_bdat),
         T(test_nul_in_header),
         T(test_nul_in_body),

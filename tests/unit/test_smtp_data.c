@@ -12,7 +12,11 @@
  *	an error at the byte where it is seen; what follows the end is left
  *	unread (pipelined commands); BDAT content is taken as it is, bare
  *	line ends refused, a last line without CRLF completed; the size
- *	limit stops storing but not reading.
+ *	limit stops storing but not reading. A NUL in the header section is
+ *	refused, in the body too unless the strip set (Postfix's
+ *	message_strip_characters, its escapes parsed) holds it; in the
+ *	NORMALIZE reading a bare LF ends a line and no smuggling form ends
+ *	the data.
  */
 
 #include <setjmp.h>
@@ -304,6 +308,71 @@ static void test_strip_parse(void **state)
 #undef HAS
 }
 
+/*
+ * smtpd_forbid_bare_newline = normalize: a bare LF ends a line (stored as
+ * CRLF), but only CRLF.CRLF ends the data: a "." line next to a bare LF
+ * is not an end, and is dropped (as Postfix drops it). Every split.
+ */
+static void normalized(const char *in, const char *want, unsigned bare)
+{
+    for (size_t step = 1; step <= strlen(in); step++) {
+        struct smtp_data_reader r;
+        struct out o = {{0}, 0};
+        size_t used;
+
+        smtp_data_init(&r, SMTP_DATA_DOT, 0);
+        r.newline = SMTP_NEWLINE_NORMALIZE;
+        assert_int_equal(feed(&r, in, step, &o, &used), SMTP_DATA_DONE);
+        assert_string_equal(o.buf, want);
+        assert_int_equal(used, strlen(in) - strlen("QUIT\r\n"));
+        assert_int_equal(r.bare, bare);
+    }
+}
+
+static void test_normalize(void **state)
+{
+    (void)state;
+    normalized("a\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n", SMTP_DATA_SAW_BARE_LF);
+    /* the smuggling forms: none of them ends the data */
+    normalized("a\r\n.\nMAIL FROM:<x>\r\n.\r\nQUIT\r\n",
+               "a\r\nMAIL FROM:<x>\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("a\n.\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("a\n.\r\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n",
+               SMTP_DATA_SAW_BARE_LF);
+    normalized("\n.\r\n.\r\nQUIT\r\n", "\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("..\n\r\n.\r\nQUIT\r\n", ".\r\n\r\n", SMTP_DATA_SAW_BARE_LF);
+    /* a bare CR is no line end: noted (the message is refused), dropped */
+    normalized("a\r\n.\r b\r\n.\r\nQUIT\r\n", "a\r\n b\r\n",
+               SMTP_DATA_SAW_BARE_CR);
+    normalized("a\r.\r\n.\r\nQUIT\r\n", "a.\r\n", SMTP_DATA_SAW_BARE_CR);
+    normalized("x\r\n.\r\nQUIT\r\n", "x\r\n", 0);
+}
+
+static void test_normalize_bdat(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    r.newline = SMTP_NEWLINE_NORMALIZE;
+    assert_int_equal(smtp_data_feed(&r, "a\nb\n.\nc", 7, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(used, 7);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_DONE);
+    assert_string_equal(o.buf, "a\r\nb\r\n.\r\nc\r\n");
+    assert_int_equal(r.bare, SMTP_DATA_SAW_BARE_LF);
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    r.newline = SMTP_NEWLINE_NORMALIZE;
+    o.len = 0;
+    assert_int_equal(smtp_data_feed(&r, "a\rb\r", 4, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_DONE);
+    assert_string_equal(o.buf, "ab\r\n");
+    assert_int_equal(r.bare, SMTP_DATA_SAW_BARE_CR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_nul_in_body),
         cmocka_unit_test(test_strip),
         cmocka_unit_test(test_strip_parse),
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_normalize_bdat),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
