@@ -19,12 +19,7 @@ build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
 
-skip() {
-    echo "# SKIP smtpd_hostile.sh: $1"
-    ok "skipped: $1"
-    tap_done
-}
-command -v python3 >/dev/null 2>&1 || skip "python3 is not installed"
+need python3 command -v python3
 
 . tests/integration/lib/daemon_lib.sh
 clients="python3 tests/integration/lib/smtp_clients.py"
