@@ -83,6 +83,13 @@
  *	"example.com" matches that domain and its subdomains and
  *	".example.com" only its subdomains (Postfix's default matching).
  *
+ *	Bare line ends (smtpd_bare_mode()): what smtpd_forbid_bare_newline
+ *	says (disconnect, normalize, note, reject; session.c and
+ *	smtp/data.c say what each does), or normalize for a client in
+ *	smtpd_forbid_bare_newline_exclusions. The parameter's values are
+ *	checked here, with message_strip_characters (a set of bytes, no CR
+ *	or LF) and the network lists.
+ *
  *	smtpd_server_close() is the start of a stop: the listeners close,
  *	every session gets "421 4.3.2 ... Service shutting down" and is
  *	closed, except those whose message is being stored, which get their

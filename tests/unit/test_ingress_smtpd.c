@@ -4,14 +4,16 @@
  * SYNOPSIS
  *	build/tests/test_ingress_smtpd
  * DESCRIPTION
- *	Tests src/ingress/smtpd.c, session.c and receive.c: each test
- *	starts a session on one end of a socket pair, with a made-up client
- *	address, and talks to it from the other end, running the event loop
- *	in this thread until the expected bytes have come. A fake store
- *	keeps the messages (and answers at once, later, or with a failure),
- *	a fake flush records ETRN's domain, a fake backlog drives flow
- *	control. Replies are compared to the byte; RFC text is quoted where
- *	a reply comes from it.
+ *	Tests src/ingress/smtpd.c, session.c, deadline.c and receive.c:
+ *	each test starts a session on one end of a socket pair, with a
+ *	made-up client address, and talks to it from the other end, running
+ *	the event loop in this thread until the expected bytes have come. A
+ *	fake store keeps the messages (and answers at once, later, or with a
+ *	failure), a fake flush records ETRN's domain, a fake backlog drives
+ *	flow control, a fake spool_free stands for the spool's free pages.
+ *	Replies are compared to the byte; RFC text is quoted where a reply
+ *	comes from it. Deadline tests send a byte at a time, in real time,
+ *	with margins of a second or more against the deadlines.
  */
 
 #include <stdarg.h>
