@@ -1183,12 +1183,12 @@ static void test_stress(void **state)
 
     (void)state;
     params.timeout_ms = 60000;
-    params.stress_timeout_ms = 500;
+    params.stress_timeout_ms = 2000;
     params.per_record_deadline = 0;
     params.connection_limit = 0;
     slow = hello("127.0.0.1");
     put(slow, "NO"); /* a line begun before the stress */
-    spin(600);
+    spin(2200);
     for (int i = 1; i < SMTPD_STRESS_ON; i++) {
         snprintf(address, sizeof(address), "10.0.%d.%d", i / 250, i % 250);
         fd[i] = connect_from(address);
@@ -1197,7 +1197,7 @@ static void test_stress(void **state)
     snprintf(line, sizeof(line),
              "warning: %d SMTP sessions, near the limit of %d: stress: "
              "deadlines per command and content line, of "
-             "smtpd_stress_timeout (500 ms)",
+             "smtpd_stress_timeout (2000 ms)",
              SMTPD_STRESS_ON, SMTPD_SESSION_MAX);
     assert_true(was_logged(line));
     /* the line begun long ago is past its new deadline at once */
@@ -1205,7 +1205,7 @@ static void test_stress(void **state)
     /* a client that sends whole lines in time is served */
     quick = hello("127.0.0.1");
     chat(quick, "NOOP\r\n", "250 2.0.0 Ok\r\n");
-    trickle(quick, "NOOP\r\n", 200); /* 1.2 s */
+    trickle(quick, "NOOP\r\n", 700); /* whole after 3.5 s */
     expect_close(quick, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
     for (int i = 1; i < SMTPD_STRESS_ON; i++)
         close(fd[i]);
