@@ -125,7 +125,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -839,14 +838,14 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
     line = ingress_xmalloc(n + 1);
     evbuffer_remove(in, line, n);
     evbuffer_drain(in, eol);
-    if (n > 0 && line[n - 1] == '\r')
+    if (n > 0 && line[n - 1] == '\r') {
         n--;
-    else if (bare_command(ss))
-        n = SIZE_MAX; /* refused: not run */
-    if (n != SIZE_MAX) {
-        line[n] = 0;
-        command(ss, line, n);
+    } else if (bare_command(ss)) {
+        free(line); /* refused: not run */
+        return 1;
     }
+    line[n] = 0;
+    command(ss, line, n);
     free(line);
     return 1;
 }
