@@ -209,6 +209,9 @@ const struct conf_def conf_params[] = {
     /* Messages. */
     INT("message_size_limit", "10240000", NULL, 0, LONG_MAX,
         "largest message accepted, in bytes (0 = no limit)"),
+    STRING("message_strip_characters", "", NULL,
+           "characters removed from SMTP message content (\\0: NULs in "
+           "the body)"),
 
     /* SMTP server. */
     LIST("smtpd_listen", "127.0.0.1:2525", NULL,
@@ -221,8 +224,16 @@ const struct conf_def conf_params[] = {
         "recipients accepted per message"),
     INT("smtpd_client_connection_count_limit", "50", NULL, 0, 100000L,
         "sessions at once from one client address (0 = no limit)"),
+    LIST("smtpd_client_event_limit_exceptions", "$mynetworks", NULL,
+         "clients not held to smtpd_client_connection_count_limit"),
     TIME("smtpd_timeout", "300s", NULL, 's',
-         "time limit for a client's command or piece of message content"),
+         "time limit for a client's command line or line of message "
+         "content"),
+    BOOL("smtpd_per_record_deadline", "yes", NULL,
+         "smtpd_timeout bounds each whole command or content line, not each "
+         "read"),
+    TIME("smtpd_stress_timeout", "10s", NULL, 's',
+         "smtpd_timeout while the SMTP server is near its session limit"),
     INT("smtpd_hard_error_limit", "20", NULL, 1, 100000L,
         "errors a client may make before it is disconnected"),
     INT("line_length_limit", "2048", NULL, 512, 131072L,
@@ -241,6 +252,16 @@ const struct conf_def conf_params[] = {
         "no limit)"),
     INT("hopcount_limit", "50", NULL, 1, 1000,
         "Received: headers at which SMTP mail is refused as looping"),
+    CHOICE("smtpd_forbid_bare_newline", "disconnect", NULL,
+           "disconnect|normalize|yes|no|note|reject",
+           "a bare line end in DATA: 521 and close, taken as CRLF "
+           "(normalize), or refused"),
+    LIST("smtpd_forbid_bare_newline_exclusions", "", NULL,
+         "clients whose bare LF is taken as CRLF (normalize) whatever "
+         "smtpd_forbid_bare_newline says"),
+    INT("smtpd_forbid_bare_newline_reject_code", "550", NULL, 500, 599,
+        "reply code of smtpd_forbid_bare_newline = reject (521 also "
+        "disconnects)"),
 
     /* The spool. */
     {"queue_directory", CONF_STRING, "/var/spool/sluice", NULL, 0, 0, 0, NULL,

@@ -67,7 +67,7 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
- *	The SMTP server (smtpd.c, session.c, receive.c):
+ *	The SMTP server (smtpd.c, session.c, deadline.c, receive.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -84,7 +84,8 @@
  *	long	smtpd_server_sessions(const struct smtpd_server *s)
  *	void	smtpd_server_free(struct smtpd_server *s)
  *
- *	Lists of networks, for who may relay (nets.c):
+ *	Lists of networks, for who may relay and who is exempt from
+ *	limits (nets.c):
  *
  *	struct ingress_nets *ingress_nets_parse(const char *list,
  *			char *why, size_t whylen)
@@ -123,11 +124,14 @@
  *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
  *	250 to the end of a message only once its store callback says it
  *	is durable. smtpd.c describes the server, its parameters and flow
- *	control; session.c the protocol, reply by reply; receive.c what
- *	is added to a message (Received:, missing headers).
+ *	control; session.c the protocol, reply by reply; deadline.c how
+ *	long a session waits for its client; receive.c what is added to a
+ *	message (Received:, missing headers).
  *
- *	A network list (nets.c) is mynetworks: addresses and CIDR blocks,
- *	matched against a client's address; nets.c says what it accepts.
+ *	A network list (nets.c) is mynetworks or another list in its
+ *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
+ *	blocks, matched against a client's address; nets.c says what it
+ *	accepts.
  *
  *	The submission socket (local.c) carries a message from "sluice
  *	sendmail" to the running daemon, which stores it in its group
@@ -299,6 +303,8 @@ struct ingress_nets;
 
 /* The SMTP server. */
 #define SMTPD_SESSION_MAX     500    /* sessions at once; then accept waits */
+#define SMTPD_STRESS_ON       400    /* sessions: stress begins (80 %) */
+#define SMTPD_STRESS_OFF      300    /* fewer sessions: stress is over */
 #define SMTPD_STORE_LATCH     10     /* s: 452 to MAIL after a failed store */
 #define SMTPD_HELO_MAX        255    /* bytes of a HELO name kept */
 #define SMTPD_INPUT_MAX       262144 /* bytes read ahead of the session */
@@ -322,6 +328,9 @@ struct smtpd_ops {
                   void *conn);
     /* Messages in the incoming queue now; NULL: none counted. */
     long (*backlog)(void *ctx);
+    /* Bytes free inside the spool's file (spool_free_bytes()), which
+     * the file system does not count as free; NULL: none. */
+    int64_t (*spool_free)(void *ctx);
     void (*log)(void *ctx, const char *line);
     void *ctx;
 };
@@ -337,9 +346,12 @@ struct smtpd_params {
     uint64_t queue_minfree;      /* queue_minfree, bytes */
     long recipient_limit;        /* smtpd_recipient_limit */
     long connection_limit;       /* smtpd_client_connection_count_limit */
+    const char *exempt;          /* smtpd_client_event_limit_exceptions */
     long error_limit;            /* smtpd_hard_error_limit */
     long line_limit;             /* line_length_limit */
     long timeout_ms;             /* smtpd_timeout */
+    long stress_timeout_ms;      /* smtpd_stress_timeout */
+    int per_record_deadline;     /* smtpd_per_record_deadline */
     long in_flow_delay_ms;       /* in_flow_delay */
     long active_limit;           /* qmgr_message_active_limit */
     long backlog_limit;          /* in_flow_backlog_limit, 0 = none */
@@ -347,6 +359,10 @@ struct smtpd_params {
     long junk_limit;             /* smtpd_junk_command_limit */
     uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
     int add_missing_headers;     /* always_add_missing_headers */
+    const char *strip_chars;     /* message_strip_characters */
+    const char *bare_newline;    /* smtpd_forbid_bare_newline */
+    const char *bare_exempt;     /* ..._exclusions: these normalize */
+    long bare_code;              /* ..._reject_code */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

@@ -1,6 +1,6 @@
 /*
  * NAME
- *	nets 3 - lists of networks: who may relay (mynetworks)
+ *	nets 3 - lists of networks: who may relay (mynetworks), who is exempt
  * SYNOPSIS
  *	#include "ingress/ingress.h"
  *

@@ -57,14 +57,27 @@
  *
  *	The content: in DATA, an end of data that is not CRLF.CRLF, or a
  *	bare CR or LF anywhere, is the smuggling family of attacks (see
- *	smtp/data.c): the answer is "521 5.5.2 ... bare <LF> received" and
- *	the connection is closed, since what follows cannot be trusted. In
- *	BDAT the chunk sizes say where a chunk ends, so a bare line end
- *	fails only the transaction ("554 5.6.0"); the bytes of a chunk are
+ *	smtp/data.c): by default (smtpd_forbid_bare_newline = disconnect)
+ *	the answer is "521 5.5.2 ... bare <LF> received" and the connection
+ *	is closed, since what follows cannot be trusted. In BDAT the chunk
+ *	sizes say where a chunk ends, so a bare line end fails only the
+ *	transaction ("554 5.6.0"). The other modes, per client (the
+ *	exclusions normalize): normalize (yes, no) takes a bare LF as a line
+ *	end, stored as CRLF, in commands and content, while only CRLF.CRLF
+ *	ends the data; note does the same and adds "notes=bare_lf" to the
+ *	disconnect line; reject answers a command line ending in a bare LF,
+ *	and a message with one (read to its CRLF.CRLF), with
+ *	"CODE 5.5.2 ... bare <LF> received", CODE the reject code (550; 521
+ *	also ends the session), and the session goes on. In those three
+ *	modes a bare CR in content is refused the same way: it is no line
+ *	end, and it is never stored. The bytes of a chunk are
  *	always read to its end, even of a chunk refused, so that message
  *	content is never read as commands, and a BDAT whose size cannot be
  *	parsed ends the session after its 501. RCPT after the first chunk
- *	is "503 5.5.1" (RFC 3030 2: the recipients come first). Content
+ *	is "503 5.5.1" (RFC 3030 2: the recipients come first). A NUL in
+ *	the content is refused at its end, "554 5.6.0 Error: NUL character
+ *	in message header" (or body; smtp/data.c), unless
+ *	message_strip_characters removes body NULs. Content
  *	beyond smtpd_memory_limit, for all sessions together, is dropped
  *	and its message refused at the end with "452 4.3.1". A message larger than
  *	message_size_limit is read to its end and refused with 552 5.3.4.
@@ -77,8 +90,10 @@
  *	is written only when the store says the message is durable, "451
  *	4.3.0" or "452 4.3.1" when it could not be stored.
  *
- *	smtpd_timeout bounds every wait for the client, in a command or
- *	in content ("421 4.4.2 ... timeout exceeded"). ETRN (after HELO,
+ *	Deadlines (deadline.c) bound every wait for the client: each
+ *	command line, and each line of content, must come within
+ *	smtpd_timeout, shorter under stress ("421 4.4.2 ... timeout
+ *	exceeded"). ETRN (after HELO,
  *	outside a transaction) flushes the node's deferred mail: "domain",
  *	"@domain" (with its subdomains); a client outside mynetworks only
  *	for relay_domains (459 4.7.1); "#queue" is not supported (458).
@@ -97,8 +112,11 @@
  *	from=<S> to=<R> proto=ESMTP helo=<H>", "timeout after VERB from
  *	CLIENT", "lost connection after VERB from CLIENT", "too many errors
  *	after VERB from CLIENT", "warning: bare <LF> received after DATA
- *	from CLIENT". CLIENT is "unknown[ADDRESS]": sluice does not look
- *	up client names.
+ *	from CLIENT: disconnected" (or "message rejected"; or <CR>; or
+ *	BDAT), "warning: bare <LF> received in a command from CLIENT:
+ *	rejected", "NOQUEUE: reject: DATA from CLIENT: 554 5.6.0 Error:
+ *	NUL character in message header; from=<S> proto=ESMTP helo=<H>".
+ *	CLIENT is "unknown[ADDRESS]": sluice does not look up client names.
  */
 
 #include "ingress/smtpd_impl.h"
@@ -257,6 +275,10 @@ static void message_begin(struct smtpd_session *ss, int mode)
     receive_received(&ss->msg, ss, hostname(ss), time(NULL));
     held_add(ss, ss->msg.len);
     smtp_data_init(&ss->reader, mode, ss->s->cf.size_limit);
+    memcpy(ss->reader.strip, ss->s->cf.strip, sizeof(ss->reader.strip));
+    ss->bare_mode = smtpd_bare_mode(ss);
+    if (ss->bare_mode != BARE_DISCONNECT)
+        ss->reader.newline = SMTP_NEWLINE_NORMALIZE;
 }
 
 /* ------------------------------------------------------------ waiting */
@@ -264,6 +286,7 @@ static void message_begin(struct smtpd_session *ss, int mode)
 static void wait_begin(struct smtpd_session *ss)
 {
     ss->state = SESSION_WAIT;
+    deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
 }
 
@@ -273,8 +296,10 @@ static void wait_end(struct smtpd_session *ss)
     ss->state = SESSION_COMMAND;
     if (ss->s && ss->s->closing && !ss->quitting)
         reply_final(ss, "421 4.3.2 %s Service shutting down", hostname(ss));
-    if (!ss->quitting)
+    if (!ss->quitting) {
         bufferevent_enable(ss->bev, EV_READ);
+        deadline_start(ss);
+    }
     if (!ss->in_input)
         session_input(ss);
 }
@@ -331,6 +356,29 @@ static int looping(struct smtpd_session *ss)
               ss->chunking ? "BDAT" : "DATA", ss->client, hops, ss->sender,
               ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
     reply(ss, "554 5.4.6 Error: too many hops");
+    transaction_reset(ss);
+    return 1;
+}
+
+/*
+ * A NUL in the content (smtp/data.c): in the header section always, in
+ * the body unless message_strip_characters removes it. Refused, not
+ * stored: a NUL is no text (RFC 5322, RFC 6152), and programs that read
+ * a message as C strings would each see a different part of it.
+ */
+static int nul_refused(struct smtpd_session *ss)
+{
+    const char *where =
+        ss->reader.nul == SMTP_DATA_NUL_HEADER ? "header" : "body";
+
+    if (ss->reader.nul == 0)
+        return 0;
+    smtpd_log(ss->s,
+              "NOQUEUE: reject: %s from %s: 554 5.6.0 Error: NUL character "
+              "in message %s; from=<%s> proto=%s helo=<%s>",
+              ss->chunking ? "BDAT" : "DATA", ss->client, where, ss->sender,
+              ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+    reply(ss, "554 5.6.0 Error: NUL character in message %s", where);
     transaction_reset(ss);
     return 1;
 }
@@ -730,6 +778,42 @@ static void command(struct smtpd_session *ss, const char *line, size_t len)
 
 /* --------------------------------------------------------------- input */
 
+/* The reply to a bare line end, with smtpd_forbid_bare_newline_reject_code:
+ * 521 ends the session (Postfix: "521 to disconnect"). */
+static void bare_reply(struct smtpd_session *ss, const char *what)
+{
+    long code = ss->s->cf.bare_code;
+
+    if (code == 521)
+        reply_final(ss, "521 5.5.2 %s Error: bare %s received", hostname(ss),
+                    what);
+    else
+        reply(ss, "%ld 5.5.2 %s Error: bare %s received", code, hostname(ss),
+              what);
+}
+
+/*
+ * A command line that ends in a bare LF: run (the default, normalize,
+ * note) or refused (reject). No content follows a command, so taking
+ * the LF as its end smuggles nothing; reject is for operators who want
+ * no bare line end at all. Returns 1 when the line is refused.
+ */
+static int bare_command(struct smtpd_session *ss)
+{
+    enum bare_mode mode = smtpd_bare_mode(ss);
+
+    if (mode == BARE_NOTE)
+        ss->noted_bare = 1;
+    if (mode != BARE_REJECT)
+        return 0;
+    smtpd_log(ss->s, "warning: bare <LF> received in a command from %s: %s",
+              ss->client,
+              ss->s->cf.bare_code == 521 ? "disconnected" : "rejected");
+    ss->counts[COUNT_UNKNOWN][1]++;
+    bare_reply(ss, "<LF>");
+    return 1;
+}
+
 static int read_command(struct smtpd_session *ss, struct evbuffer *in)
 {
     size_t eol = 0, n;
@@ -756,8 +840,12 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
     line = ingress_xmalloc(n + 1);
     evbuffer_remove(in, line, n);
     evbuffer_drain(in, eol);
-    if (n > 0 && line[n - 1] == '\r')
+    if (n > 0 && line[n - 1] == '\r') {
         n--;
+    } else if (bare_command(ss)) {
+        free(line); /* refused: not run */
+        return 1;
+    }
     line[n] = 0;
     command(ss, line, n);
     free(line);
@@ -775,13 +863,46 @@ static void bare_line_end(struct smtpd_session *ss, int rc)
     reply_final(ss, "521 5.5.2 %s Error: bare %s received", hostname(ss), what);
 }
 
+/*
+ * The message's bare line ends, in the modes that read on past them
+ * (smtp/data.c's NORMALIZE): a bare CR is refused in every mode (no one
+ * agrees on what it is, and it is never stored), a bare LF in reject
+ * mode; in note mode it is noted for the log. Returns 1 when refused.
+ */
+static int bare_refused(struct smtpd_session *ss)
+{
+    unsigned bare = ss->reader.bare;
+    const char *what = bare & SMTP_DATA_SAW_BARE_CR ? "<CR>" : "<LF>";
+
+    if (bare == 0)
+        return 0;
+    if (ss->bare_mode == BARE_NOTE)
+        ss->noted_bare = 1;
+    if (!(bare & SMTP_DATA_SAW_BARE_CR) && ss->bare_mode != BARE_REJECT)
+        return 0;
+    smtpd_log(ss->s, "warning: bare %s received after %s from %s: %s", what,
+              ss->chunking ? "BDAT" : "DATA", ss->client,
+              ss->s->cf.bare_code == 521 ? "disconnected" : "message rejected");
+    bare_reply(ss, what);
+    transaction_reset(ss);
+    return 1;
+}
+
 static void data_done(struct smtpd_session *ss)
 {
     ss->state = SESSION_COMMAND;
+    if (bare_refused(ss)) {
+        ss->counts[COUNT_DATA][0]--;
+        return;
+    }
     if (ss->reader.too_big) {
         ss->counts[COUNT_DATA][0]--;
         reply(ss, "552 5.3.4 Message size exceeds fixed limit");
         transaction_reset(ss);
+        return;
+    }
+    if (nul_refused(ss)) {
+        ss->counts[COUNT_DATA][0]--;
         return;
     }
     message_store(ss);
@@ -796,6 +917,7 @@ static int read_data(struct smtpd_session *ss, struct evbuffer *in)
     while (evbuffer_peek(in, -1, NULL, &v, 1) > 0 && v.iov_len > 0) {
         rc =
             smtp_data_feed(&ss->reader, v.iov_base, v.iov_len, &used, emit, ss);
+        deadline_progress(ss, v.iov_base, used);
         evbuffer_drain(in, used);
         if (rc == SMTP_DATA_DONE) {
             data_done(ss);
@@ -837,12 +959,16 @@ static void chunk_done(struct smtpd_session *ss)
     if (rc < 0) {
         chunk_fail(ss, "554 5.6.0 Error: bare %s in message content",
                    rc == SMTP_DATA_BARE_LF ? "<LF>" : "<CR>");
+    } else if (bare_refused(ss)) {
+        return;
     } else if (ss->reader.too_big) {
         chunk_fail(ss, "552 5.3.4 Message size exceeds fixed limit");
     } else if (!ss->chunk_last) {
         ss->counts[COUNT_BDAT][0]++;
         reply(ss, "250 2.0.0 Ok: %llu bytes",
               (unsigned long long)ss->reader.size);
+    } else if (nul_refused(ss)) {
+        return;
     } else {
         ss->counts[COUNT_BDAT][0]++;
         message_store(ss);
@@ -864,6 +990,7 @@ static int read_chunk(struct smtpd_session *ss, struct evbuffer *in)
             if (rc < 0)
                 ss->reader_error = rc;
         }
+        deadline_progress(ss, v.iov_base, n);
         evbuffer_drain(in, n);
         ss->chunk_left -= n;
     }
@@ -887,6 +1014,7 @@ static void close_after_reply(struct smtpd_session *ss)
 {
     ss->state = SESSION_CLOSING;
     evtimer_del(ss->delay_ev);
+    deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
     bufferevent_setcb(ss->bev, NULL, closing_written, event_cb, ss);
     bufferevent_setwatermark(ss->bev, EV_WRITE, 0, 0);
@@ -904,7 +1032,10 @@ static void session_input(struct smtpd_session *ss)
     while (more && !ss->quitting && !ss->output_full) {
         switch (ss->state) {
         case SESSION_COMMAND:
-            more = read_command(ss, in);
+            /* a command line is a record: the next one's clock starts */
+            if ((more = read_command(ss, in)) && !ss->quitting &&
+                ss->state != SESSION_WAIT)
+                deadline_start(ss);
             break;
         case SESSION_DATA:
             more = read_data(ss, in);
@@ -934,6 +1065,7 @@ static void session_input(struct smtpd_session *ss)
 static void read_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
+    deadline_read(arg);
     session_input(arg);
 }
 
@@ -951,17 +1083,20 @@ static void write_cb(struct bufferevent *bev, void *arg)
     }
 }
 
+/* A deadline passed (deadline.c): the client took too long. */
+void session_timeout(struct smtpd_session *ss)
+{
+    if (ss->state == SESSION_CLOSING || ss->state == SESSION_WAIT)
+        return;
+    smtpd_log(ss->s, "timeout after %s from %s", ss->last_verb, ss->client);
+    reply_final(ss, "421 4.4.2 %s Error: timeout exceeded", hostname(ss));
+    close_after_reply(ss);
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct smtpd_session *ss = arg;
 
-    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
-        ss->state != SESSION_CLOSING) {
-        smtpd_log(ss->s, "timeout after %s from %s", ss->last_verb, ss->client);
-        reply_final(ss, "421 4.4.2 %s Error: timeout exceeded", hostname(ss));
-        close_after_reply(ss);
-        return;
-    }
     if ((what & BEV_EVENT_EOF) &&
         (ss->in_mail || ss->state == SESSION_DATA || ss->state == SESSION_BDAT))
         smtpd_log(ss->s, "lost connection after %s from %s", ss->last_verb,
@@ -1009,9 +1144,13 @@ static void log_disconnect(struct smtpd_session *ss)
                                   ss->counts[c][1]);
     }
     if (n < sizeof(line) && ok == total)
-        snprintf(line + n, sizeof(line) - n, " commands=%u", total);
+        n +=
+            (size_t)snprintf(line + n, sizeof(line) - n, " commands=%u", total);
     else if (n < sizeof(line))
-        snprintf(line + n, sizeof(line) - n, " commands=%u/%u", ok, total);
+        n += (size_t)snprintf(line + n, sizeof(line) - n, " commands=%u/%u", ok,
+                              total);
+    if (n < sizeof(line) && ss->noted_bare) /* Postfix's form */
+        snprintf(line + n, sizeof(line) - n, " notes=bare_lf");
     smtpd_log(ss->s, "%s", line);
 }
 
@@ -1025,6 +1164,7 @@ static void session_free(struct smtpd_session *ss)
         bufferevent_free(ss->bev);
     if (ss->delay_ev)
         event_free(ss->delay_ev);
+    deadline_free(ss);
     transaction_reset(ss);
     free(ss->rcpt);
     free(ss->helo);
@@ -1047,24 +1187,27 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
     smtpd_client_text(sa, salen, ss->addr_text, sizeof(ss->addr_text),
                       ss->client, sizeof(ss->client));
     ss->last_verb = "CONNECT";
-    /* the timer first: once the bufferevent has fd, it closes it */
+    /* the timers first: once the bufferevent has fd, it closes it */
     ss->delay_ev = evtimer_new(s->base, delay_cb, ss);
-    if (ss->delay_ev != NULL)
+    if (ss->delay_ev != NULL && deadline_init(ss) == 0)
         ss->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (ss->bev == NULL) {
         if (ss->delay_ev)
             event_free(ss->delay_ev);
+        deadline_free(ss);
         free(ss);
         return NULL; /* fd is still the caller's */
     }
     bufferevent_setcb(ss->bev, read_cb, write_cb, event_cb, ss);
-    bufferevent_set_timeouts(ss->bev, &tmo, &tmo);
+    /* reading has its deadlines (deadline.c); writing a plain timeout */
+    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
     bufferevent_setwatermark(ss->bev, EV_READ, 0, SMTPD_INPUT_MAX);
     bufferevent_setwatermark(ss->bev, EV_WRITE, SMTPD_OUTPUT_MAX / 2, 0);
     bufferevent_enable(ss->bev, EV_READ | EV_WRITE);
     snprintf(greeting, sizeof(greeting), "220 %s ESMTP sluice\r\n",
              s->cf.hostname);
     reply_raw(ss, greeting);
+    deadline_start(ss);
     return ss;
 }
 
@@ -1097,6 +1240,7 @@ void session_orphan(struct smtpd_session *ss)
         event_free(ss->delay_ev);
         ss->delay_ev = NULL;
     }
+    deadline_free(ss);
     if (!ss->pending)
         session_free(ss);
 }

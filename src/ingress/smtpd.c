@@ -45,10 +45,15 @@
  *	Limits, checked when a client connects:
  *	- smtpd_client_connection_count_limit: a client address with that
  *	  many sessions open gets "421 4.7.0 ... too many connections" and
- *	  is disconnected (0: no limit). Unlike Postfix, mynetworks is not
- *	  exempt: a runaway local program is the usual offender.
+ *	  is disconnected (0: no limit), unless it is in
+ *	  smtpd_client_event_limit_exceptions (Postfix's default, as here:
+ *	  $mynetworks, so that a local injector may open many sessions).
  *	- SMTPD_SESSION_MAX sessions at once in all: beyond that the
  *	  listeners stop accepting and clients wait in the listen queue.
+ *	  From SMTPD_STRESS_ON sessions until fewer than SMTPD_STRESS_OFF
+ *	  are left, the server is under stress: every session's deadlines
+ *	  are per record and at most smtpd_stress_timeout (deadline.c), so
+ *	  that clients holding sessions by trickling bytes make room.
  *	  They also stop for SMTPD_ACCEPT_PAUSE_MS when accept() fails (out
  *	  of file descriptors), rather than be called again at once.
  *	- in_flow_backlog_limit: with more messages than that in the
@@ -64,15 +69,26 @@
  *	  in_flow_delay: acceptance slows to the pace of delivery, as
  *	  Postfix's in_flow_delay does, instead of filling the queue. A
  *	  warning says so, at most once a minute.
- *	- Less free space in the queue's file system than queue_minfree,
- *	  or than 1.5 times the message (its SIZE, else message_size_limit),
- *	  is "452 4.3.1 Insufficient system storage"; so is any MAIL within
+ *	- Less free space than queue_minfree, or than 1.5 times the
+ *	  message (its SIZE, else message_size_limit), is "452 4.3.1
+ *	  Insufficient system storage"; so is any MAIL within
  *	  SMTPD_STORE_LATCH seconds of a store that failed (spool full).
+ *	  Free space is the queue file system's, plus, when that is short,
+ *	  what deleted messages left free inside the spool's file
+ *	  (ops->spool_free): the file never shrinks, and once it had filled
+ *	  the disk the file system alone would say "full" for ever.
  *
  *	Relay policy (smtpd_relay_domain()): a client in mynetworks may
  *	send to any domain; another only to relay_domains, where
  *	"example.com" matches that domain and its subdomains and
  *	".example.com" only its subdomains (Postfix's default matching).
+ *
+ *	Bare line ends (smtpd_bare_mode()): what smtpd_forbid_bare_newline
+ *	says (disconnect, normalize, note, reject; session.c and
+ *	smtp/data.c say what each does), or normalize for a client in
+ *	smtpd_forbid_bare_newline_exclusions. The parameter's values are
+ *	checked here, with message_strip_characters (a set of bytes, no CR
+ *	or LF) and the network lists.
  *
  *	smtpd_server_close() is the start of a stop: the listeners close,
  *	every session gets "421 4.3.2 ... Service shutting down" and is
@@ -122,6 +138,8 @@ static void conf_clear(struct smtpd_conf *cf)
     free(cf->hostname);
     free(cf->queue_directory);
     ingress_nets_free(cf->mynetworks);
+    ingress_nets_free(cf->exempt);
+    ingress_nets_free(cf->bare_exempt);
     for (size_t i = 0; i < cf->nrelay; i++)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
@@ -170,21 +188,82 @@ static int domain_add(void *ctx, const char *word)
     return 0;
 }
 
-static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
-                      char *why, size_t whylen)
+/* A network list parameter; NULL (with why set) when it is bad. */
+static struct ingress_nets *nets_parse(const char *name, const char *list,
+                                       char *why, size_t whylen)
+{
+    struct ingress_nets *n;
+    char nwhy[256];
+
+    n = ingress_nets_parse(list ? list : "", nwhy, sizeof(nwhy));
+    if (n == NULL)
+        snprintf(why, whylen, "%s: %s", name, nwhy);
+    return n;
+}
+
+/* smtpd_forbid_bare_newline: Postfix's values, and sluice's default. */
+static int bare_mode_parse(const char *text, enum bare_mode *mode, char *why,
+                           size_t whylen)
+{
+    static const struct {
+        const char *name;
+        enum bare_mode mode;
+    } modes[] = {
+        {"disconnect", BARE_DISCONNECT},
+        {"normalize", BARE_NORMALIZE},
+        {"yes", BARE_NORMALIZE},
+        {"no", BARE_NORMALIZE},
+        {"note", BARE_NOTE},
+        {"reject", BARE_REJECT},
+    };
+
+    if (text == NULL || *text == 0)
+        text = "disconnect";
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        if (strcasecmp(text, modes[i].name) == 0) {
+            *mode = modes[i].mode;
+            return 0;
+        }
+    }
+    snprintf(why, whylen,
+             "smtpd_forbid_bare_newline: \"%s\" is not one of disconnect, "
+             "normalize, yes, no, note, reject",
+             text);
+    return -1;
+}
+
+/* The parameters that are lists or sets; -1 with why when one is bad. */
+static int conf_parse_lists(struct smtpd_conf *cf, const struct smtpd_params *p,
+                            char *why, size_t whylen)
 {
     char nwhy[256];
 
-    memset(cf, 0, sizeof(*cf));
-    cf->mynetworks = ingress_nets_parse(p->mynetworks ? p->mynetworks : "",
-                                        nwhy, sizeof(nwhy));
-    if (cf->mynetworks == NULL) {
-        snprintf(why, whylen, "mynetworks: %s", nwhy);
+    if ((cf->mynetworks =
+             nets_parse("mynetworks", p->mynetworks, why, whylen)) == NULL ||
+        (cf->exempt = nets_parse("smtpd_client_event_limit_exceptions",
+                                 p->exempt, why, whylen)) == NULL ||
+        (cf->bare_exempt = nets_parse("smtpd_forbid_bare_newline_exclusions",
+                                      p->bare_exempt, why, whylen)) == NULL ||
+        bare_mode_parse(p->bare_newline, &cf->bare_mode, why, whylen) < 0)
         return -1;
-    }
     if (list_each(p->relay_domains, domain_add, cf) < 0) {
         snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
                  p->relay_domains);
+        return -1;
+    }
+    if (smtp_data_strip_parse(p->strip_chars, cf->strip, nwhy, sizeof(nwhy)) <
+        0) {
+        snprintf(why, whylen, "message_strip_characters: %s", nwhy);
+        return -1;
+    }
+    return 0;
+}
+
+static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
+                      char *why, size_t whylen)
+{
+    memset(cf, 0, sizeof(*cf));
+    if (conf_parse_lists(cf, p, why, whylen) < 0) {
         conf_clear(cf);
         return -1;
     }
@@ -201,6 +280,11 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
                      : p->line_limit > SMTPD_INPUT_MAX / 2 ? SMTPD_INPUT_MAX / 2
                                                            : p->line_limit;
     cf->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 1000;
+    cf->stress_timeout_ms =
+        p->stress_timeout_ms > 0 && p->stress_timeout_ms < cf->timeout_ms
+            ? p->stress_timeout_ms
+            : cf->timeout_ms;
+    cf->per_record_deadline = p->per_record_deadline;
     cf->in_flow_delay_ms = p->in_flow_delay_ms;
     cf->active_limit = p->active_limit;
     cf->backlog_limit = p->backlog_limit;
@@ -208,6 +292,8 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->junk_limit = p->junk_limit;
     cf->memory_limit = p->memory_limit;
     cf->add_missing_headers = p->add_missing_headers;
+    cf->bare_code =
+        p->bare_code >= 500 && p->bare_code <= 599 ? p->bare_code : 550;
     return 0;
 }
 
@@ -280,6 +366,18 @@ int smtpd_relay_domain(const struct smtpd_server *s, const char *domain)
     return 0;
 }
 
+/*
+ * What deleted messages left free in the spool's file: the file never
+ * shrinks, so after the disk filled once the file system alone would
+ * say "full" for ever. Asked only when the file system is short.
+ */
+static uint64_t spool_free(struct smtpd_server *s)
+{
+    int64_t n = s->ops.spool_free ? s->ops.spool_free(s->ops.ctx) : 0;
+
+    return n > 0 ? (uint64_t)n : 0;
+}
+
 int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
                         size_t whylen)
 {
@@ -300,6 +398,8 @@ int smtpd_storage_check(struct smtpd_server *s, uint64_t size, char *why,
     if (need < s->cf.queue_minfree)
         need = s->cf.queue_minfree;
     avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    if (avail < need)
+        avail += spool_free(s);
     if (avail < need) {
         snprintf(why, whylen, "Insufficient system storage");
         smtpd_log(s,
@@ -355,6 +455,22 @@ int smtpd_client_trusted(const struct smtpd_session *ss)
                               (const struct sockaddr *)&ss->addr);
 }
 
+/*
+ * What a bare line end from this client does: smtpd_forbid_bare_newline,
+ * or normalize for the clients in its exclusions (Postfix's excluded
+ * clients get its legacy "no", which sluice reads as normalize: no
+ * value reopens smuggling). Looked up as the parameters say now.
+ */
+enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss)
+{
+    if (ss->s == NULL)
+        return BARE_DISCONNECT;
+    if (ingress_nets_match(ss->s->cf.bare_exempt,
+                           (const struct sockaddr *)&ss->addr))
+        return BARE_NORMALIZE;
+    return ss->s->cf.bare_mode;
+}
+
 /* ----------------------------------------------------------- sessions */
 
 static void listeners_enable(struct smtpd_server *s, int on)
@@ -368,6 +484,34 @@ static void listeners_enable(struct smtpd_server *s, int on)
     s->paused = !on;
 }
 
+/*
+ * Stress: near its session limit the server cuts slow clients short, as
+ * Postfix does when its smtpd processes reach their limit (master.cf's
+ * process limit sets "stress", and smtpd_timeout is
+ * ${stress?{10}:{300}}s). Here every session shares one process, so
+ * the count of sessions is the measure, with hysteresis so that the
+ * state does not flap at the threshold; sessions already open get the
+ * shorter deadline from their current record on.
+ */
+static void stress_update(struct smtpd_server *s)
+{
+    struct smtpd_session *ss;
+
+    if (!s->stress && s->nsessions >= SMTPD_STRESS_ON) {
+        s->stress = 1;
+        smtpd_log(s,
+                  "warning: %ld SMTP sessions, near the limit of %d: "
+                  "stress: deadlines per command and content line, of "
+                  "smtpd_stress_timeout (%ld ms)",
+                  s->nsessions, SMTPD_SESSION_MAX, s->cf.stress_timeout_ms);
+        LIST_FOREACH(ss, &s->sessions, link)
+        deadline_tighten(ss);
+    } else if (s->stress && s->nsessions < SMTPD_STRESS_OFF) {
+        s->stress = 0;
+        smtpd_log(s, "stress over: %ld SMTP sessions", s->nsessions);
+    }
+}
+
 void smtpd_session_gone(struct smtpd_session *ss)
 {
     struct smtpd_server *s = ss->s;
@@ -379,6 +523,7 @@ void smtpd_session_gone(struct smtpd_session *ss)
     s->nsessions--;
     if (s->paused && !s->closing && s->nsessions < SMTPD_SESSION_MAX)
         listeners_enable(s, 1);
+    stress_update(s);
 }
 
 static int same_client(const struct sockaddr_storage *a,
@@ -437,7 +582,8 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
         return turn_away(fd, "421 4.3.2 Service shutting down\r\n");
     LIST_FOREACH(ss, &s->sessions, link)
     same += same_client(&ss->addr, sa);
-    if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit) {
+    if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit &&
+        !ingress_nets_match(s->cf.exempt, sa)) {
         smtpd_log(s,
                   "warning: connection count limit %ld exceeded by %s, "
                   "turned away",
@@ -461,6 +607,7 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
     LIST_INSERT_HEAD(&s->sessions, ss, link);
     if (++s->nsessions >= SMTPD_SESSION_MAX && !s->paused)
         listeners_enable(s, 0);
+    stress_update(s);
     smtpd_log(s, "connect from %s", ss->client);
     return 0;
 }

@@ -19,6 +19,7 @@
  *	void	smtpd_store_failed(struct smtpd_server *s, const char *why)
  *	void	smtpd_session_gone(struct smtpd_session *ss)
  *	int	smtpd_client_trusted(const struct smtpd_session *ss)
+ *	enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss)
  *	void	smtpd_client_text(const struct sockaddr *sa, socklen_t salen,
  *			char *addr, size_t addrlen, char *client,
  *			size_t clientlen)
@@ -31,6 +32,21 @@
  *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
  *
+ *	For the deadlines (deadline.c), the session's answer to one passed:
+ *
+ *	void	session_timeout(struct smtpd_session *ss)
+ *
+ *	Deadlines (deadline.c), for the sessions and the server:
+ *
+ *	int	deadline_init(struct smtpd_session *ss)
+ *	void	deadline_start(struct smtpd_session *ss)
+ *	void	deadline_read(struct smtpd_session *ss)
+ *	void	deadline_progress(struct smtpd_session *ss, const char *p,
+ *			size_t n)
+ *	void	deadline_tighten(struct smtpd_session *ss)
+ *	void	deadline_stop(struct smtpd_session *ss)
+ *	void	deadline_free(struct smtpd_session *ss)
+ *
  *	What goes into a message (receive.c), for the sessions:
  *
  *	void	receive_received(struct ingress_buf *b,
@@ -40,7 +56,8 @@
  *			const char *hostname, int add_missing, time_t now)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
- *	smtpd.c, session.c and receive.c describe their functions.
+ *	smtpd.c, session.c, deadline.c and receive.c describe their
+ *	functions.
  */
 
 #include "ingress/ingress.h"
@@ -56,19 +73,34 @@ struct bufferevent;
 struct evconnlistener;
 struct event;
 
+/* smtpd_forbid_bare_newline: what a bare line end from a client does. */
+enum bare_mode {
+    BARE_DISCONNECT, /* in DATA: 521 at once, and the session ends */
+    BARE_NORMALIZE,  /* a bare LF is a line end (normalize, yes, no) */
+    BARE_NOTE,       /* as normalize, and notes=bare_lf in the log */
+    BARE_REJECT,     /* the command or message gets bare_code */
+};
+
 /* The server's settings, as parsed from struct smtpd_params. */
 struct smtpd_conf {
     char *hostname;
     char *queue_directory;
     struct ingress_nets *mynetworks;
-    char **relay_domains; /* lower case */
+    struct ingress_nets *exempt; /* from connection_limit */
+    char **relay_domains;        /* lower case */
     size_t nrelay;
     uint64_t size_limit, queue_minfree;
     long recipient_limit, connection_limit, error_limit, line_limit;
     long timeout_ms, in_flow_delay_ms, active_limit, backlog_limit;
+    long stress_timeout_ms; /* at most timeout_ms */
+    int per_record_deadline;
     long hopcount_limit, junk_limit;
     uint64_t memory_limit;
     int add_missing_headers;
+    unsigned char strip[SMTP_STRIP_SET]; /* message_strip_characters */
+    enum bare_mode bare_mode;            /* smtpd_forbid_bare_newline */
+    struct ingress_nets *bare_exempt;    /* these normalize */
+    long bare_code;                      /* ..._reject_code */
 };
 
 struct smtpd_server {
@@ -80,6 +112,7 @@ struct smtpd_server {
     int paused;  /* at SMTPD_SESSION_MAX: not accepting */
     int closing; /* smtpd_server_close() was called */
     long nsessions;
+    int stress;          /* near SMTPD_SESSION_MAX: shorter deadlines */
     time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
     char store_why[256];
     time_t flow_logged;      /* last in_flow_delay warning */
@@ -151,6 +184,8 @@ struct smtpd_session {
     size_t nrcpt, rcpt_size;
     char id[SPOOL_ID_MAX + 1]; /* chosen at DATA or the first BDAT */
     int chunking;              /* BDAT chunks have begun */
+    enum bare_mode bare_mode;  /* for the message under way */
+    int noted_bare;            /* notes=bare_lf (BARE_NOTE) */
     struct ingress_buf msg;    /* Received: + content, stored form */
     struct smtp_data_reader reader;
     int reader_error; /* a bare line end seen in a BDAT chunk */
@@ -162,6 +197,9 @@ struct smtpd_session {
     char chunk_reply[160];
     char etrn[256];                /* the node of the ETRN being flushed */
     struct event *delay_ev;        /* in_flow_delay */
+    struct event *deadline_ev;     /* the record under way (deadline.c) */
+    long long record_start;        /* when it began, monotonic ms */
+    uint64_t record_bytes;         /* content bytes of it so far */
     const char *last_verb;         /* for "timeout after VERB" */
     unsigned counts[COUNT_MAX][2]; /* [ok, total] */
 };
@@ -175,6 +213,7 @@ long smtpd_flow_delay(struct smtpd_server *s, char *why, size_t whylen);
 void smtpd_store_failed(struct smtpd_server *s, const char *why);
 void smtpd_session_gone(struct smtpd_session *ss);
 int smtpd_client_trusted(const struct smtpd_session *ss);
+enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss);
 void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
                        size_t addrlen, char *client, size_t clientlen);
 
@@ -184,6 +223,15 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
 void session_shutdown(struct smtpd_session *ss);
 int session_busy(const struct smtpd_session *ss);
 void session_orphan(struct smtpd_session *ss);
+void session_timeout(struct smtpd_session *ss);
+
+int deadline_init(struct smtpd_session *ss);
+void deadline_start(struct smtpd_session *ss);
+void deadline_read(struct smtpd_session *ss);
+void deadline_progress(struct smtpd_session *ss, const char *p, size_t n);
+void deadline_tighten(struct smtpd_session *ss);
+void deadline_stop(struct smtpd_session *ss);
+void deadline_free(struct smtpd_session *ss);
 
 void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);

@@ -102,9 +102,13 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
     p->connection_limit =
         conf_int(conf, NULL, "smtpd_client_connection_count_limit");
+    p->exempt = conf_str(conf, NULL, "smtpd_client_event_limit_exceptions");
     p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
     p->line_limit = conf_int(conf, NULL, "line_length_limit");
     p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
+    p->stress_timeout_ms =
+        (long)conf_time_ms(conf, NULL, "smtpd_stress_timeout");
+    p->per_record_deadline = conf_bool(conf, NULL, "smtpd_per_record_deadline");
     p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
     p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
     p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
@@ -113,6 +117,12 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
     p->add_missing_headers =
         conf_bool(conf, NULL, "always_add_missing_headers");
+    p->strip_chars = conf_str(conf, NULL, "message_strip_characters");
+    p->bare_newline = conf_str(conf, NULL, "smtpd_forbid_bare_newline");
+    p->bare_exempt =
+        conf_str(conf, NULL, "smtpd_forbid_bare_newline_exclusions");
+    p->bare_code =
+        conf_int(conf, NULL, "smtpd_forbid_bare_newline_reject_code");
 }
 
 char *qmgr_dns_servers(const struct conf *conf)

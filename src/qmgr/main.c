@@ -160,6 +160,14 @@ static long smtpd_backlog(void *ctx)
     return spool_count(d->sp, SPOOL_INDEX_INCOMING);
 }
 
+/* Free space: what deleted messages left free in the spool's file. */
+static int64_t smtpd_spool_free(void *ctx)
+{
+    struct daemon *d = ctx;
+
+    return spool_free_bytes(d->sp);
+}
+
 /* The server writes "warning: " itself; say() adds it for LOG_WARNING. */
 static void smtpd_log(void *ctx, const char *line)
 {
@@ -362,8 +370,11 @@ static int start(struct daemon *d)
 {
     struct local_params lp = {0};
     struct smtpd_params sp;
-    struct smtpd_ops ops = {smtpd_store, local_flush_request, smtpd_backlog,
-                            smtpd_log, NULL};
+    struct smtpd_ops ops = {.store = smtpd_store,
+                            .flush = local_flush_request,
+                            .backlog = smtpd_backlog,
+                            .spool_free = smtpd_spool_free,
+                            .log = smtpd_log};
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};

@@ -41,6 +41,9 @@
  *			size_t len, size_t *used, smtp_emit_fn *emit, void *ctx)
  *	int	smtp_data_finish(struct smtp_data_reader *r,
  *			smtp_emit_fn *emit, void *ctx)
+ *	int	smtp_data_strip_parse(const char *text,
+ *			unsigned char set[SMTP_STRIP_SET], char *why,
+ *			size_t whylen)
  * DESCRIPTION
  *	The smtp/ layer turns protocol text into values and back, without
  *	doing any I/O, so that every codec can be tested to the byte. This
@@ -223,17 +226,41 @@ void smtp_command_free(struct smtp_command *cmd);
 #define SMTP_DATA_BARE_LF -1 /* an LF without CR: refused */
 #define SMTP_DATA_BARE_CR -2 /* a CR without LF: refused */
 
+/* What a reader found that makes the message unacceptable (r->nul). */
+#define SMTP_DATA_NUL_HEADER 1 /* a NUL in the header section */
+#define SMTP_DATA_NUL_BODY   2 /* a NUL in the body, not stripped */
+
+#define SMTP_STRIP_SET 32 /* bytes of a strip set: one bit per byte value */
+
+/* How a reader takes bare line ends (r->newline). */
+#define SMTP_NEWLINE_STRICT    0 /* refused where seen: an error */
+#define SMTP_NEWLINE_NORMALIZE 1 /* a bare LF ends a line; noted in r->bare */
+
+/* Bare line ends a NORMALIZE reader saw (r->bare). */
+#define SMTP_DATA_SAW_BARE_LF 1
+#define SMTP_DATA_SAW_BARE_CR 2
+
 struct smtp_data_reader {
     int mode;       /* SMTP_DATA_DOT or SMTP_DATA_RAW */
     int state;      /* where in a line (data.c) */
     uint64_t limit; /* message size limit, 0 = none */
     uint64_t size;  /* content bytes so far, stored form */
     int too_big;    /* size passed limit: nothing more emitted */
+    /* bytes dropped from the content (message_strip_characters) */
+    unsigned char strip[SMTP_STRIP_SET];
+    int body;        /* past the header section (its empty line) */
+    size_t line_out; /* bytes emitted of the current line */
+    int nul;         /* SMTP_DATA_NUL_*: refused, nothing more emitted */
+    int newline;     /* SMTP_NEWLINE_*; STRICT after smtp_data_init() */
+    unsigned bare;   /* SMTP_DATA_SAW_* (NORMALIZE) */
+    int after_bare;  /* the current line began after a bare LF */
 };
 
 void smtp_data_init(struct smtp_data_reader *r, int mode, uint64_t limit);
 int smtp_data_feed(struct smtp_data_reader *r, const char *p, size_t len,
                    size_t *used, smtp_emit_fn *emit, void *ctx);
 int smtp_data_finish(struct smtp_data_reader *r, smtp_emit_fn *emit, void *ctx);
+int smtp_data_strip_parse(const char *text, unsigned char set[SMTP_STRIP_SET],
+                          char *why, size_t whylen);
 
 #endif

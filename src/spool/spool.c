@@ -1,6 +1,7 @@
 /*
  * NAME
- *	spool 3 - opening the store, transactions, the growing map
+ *	spool 3 - opening the store, transactions, the growing map, its
+ *	free pages
  * SYNOPSIS
  *	#include "spool/spool.h"
  *
@@ -13,6 +14,7 @@
  *			const char *orig, unsigned notify, const char *orcpt)
  *	const char *spool_state_name(enum spool_state s)
  *	const char *spool_rcpt_status_name(enum spool_rcpt_status s)
+ *	int64_t spool_free_bytes(struct spool *sp)
  * DESCRIPTION
  *	The environment lives in <queue_directory>/db (data.mdb, lock.mdb),
  *	a directory of mode 0700: only its owner may read or write the
@@ -26,6 +28,14 @@
  *	writes with pwrite(2) and syncs at every commit: when the disk is
  *	full the commit fails with ENOSPC, the transaction is abandoned as a
  *	whole, and what was there before is untouched.
+ *
+ *	The file never shrinks: pages that deleted messages held go to
+ *	LMDB's freelist and are written again before the file grows.
+ *	spool_free_bytes() counts them (freelist pages times the page
+ *	size), so that a spool that once filled the disk and was then
+ *	emptied is not taken for a full one; -1 if it cannot be read. The
+ *	map beyond the last page used is not counted: it is not on disk,
+ *	and the file system's own free space already stands for it.
  */
 
 #include "spool/spool_impl.h"
@@ -353,4 +363,40 @@ const char *spool_rcpt_status_name(enum spool_rcpt_status s)
                                         "deferred"};
 
     return (unsigned)s <= SPOOL_RCPT_DEFERRED ? names[s] : "unknown";
+}
+
+/*
+ * LMDB's freelist (database 0) holds, per transaction that freed pages,
+ * the list of those page numbers, its length first: the pages a later
+ * write reuses before the file grows.
+ */
+int64_t spool_free_bytes(struct spool *sp)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    MDB_stat st;
+    char why[256];
+    uint64_t pages = 0;
+    int rc;
+
+    if (spool_txn_begin(sp, 0, &txn, why, sizeof(why)) < 0)
+        return -1;
+    rc = mdb_stat(txn, 0, &st);
+    if (rc == 0)
+        rc = mdb_cursor_open(txn, 0, &cur);
+    if (rc == 0) {
+        while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+            size_t n = 0;
+
+            if (v.mv_size >= sizeof(n))
+                memcpy(&n, v.mv_data, sizeof(n)); /* may be unaligned */
+            pages += n;
+        }
+        mdb_cursor_close(cur);
+    }
+    spool_txn_end(sp, txn);
+    if (rc != MDB_NOTFOUND)
+        return -1;
+    return (int64_t)(pages * st.ms_psize);
 }

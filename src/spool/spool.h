@@ -44,6 +44,7 @@
  *			char *why, size_t whylen)
  *	void	spool_stats(struct spool *sp, struct spool_stats *st)
  *	long	spool_count(struct spool *sp, enum spool_index index)
+ *	int64_t spool_free_bytes(struct spool *sp)
  *	void	spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)
  * DESCRIPTION
  *	The spool keeps messages (envelope, recipients, body) in one LMDB
@@ -113,7 +114,10 @@
  *	current map size. spool_count() returns how many messages an index
  *	holds (SPOOL_INDEX_INCOMING: the incoming queue, those in memory
  *	included; SPOOL_INDEX_ALL: every message), from LMDB's own count,
- *	without a walk; -1 if it cannot be read.
+ *	without a walk; -1 if it cannot be read. spool_free_bytes() returns
+ *	the bytes of the database file that deleted messages left free for
+ *	reuse (the file never shrinks), -1 if it cannot be read: free space
+ *	for new mail that the file system does not see.
  *
  *	spool_id_new() draws a queue id for a message stored at time now
  *	(microseconds), as the committer does (id.c): a caller that needs
@@ -290,6 +294,7 @@ struct spool_stats {
 
 void spool_stats(struct spool *sp, struct spool_stats *st);
 long spool_count(struct spool *sp, enum spool_index index);
+int64_t spool_free_bytes(struct spool *sp);
 void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now);
 
 const char *spool_state_name(enum spool_state s);

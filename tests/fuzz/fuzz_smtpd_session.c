@@ -6,14 +6,21 @@
  * DESCRIPTION
  *	Each input is what one client sends, in one stream: it is written to
  *	one end of a socket pair whose other end is a session of a real
- *	server (src/ingress/smtpd.c, session.c, receive.c) on a libevent
- *	loop, the write side is then shut, and the loop runs until the
- *	session is over. The server relays for the client, stores every
+ *	server (src/ingress/smtpd.c, session.c, deadline.c, receive.c) on a
+ *	libevent loop, the write side is then shut, and the loop runs until
+ *	the session is over. Each input is played three times, once in each
+ *	way of reading bare line ends (smtpd_forbid_bare_newline): the
+ *	default, disconnect (client 127.0.0.1 of the first server);
+ *	normalize (client 127.0.0.2, in that server's
+ *	smtpd_forbid_bare_newline_exclusions); and reject (a second server,
+ *	which also strips \001 and body NULs, message_strip_characters).
+ *	The server relays for the client, stores every
  *	message at once, flushes ETRN at once, and has small limits (3
  *	recipients, 2000 bytes, 2100 bytes held in memory, line length 512,
  *	5 errors, 20 junk commands), so that inputs reach them. Under ASan and UBSan it checks what the server
  *	promises: no stored message holds a bare CR or LF (the smuggling
- *	defence, end to end); each begins with its Received: header and is
+ *	defence, end to end, in every mode) or a NUL (or a \001 where it is
+ *	stripped); each begins with its Received: header and is
  *	within the size limit plus that header; each has a sender and 1 to
  *	3 recipients; the client got exactly one "250 2.0.0 Ok: queued as"
  *	per stored message; and the session ends.
@@ -34,8 +41,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct event_base *base;
-static struct smtpd_server *server;
+static struct smtpd_server *servers[2]; /* disconnect (+exclusions), reject */
 static long stored;
+static int stripping; /* the server of this run strips \001 */
 
 static void check_message(const struct spool_msg *m)
 {
@@ -46,6 +54,8 @@ static void check_message(const struct spool_msg *m)
     if (m->size > 2000 + 1000)
         abort(); /* the limit, plus a Received: header */
     for (size_t i = 0; i < m->size; i++) {
+        if (m->body[i] == 0 || (m->body[i] == 1 && stripping))
+            abort(); /* NULs are refused, stripped bytes gone */
         if (m->body[i] == '\n' && !last_cr)
             abort();
         if (last_cr && m->body[i] != '\n')
@@ -76,11 +86,12 @@ static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
 
 static void setup(void)
 {
-    static const struct smtpd_ops ops = {store, flush, NULL, NULL, NULL};
+    static const struct smtpd_ops ops = {.store = store, .flush = flush};
     struct smtpd_params p = {0};
     char why[256];
 
     base = event_base_new();
+    p.bare_exempt = "127.0.0.2/32"; /* normalize */
     p.listen = "";
     p.hostname = "mx.fuzz";
     p.mynetworks = "127.0.0.0/8";
@@ -93,8 +104,13 @@ static void setup(void)
     p.timeout_ms = 60000;
     p.junk_limit = 20;
     p.memory_limit = 2100; /* between the size limit and what DATA can add */
-    server = smtpd_server_create(base, &p, &ops, why, sizeof(why));
-    if (server == NULL)
+    servers[0] = smtpd_server_create(base, &p, &ops, why, sizeof(why));
+    p.bare_exempt = "";
+    p.bare_newline = "reject";
+    p.bare_code = 550;
+    p.strip_chars = "\\001\\0";
+    servers[1] = smtpd_server_create(base, &p, &ops, why, sizeof(why));
+    if (servers[0] == NULL || servers[1] == NULL)
         abort();
 }
 
@@ -111,24 +127,23 @@ static long count_queued(const char *out, size_t len)
     return n;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One session of client (host order) on server s, sending data. */
+static void play(struct smtpd_server *s, uint32_t client, const uint8_t *data,
+                 size_t size)
 {
     struct sockaddr_in sin = {0};
     static char out[1 << 20];
     size_t got = 0, off = 0;
     int sv[2];
 
-    if (base == NULL)
-        setup();
     stored = 0;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
         abort();
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
     sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(0x7f000001);
-    if (smtpd_session_start(server, sv[1], (struct sockaddr *)&sin,
-                            sizeof(sin)) < 0)
+    sin.sin_addr.s_addr = htonl(client);
+    if (smtpd_session_start(s, sv[1], (struct sockaddr *)&sin, sizeof(sin)) < 0)
         abort();
     for (int i = 0; i < 100000; i++) {
         ssize_t n;
@@ -145,13 +160,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         event_base_loop(base, EVLOOP_NONBLOCK);
         while ((n = read(sv[0], out + got, sizeof(out) - 1 - got)) > 0)
             got += (size_t)n;
-        if (off == size && smtpd_server_sessions(server) == 0)
+        if (off == size && smtpd_server_sessions(s) == 0)
             break;
     }
-    if (smtpd_server_sessions(server) != 0)
+    if (smtpd_server_sessions(s) != 0)
         abort(); /* the session never ended */
     if (count_queued(out, got) != stored)
         abort();
     close(sv[0]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (base == NULL)
+        setup();
+    stripping = 0;
+    play(servers[0], 0x7f000001, data, size); /* disconnect */
+    play(servers[0], 0x7f000002, data, size); /* normalize */
+    stripping = 1;
+    play(servers[1], 0x7f000001, data, size); /* reject */
     return 0;
 }

@@ -124,6 +124,7 @@ static const struct {
     {"hopcount_limit", 50},
     {"smtpd_junk_command_limit", 100},
     {"smtpd_memory_limit", 268435456},
+    {"smtpd_forbid_bare_newline_reject_code", 550},
 };
 
 static const struct {
@@ -153,6 +154,7 @@ static const struct {
     {"smtp_data_done_timeout", 600000, 's'},
     {"smtp_quit_timeout", 300000, 's'},
     {"smtpd_timeout", 300000, 's'},
+    {"smtpd_stress_timeout", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -173,6 +175,9 @@ static const struct {
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
+    {"smtpd_client_event_limit_exceptions", CONF_LIST, "$mynetworks"},
+    {"message_strip_characters", CONF_STRING, ""},
+    {"smtpd_forbid_bare_newline_exclusions", CONF_LIST, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -231,6 +236,8 @@ static void test_table_has_every_parameter(void **state)
         "concurrency_feedback_rounding",
         "default_scheduler",
         "always_add_missing_headers",
+        "smtpd_per_record_deadline",
+        "smtpd_forbid_bare_newline",
     };
     size_t i;
     size_t j;
@@ -245,9 +252,11 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 9 integers, 1 time, 1 boolean and 3 lists.
+     * SMTP server's 10 integers, 2 times, 2 booleans, 5 lists, 1
+     * choice (smtpd_forbid_bare_newline) and 1 string
+     * (message_strip_characters).
      */
-    assert_int_equal(conf_param_count, 71);
+    assert_int_equal(conf_param_count, 78);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -294,6 +303,11 @@ static void test_table_types_and_units(void **state)
     assert_int_equal(def->type, CONF_CHOICE);
     assert_string_equal(def->choices, "seed|postfix3");
     assert_string_equal(def->defval, "seed");
+    def = def_find("smtpd_forbid_bare_newline");
+    assert_int_equal(def->type, CONF_CHOICE);
+    assert_string_equal(def->choices,
+                        "disconnect|normalize|yes|no|note|reject");
+    assert_string_equal(def->defval, "disconnect");
     for (i = 0; i < NELEM(string_defaults); i++) {
         def = def_find(string_defaults[i].name);
         assert_int_equal(def->type, string_defaults[i].type);

@@ -4,14 +4,16 @@
  * SYNOPSIS
  *	build/tests/test_ingress_smtpd
  * DESCRIPTION
- *	Tests src/ingress/smtpd.c, session.c and receive.c: each test
- *	starts a session on one end of a socket pair, with a made-up client
- *	address, and talks to it from the other end, running the event loop
- *	in this thread until the expected bytes have come. A fake store
- *	keeps the messages (and answers at once, later, or with a failure),
- *	a fake flush records ETRN's domain, a fake backlog drives flow
- *	control. Replies are compared to the byte; RFC text is quoted where
- *	a reply comes from it.
+ *	Tests src/ingress/smtpd.c, session.c, deadline.c and receive.c:
+ *	each test starts a session on one end of a socket pair, with a
+ *	made-up client address, and talks to it from the other end, running
+ *	the event loop in this thread until the expected bytes have come. A
+ *	fake store keeps the messages (and answers at once, later, or with a
+ *	failure), a fake flush records ETRN's domain, a fake backlog drives
+ *	flow control, a fake spool_free stands for the spool's free pages.
+ *	Replies are compared to the byte; RFC text is quoted where a reply
+ *	comes from it. Deadline tests send a byte at a time, in real time,
+ *	with margins of a second or more against the deadlines.
  */
 
 #include <stdarg.h>
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +51,8 @@ static void *late_conn;
 static char flushed_domain[300];
 static long flush_count;
 static long backlog;
-static char logged[64][600];
+static int64_t spool_free;
+static char logged[2048][600];
 static int nlogged;
 
 static void fake_store(void *ctx, struct spool_msg *m, const char *origin,
@@ -87,10 +91,16 @@ static long fake_backlog(void *ctx)
     return backlog;
 }
 
+static int64_t fake_spool_free(void *ctx)
+{
+    (void)ctx;
+    return spool_free;
+}
+
 static void fake_log(void *ctx, const char *line)
 {
     (void)ctx;
-    if (nlogged < 64)
+    if (nlogged < 2048)
         snprintf(logged[nlogged++], sizeof(logged[0]), "%s", line);
 }
 
@@ -115,18 +125,25 @@ static int setup(void **state)
     params.size_limit = 1000;
     params.recipient_limit = 3;
     params.connection_limit = 2;
+    params.exempt = params.mynetworks; /* the default */
     params.error_limit = 20;
     params.line_limit = 512;
     params.timeout_ms = 5000;
+    params.stress_timeout_ms = 10000;
+    params.per_record_deadline = 1;
     params.in_flow_delay_ms = 200;
     params.active_limit = 10;
     params.backlog_limit = 100;
     params.junk_limit = 100;
     params.memory_limit = 1 << 20;
+    params.bare_newline = "disconnect";
+    params.bare_exempt = "";
+    params.bare_code = 550;
     mode = STORE_NOW;
     nstored = nlogged = 0;
     late_done = NULL;
     backlog = flush_count = 0;
+    spool_free = 0;
     flushed_domain[0] = 0;
     return 0;
 }
@@ -145,8 +162,11 @@ static int teardown(void **state)
 
 static void server_start(void)
 {
-    static const struct smtpd_ops ops = {fake_store, fake_flush, fake_backlog,
-                                         fake_log, NULL};
+    static const struct smtpd_ops ops = {.store = fake_store,
+                                         .flush = fake_flush,
+                                         .backlog = fake_backlog,
+                                         .spool_free = fake_spool_free,
+                                         .log = fake_log};
     char why[256];
 
     server = smtpd_server_create(base, &params, &ops, why, sizeof(why));
@@ -172,9 +192,9 @@ static int connect_from(const char *address)
     return sv[0];
 }
 
-static void put(int fd, const char *text)
+static void put_n(int fd, const char *text, size_t len)
 {
-    size_t len = strlen(text), off = 0;
+    size_t off = 0;
 
     while (off < len) {
         ssize_t n = write(fd, text + off, len - off);
@@ -187,6 +207,14 @@ static void put(int fd, const char *text)
         off += (size_t)n;
     }
 }
+
+static void put(int fd, const char *text)
+{
+    put_n(fd, text, strlen(text));
+}
+
+/* A literal with NULs in it. */
+#define PUT_LIT(fd, lit) put_n(fd, lit, sizeof(lit) - 1)
 
 /*
  * Run the loop until want bytes came from the server (or ms passed),
@@ -257,16 +285,59 @@ static void expect_silence(int fd, int ms)
     assert_false(eof);
 }
 
-/* The server closed the connection, after text. */
-static void expect_close(int fd, const char *text)
+/* The server closed the connection within ms, after text. */
+static void expect_close_within(int fd, const char *text, int ms)
 {
     char buf[2048];
     int eof;
 
-    pump(fd, buf, sizeof(buf), 0, 2000, &eof);
+    pump(fd, buf, sizeof(buf), 0, ms, &eof);
     assert_string_equal(buf, text);
     assert_true(eof);
     close(fd);
+}
+
+/* The server closed the connection, after text. */
+static void expect_close(int fd, const char *text)
+{
+    expect_close_within(fd, text, 2000);
+}
+
+static long elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000L +
+           (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/* Run the loop for ms of real time (the server's deadlines are in real
+ * time, however loaded the machine), leaving what the server sends
+ * unread. */
+static void spin(int ms)
+{
+    struct timespec start;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (elapsed_ms(&start) < ms) {
+        struct timespec ts = {0, 1000000};
+
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A slow client: one byte of text every gap_ms (writes that fail once
+ * the server has closed are ignored). */
+static void trickle(int fd, const char *text, int gap_ms)
+{
+    for (; *text; text++) {
+        ssize_t n = send(fd, text, 1, MSG_NOSIGNAL);
+
+        (void)n;
+        spin(gap_ms);
+    }
 }
 
 static const char greeting[] = "220 mx.test ESMTP sluice\r\n";
@@ -400,6 +471,29 @@ static void test_store_failure(void **state)
          "452 4.3.1 Insufficient system storage: spool full\r\n");
     chat(fd, "MAIL FROM:<s@x.test>\r\n",
          "452 4.3.1 Insufficient system storage: spool full\r\n");
+    close(fd);
+}
+
+/* queue_minfree counts the free pages in the spool's file, which never
+ * shrinks, as free space: a spool that once filled the disk and was
+ * emptied takes mail again. */
+static void test_storage_spool_free(void **state)
+{
+    struct statvfs fs;
+    uint64_t avail;
+    int fd;
+
+    (void)state;
+    assert_int_equal(statvfs("/tmp", &fs), 0);
+    avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+    params.queue_directory = "/tmp";
+    params.queue_minfree = avail + (1ULL << 30); /* a GB short */
+    fd = hello("127.0.0.1");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n",
+         "452 4.3.1 Insufficient system storage\r\n");
+    assert_true(was_logged("warning: not enough free space in /tmp: "));
+    spool_free = 4LL << 30; /* what deleted messages left in the spool */
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
     close(fd);
 }
 
@@ -573,6 +667,234 @@ static void test_bare_cr(void **state)
     put(fd, "hi\r.\r\n");
     expect_close(fd, "521 5.5.2 mx.test Error: bare <CR> received\r\n");
     assert_int_equal(nstored, 0);
+}
+
+/* A NUL in the header section is refused, always, with nothing stored;
+ * the session goes on. */
+static void test_nul_in_header(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\0b\r\n\r\nbody\r\n.\r\n");
+    expect(fd, "554 5.6.0 Error: NUL character in message header\r\n");
+    chat(fd, "NOOP\r\n", "250 2.0.0 Ok\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("NOQUEUE: reject: DATA from unknown[127.0.0.1]: "
+                           "554 5.6.0 Error: NUL character in message header; "
+                           "from=<s@x.test> proto=ESMTP helo=<client.test>"));
+    /* BDAT too */
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nBDAT 9 LAST\r\n");
+    PUT_LIT(fd, "X: \0\r\n\r\nb");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "554 5.6.0 Error: NUL character in message header\r\n");
+    assert_int_equal(nstored, 0);
+    close(fd);
+}
+
+/* In the body a NUL is refused too, by default; with
+ * message_strip_characters = \0 it is removed instead. */
+static void test_nul_in_body(void **state)
+{
+    int fd = hello("127.0.0.1");
+
+    (void)state;
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n");
+    expect(fd, "554 5.6.0 Error: NUL character in message body\r\n");
+    assert_int_equal(nstored, 0);
+    close(fd);
+    teardown(state);
+    setup(state);
+    params.strip_chars = "\\0";
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    PUT_LIT(fd, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: a\r\n\r\nbody\r\n");
+    close(fd);
+}
+
+/* message_strip_characters may not hold CR or LF. */
+static void test_strip_chars_bad(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+
+    (void)state;
+    server_start();
+    p = params;
+    p.strip_chars = "\\r";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_string_equal(why, "message_strip_characters: CR and LF cannot be "
+                             "stripped (lines would lose their ends)");
+}
+
+/* MAIL, RCPT (to a relay domain: any client may) and DATA. */
+static void data_begin(int fd)
+{
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@relay.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+}
+
+/* "250 ... queued as ID" for the n-th message stored. */
+static void expect_queued(int fd, int n)
+{
+    char reply[64];
+
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, n);
+    snprintf(reply, sizeof(reply), "%s\r\n", stored[n - 1]->id);
+    expect(fd, reply);
+}
+
+/* smtpd_forbid_bare_newline = normalize: a bare LF ends a line, in
+ * commands and content, and is stored as CRLF; only CRLF.CRLF ends the
+ * data, so no smuggling form ends it. A bare CR is refused (550). */
+static void test_bare_newline_normalize(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "normalize";
+    fd = hello("127.0.0.1");
+    chat(fd, "NOOP\n", "250 2.0.0 Ok\r\n");
+    data_begin(fd);
+    put(fd, "Subject: x\n\nhi\n.\nMAIL FROM:<evil@x.test>\r\n"
+            "RCPT TO:<victim@f.test>\r\nDATA\r\nforged\r\n.\r\n");
+    expect_queued(fd, 1);
+    assert_string_equal(after_received(stored[0]),
+                        "Subject: x\r\n\r\nhi\r\nMAIL FROM:<evil@x.test>\r\n"
+                        "RCPT TO:<victim@f.test>\r\nDATA\r\nforged\r\n");
+    data_begin(fd);
+    put(fd, "a\r\n.\nb\n.\r\nc\r\n.\r\n");
+    expect_queued(fd, 2);
+    assert_string_equal(after_received(stored[1]), "a\r\nb\r\nc\r\n");
+    data_begin(fd);
+    put(fd, "a\r\n.\r MAIL FROM:<evil@x.test>\r\n.\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <CR> received\r\n");
+    assert_true(was_logged("warning: bare <CR> received after DATA from "
+                           "unknown[127.0.0.1]: message rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n"
+            "BDAT 6 LAST\r\nx\ny\n.\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n");
+    expect_queued(fd, 3);
+    assert_string_equal(after_received(stored[2]), "x\r\ny\r\n.\r\n");
+    chat(fd, "QUIT\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+}
+
+/* reject: a command or a message with a bare LF is refused with
+ * smtpd_forbid_bare_newline_reject_code, and the session goes on; the
+ * message is read to its CRLF.CRLF first, and nothing is stored. */
+static void test_bare_newline_reject(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "reject";
+    fd = hello("127.0.0.1");
+    chat(fd, "NOOP\n", "550 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_true(was_logged("warning: bare <LF> received in a command from "
+                           "unknown[127.0.0.1]: rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\nRCPT TO:<a@f.test>\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <LF> received\r\n"
+               "503 5.5.1 Error: need MAIL command\r\n");
+    data_begin(fd);
+    put(fd, "hi\n.\nMAIL FROM:<evil@x.test>\r\nRCPT TO:<victim@f.test>\r\n"
+            "DATA\r\nforged\r\n.\r\nNOOP\r\n");
+    expect(fd, "550 5.5.2 mx.test Error: bare <LF> received\r\n"
+               "250 2.0.0 Ok\r\n");
+    assert_true(was_logged("warning: bare <LF> received after DATA from "
+                           "unknown[127.0.0.1]: message rejected"));
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\n"
+            "BDAT 4 LAST\r\nx\ny\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "550 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 0);
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+    /* 521 (Postfix: "521 to disconnect"): the session ends */
+    teardown(state);
+    setup(state);
+    params.bare_newline = "reject";
+    params.bare_code = 521;
+    fd = hello("127.0.0.1");
+    data_begin(fd);
+    put(fd, "hi\n.\r\nstill content\r\n.\r\nNOOP\r\n");
+    expect_close(fd, "521 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 0);
+    assert_true(was_logged("warning: bare <LF> received after DATA from "
+                           "unknown[127.0.0.1]: disconnected"));
+}
+
+/* note: as normalize, and "notes=bare_lf" on the disconnect line. */
+static void test_bare_newline_note(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.bare_newline = "note";
+    fd = hello("127.0.0.1");
+    data_begin(fd);
+    put(fd, "hi\nthere\r\n.\r\n");
+    expect_queued(fd, 1);
+    assert_string_equal(after_received(stored[0]), "hi\r\nthere\r\n");
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    expect_close(fd, "");
+    assert_true(was_logged("disconnect from unknown[127.0.0.1] ehlo=1 mail=1 "
+                           "rcpt=1 data=1 quit=1 commands=5 notes=bare_lf"));
+}
+
+/* smtpd_forbid_bare_newline_exclusions: those clients normalize; the
+ * others keep the mode (here the default, disconnect: 521 at once). */
+static void test_bare_newline_exclusions(void **state)
+{
+    int in, out;
+
+    (void)state;
+    params.bare_exempt = "127.0.0.1/32";
+    in = hello("127.0.0.1");
+    data_begin(in);
+    put(in, "hi\n.\r\nmore\r\n.\r\n");
+    expect_queued(in, 1);
+    assert_string_equal(after_received(stored[0]), "hi\r\nmore\r\n");
+    close(in);
+    out = hello("127.0.0.9");
+    data_begin(out);
+    put(out, "hi\n.\r\nmore\r\n.\r\n");
+    expect_close(out, "521 5.5.2 mx.test Error: bare <LF> received\r\n");
+    assert_int_equal(nstored, 1);
+}
+
+/* Bad values are refused, the running ones stay. */
+static void test_bare_newline_bad_values(void **state)
+{
+    struct smtpd_params p;
+    char why[256];
+
+    (void)state;
+    server_start();
+    p = params;
+    p.bare_newline = "sometimes";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_string_equal(why, "smtpd_forbid_bare_newline: \"sometimes\" is not "
+                             "one of disconnect, normalize, yes, no, note, "
+                             "reject");
+    p = params;
+    p.bare_exempt = "10.0.0.1/8";
+    assert_int_equal(smtpd_server_params_set(server, &p, why, sizeof(why)), -1);
+    assert_memory_equal(why, "smtpd_forbid_bare_newline_exclusions: ", 38);
 }
 
 /* RFC 3030: BDAT chunks, pipelined, the last one LAST. */
@@ -786,25 +1108,163 @@ static void test_timeout(void **state)
     assert_true(was_logged("timeout after EHLO from unknown[127.0.0.1]"));
 }
 
+/* A deadline per command line, not per byte: a client that sends one
+ * byte at a time within smtpd_timeout, but not a whole line, is cut. */
+static void test_deadline_per_line(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    fd = hello("127.0.0.1");
+    trickle(fd, "NOOP\r\n", 500); /* the line would be whole at 2.5 s */
+    expect_close_within(fd, "421 4.4.2 mx.test Error: timeout exceeded\r\n",
+                        300);
+    assert_true(was_logged("timeout after EHLO from unknown[127.0.0.1]"));
+}
+
+/* In DATA, each line (or line_length_limit bytes of one) is a record
+ * with its own deadline: a message may take longer than smtpd_timeout,
+ * one line may not. */
+static void test_deadline_per_data_record(void **state)
+{
+    char line[32];
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    fd = hello("127.0.0.1");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    for (int i = 0; i < 6; i++) { /* 3 s in all */
+        snprintf(line, sizeof(line), "line %d\r\n", i);
+        put(fd, line);
+        spin(500);
+    }
+    chat(fd, ".\r\n", "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@f.test>\r\nDATA\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n");
+    trickle(fd, "abcdef", 500);
+    /* closed long before: a deadline per byte would still be running */
+    expect_close_within(fd, "421 4.4.2 mx.test Error: timeout exceeded\r\n",
+                        300);
+    assert_true(was_logged("timeout after DATA from unknown[127.0.0.1]"));
+    assert_int_equal(nstored, 1);
+}
+
+/* smtpd_per_record_deadline = no: the deadline restarts with every read,
+ * as Postfix's does by default (outside stress). */
+static void test_deadline_per_read(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.timeout_ms = 1500;
+    params.per_record_deadline = 0;
+    fd = hello("127.0.0.1");
+    trickle(fd, "NOOP\r\n", 500);
+    chat(fd, "QUIT\r\n", "250 2.0.0 Ok\r\n221 2.0.0 Bye\r\n");
+    close(fd);
+}
+
+/* Stress: with SMTPD_STRESS_ON sessions open, deadlines are per record
+ * and smtpd_stress_timeout, for sessions already open too; below
+ * SMTPD_STRESS_OFF they are back to normal. */
+static void test_stress(void **state)
+{
+    static int fd[SMTPD_STRESS_ON];
+    char address[32], line[256];
+    int slow, quick;
+
+    (void)state;
+    params.timeout_ms = 60000;
+    params.stress_timeout_ms = 2000;
+    params.per_record_deadline = 0;
+    params.connection_limit = 0;
+    slow = hello("127.0.0.1");
+    put(slow, "NO"); /* a line begun before the stress */
+    spin(2200);
+    for (int i = 1; i < SMTPD_STRESS_ON; i++) {
+        snprintf(address, sizeof(address), "10.0.%d.%d", i / 250, i % 250);
+        fd[i] = connect_from(address);
+    }
+    assert_int_equal(smtpd_server_sessions(server), SMTPD_STRESS_ON);
+    snprintf(line, sizeof(line),
+             "warning: %d SMTP sessions, near the limit of %d: stress: "
+             "deadlines per command and content line, of "
+             "smtpd_stress_timeout (2000 ms)",
+             SMTPD_STRESS_ON, SMTPD_SESSION_MAX);
+    assert_true(was_logged(line));
+    /* the line begun long ago is past its new deadline at once */
+    expect_close(slow, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+    /* a client that sends whole lines in time is served */
+    quick = hello("127.0.0.1");
+    chat(quick, "NOOP\r\n", "250 2.0.0 Ok\r\n");
+    trickle(quick, "NOOP\r\n", 700); /* whole after 3.5 s */
+    expect_close(quick, "421 4.4.2 mx.test Error: timeout exceeded\r\n");
+    for (int i = 1; i < SMTPD_STRESS_ON; i++)
+        close(fd[i]);
+    spin(200);
+    assert_int_equal(smtpd_server_sessions(server), 0);
+    snprintf(line, sizeof(line), "stress over: %d SMTP sessions",
+             SMTPD_STRESS_OFF - 1);
+    assert_true(was_logged(line));
+}
+
 /* smtpd_client_connection_count_limit, per client address. */
 static void test_connection_limit(void **state)
 {
     int a, b, c, d;
 
     (void)state;
-    a = connect_from("127.0.0.1");
-    b = connect_from("127.0.0.1");
-    c = connect_from("127.0.0.1");
+    a = connect_from("127.0.0.9");
+    b = connect_from("127.0.0.9");
+    c = connect_from("127.0.0.9");
     d = connect_from("127.0.0.2");
     expect(a, greeting);
     expect(b, greeting);
     expect_close(c, "421 4.7.0 mx.test Error: too many connections from "
-                    "127.0.0.1\r\n");
+                    "127.0.0.9\r\n");
     expect(d, greeting);
     assert_int_equal(smtpd_server_sessions(server), 3);
+    assert_true(was_logged("warning: connection count limit 2 exceeded by "
+                           "unknown[127.0.0.9], turned away"));
     close(a);
     close(b);
     close(d);
+}
+
+/* smtpd_client_event_limit_exceptions (Postfix's default: $mynetworks):
+ * a client in it is not held to the connection count limit. */
+static void test_connection_limit_exceptions(void **state)
+{
+    int fd[4];
+
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        fd[i] = connect_from("127.0.0.1");
+    for (int i = 0; i < 4; i++)
+        expect(fd[i], greeting);
+    assert_int_equal(smtpd_server_sessions(server), 4);
+    for (int i = 0; i < 4; i++)
+        close(fd[i]);
+    /* an empty list exempts no one, mynetworks included */
+    teardown(state);
+    setup(state);
+    params.exempt = "";
+    for (int i = 0; i < 3; i++)
+        fd[i] = connect_from("127.0.0.1");
+    expect(fd[0], greeting);
+    expect(fd[1], greeting);
+    expect_close(fd[2], "421 4.7.0 mx.test Error: too many connections from "
+                        "127.0.0.1\r\n");
+    close(fd[0]);
+    close(fd[1]);
 }
 
 /* Flow control: a long incoming queue slows MAIL, a longer one stops it. */
@@ -1042,7 +1502,7 @@ static void test_accept_out_of_fds(void **state)
 /* smtpd_listen: a bad address is refused with the reason. */
 static void test_listen_errors(void **state)
 {
-    static const struct smtpd_ops ops = {fake_store, NULL, NULL, NULL, NULL};
+    static const struct smtpd_ops ops = {.store = fake_store};
     char why[256];
 
     (void)state;
@@ -1065,6 +1525,7 @@ int main(void)
         T(test_transaction),
         T(test_answer_waits_for_store),
         T(test_store_failure),
+        T(test_storage_spool_free),
         T(test_pipelining),
         T(test_sequence_and_syntax),
         T(test_recipient_limit),
@@ -1072,7 +1533,15 @@ int main(void)
         T(test_relay_control),
         T(test_bare_lf_smuggling),
         T(test_bare_cr),
+        T(test_bare_newline_normalize),
+        T(test_bare_newline_reject),
+        T(test_bare_newline_note),
+        T(test_bare_newline_exclusions),
+        T(test_bare_newline_bad_values),
         T(test_bdat),
+        T(test_nul_in_header),
+        T(test_nul_in_body),
+        T(test_strip_chars_bad),
         T(test_bdat_refused_chunk),
         T(test_bdat_order),
         T(test_junk_commands),
@@ -1082,7 +1551,12 @@ int main(void)
         T(test_error_limit),
         T(test_line_too_long),
         T(test_timeout),
+        T(test_deadline_per_line),
+        T(test_deadline_per_data_record),
+        T(test_deadline_per_read),
+        T(test_stress),
         T(test_connection_limit),
+        T(test_connection_limit_exceptions),
         T(test_flow_control),
         T(test_shutdown),
         T(test_answer_after_free),

@@ -12,7 +12,11 @@
  *	an error at the byte where it is seen; what follows the end is left
  *	unread (pipelined commands); BDAT content is taken as it is, bare
  *	line ends refused, a last line without CRLF completed; the size
- *	limit stops storing but not reading.
+ *	limit stops storing but not reading. A NUL in the header section is
+ *	refused, in the body too unless the strip set (Postfix's
+ *	message_strip_characters, its escapes parsed) holds it; in the
+ *	NORMALIZE reading a bare LF ends a line and no smuggling form ends
+ *	the data.
  */
 
 #include <setjmp.h>
@@ -184,6 +188,191 @@ static void test_bdat(void **state)
     assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_BARE_CR);
 }
 
+/* Feed len bytes of text (NULs and all) in pieces of step bytes. */
+static int feed_n(struct smtp_data_reader *r, const char *text, size_t len,
+                  size_t step, struct out *o)
+{
+    size_t pos = 0;
+    int rc = SMTP_DATA_MORE;
+
+    while (pos < len && rc == SMTP_DATA_MORE) {
+        size_t n = len - pos < step ? len - pos : step;
+        size_t used = 0;
+
+        rc = smtp_data_feed(r, text + pos, n, &used, emit, o);
+        pos += used;
+    }
+    return rc;
+}
+
+#define FEED(r, lit, step, o) feed_n(r, lit, sizeof(lit) - 1, step, o)
+
+/* A NUL in the header section (before its empty line) is refused: the
+ * message is read to its end, and nothing from the NUL on comes out. */
+static void test_nul_in_header(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+
+    (void)state;
+    for (size_t step = 1; step < 8; step++) {
+        smtp_data_init(&r, SMTP_DATA_DOT, 0);
+        o.len = 0;
+        o.buf[0] = 0;
+        assert_int_equal(
+            FEED(&r, "Subject: a\0b\r\n\r\nbody\r\n.\r\nQUIT\r\n", step, &o),
+            SMTP_DATA_DONE);
+        assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+        assert_string_equal(o.buf, "Subject: a");
+    }
+    /* no empty line yet: still the header section */
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(FEED(&r, "Subject: a\r\nb\0\r\n.\r\n", 3, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+}
+
+/* A NUL in the body is refused too, unless the strip set holds it. */
+static void test_nul_in_body(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    char why[128];
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(FEED(&r, "Subject: a\r\n\r\nbo\0dy\r\n.\r\n", 5, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_BODY);
+    assert_string_equal(o.buf, "Subject: a\r\n\r\nbo");
+    /* message_strip_characters = \0 */
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(smtp_data_strip_parse("\\0", r.strip, why, sizeof(why)),
+                     0);
+    o.len = 0;
+    assert_int_equal(FEED(&r, "Subject: a\r\n\r\nbo\0dy\0\r\n.\r\n", 5, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, 0);
+    assert_string_equal(o.buf, "Subject: a\r\n\r\nbody\r\n");
+    assert_int_equal(r.size, strlen(o.buf));
+    /* in the header, a NUL is refused even then */
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    assert_int_equal(smtp_data_strip_parse("\\0", r.strip, why, sizeof(why)),
+                     0);
+    assert_int_equal(FEED(&r, "Sub\0ject: a\r\n\r\nx", 4, &o), SMTP_DATA_MORE);
+    assert_int_equal(r.nul, SMTP_DATA_NUL_HEADER);
+}
+
+/* Other characters of the strip set go wherever they are; a line left
+ * empty by stripping is the end of the header section, as stored. */
+static void test_strip(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    char why[128];
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_DOT, 0);
+    assert_int_equal(
+        smtp_data_strip_parse("\\0\\001", r.strip, why, sizeof(why)), 0);
+    assert_int_equal(FEED(&r, "X: a\001b\r\n\001\r\nY: \0c\r\n.\r\n", 2, &o),
+                     SMTP_DATA_DONE);
+    assert_int_equal(r.nul, 0);
+    assert_string_equal(o.buf, "X: ab\r\n\r\nY: c\r\n");
+}
+
+/* message_strip_characters: Postfix's escapes; CR and LF never. */
+static void test_strip_parse(void **state)
+{
+    unsigned char set[SMTP_STRIP_SET], want[SMTP_STRIP_SET];
+    char why[128];
+
+    (void)state;
+#define HAS(c) ((set[(unsigned char)(c) / 8] >> ((unsigned char)(c) % 8)) & 1)
+    assert_int_equal(smtp_data_strip_parse("", set, why, sizeof(why)), 0);
+    memset(want, 0, sizeof(want));
+    assert_memory_equal(set, want, sizeof(set));
+    assert_int_equal(
+        smtp_data_strip_parse("\\0\\a\\b\\f\\t\\v\\101\\0012x\\\\\\q", set, why,
+                              sizeof(why)),
+        0);
+    assert_true(HAS(0) && HAS('\a') && HAS('\b') && HAS('\f') && HAS('\t') &&
+                HAS('\v') && HAS('A') && HAS(1) && HAS('2') && HAS('x') &&
+                HAS('\\') && HAS('q'));
+    assert_false(HAS('0') || HAS('\r') || HAS('\n') || HAS('y'));
+    assert_int_equal(smtp_data_strip_parse("\\r", set, why, sizeof(why)), -1);
+    assert_string_equal(why, "CR and LF cannot be stripped (lines would lose "
+                             "their ends)");
+    assert_int_equal(smtp_data_strip_parse("a\\n", set, why, sizeof(why)), -1);
+    assert_int_equal(smtp_data_strip_parse("\\015", set, why, sizeof(why)), -1);
+#undef HAS
+}
+
+/*
+ * smtpd_forbid_bare_newline = normalize: a bare LF ends a line (stored as
+ * CRLF), but only CRLF.CRLF ends the data: a "." line next to a bare LF
+ * is not an end, and is dropped (as Postfix drops it). Every split.
+ */
+static void normalized(const char *in, const char *want, unsigned bare)
+{
+    for (size_t step = 1; step <= strlen(in); step++) {
+        struct smtp_data_reader r;
+        struct out o = {{0}, 0};
+        size_t used;
+
+        smtp_data_init(&r, SMTP_DATA_DOT, 0);
+        r.newline = SMTP_NEWLINE_NORMALIZE;
+        assert_int_equal(feed(&r, in, step, &o, &used), SMTP_DATA_DONE);
+        assert_string_equal(o.buf, want);
+        assert_int_equal(used, strlen(in) - strlen("QUIT\r\n"));
+        assert_int_equal(r.bare, bare);
+    }
+}
+
+static void test_normalize(void **state)
+{
+    (void)state;
+    normalized("a\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n", SMTP_DATA_SAW_BARE_LF);
+    /* the smuggling forms: none of them ends the data */
+    normalized("a\r\n.\nMAIL FROM:<x>\r\n.\r\nQUIT\r\n",
+               "a\r\nMAIL FROM:<x>\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("a\n.\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("a\n.\r\nb\r\n.\r\nQUIT\r\n", "a\r\nb\r\n",
+               SMTP_DATA_SAW_BARE_LF);
+    normalized("\n.\r\n.\r\nQUIT\r\n", "\r\n", SMTP_DATA_SAW_BARE_LF);
+    normalized("..\n\r\n.\r\nQUIT\r\n", ".\r\n\r\n", SMTP_DATA_SAW_BARE_LF);
+    /* a bare CR is no line end: noted (the message is refused), dropped */
+    normalized("a\r\n.\r b\r\n.\r\nQUIT\r\n", "a\r\n b\r\n",
+               SMTP_DATA_SAW_BARE_CR);
+    normalized("a\r.\r\n.\r\nQUIT\r\n", "a.\r\n", SMTP_DATA_SAW_BARE_CR);
+    normalized("x\r\n.\r\nQUIT\r\n", "x\r\n", 0);
+}
+
+static void test_normalize_bdat(void **state)
+{
+    struct smtp_data_reader r;
+    struct out o = {{0}, 0};
+    size_t used;
+
+    (void)state;
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    r.newline = SMTP_NEWLINE_NORMALIZE;
+    assert_int_equal(smtp_data_feed(&r, "a\nb\n.\nc", 7, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(used, 7);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_DONE);
+    assert_string_equal(o.buf, "a\r\nb\r\n.\r\nc\r\n");
+    assert_int_equal(r.bare, SMTP_DATA_SAW_BARE_LF);
+    smtp_data_init(&r, SMTP_DATA_RAW, 0);
+    r.newline = SMTP_NEWLINE_NORMALIZE;
+    o.len = 0;
+    assert_int_equal(smtp_data_feed(&r, "a\rb\r", 4, &used, emit, &o),
+                     SMTP_DATA_MORE);
+    assert_int_equal(smtp_data_finish(&r, emit, &o), SMTP_DATA_DONE);
+    assert_string_equal(o.buf, "ab\r\n");
+    assert_int_equal(r.bare, SMTP_DATA_SAW_BARE_CR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +381,12 @@ int main(void)
         cmocka_unit_test(test_smuggling_forms_refused),
         cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_bdat),
+        cmocka_unit_test(test_nul_in_header),
+        cmocka_unit_test(test_nul_in_body),
+        cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_strip_parse),
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_normalize_bdat),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

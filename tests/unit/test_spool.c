@@ -840,6 +840,61 @@ static void test_map_grows_then_full(void **state)
     free(big);
 }
 
+/* The database file never shrinks: what deleted messages occupied is
+ * free inside it, and spool_free_bytes() counts it, so that a spool
+ * that was filled and then emptied is not taken for a full one. */
+static void test_free_bytes(void **state)
+{
+    struct fixture *fx = *state;
+    char *big = malloc(100001);
+    char ids[64][SPOOL_ID_MAX + 1], path[128];
+    struct stat before, after;
+    int stored = 0, again = 0;
+    int64_t free_full, free_empty;
+
+    memset(big, 'x', 100000);
+    big[100000] = 0;
+    fx->cf.map_size_limit = 3 << 20;
+    reopen(fx, 0);
+    for (int i = 0; i < 64; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 1, big);
+        int rc = spool_store(fx->sp, m, fx->why, sizeof(fx->why));
+
+        if (rc == 0)
+            snprintf(ids[stored++], sizeof(ids[0]), "%s", m->id);
+        spool_msg_free(m);
+        if (rc < 0)
+            break;
+    }
+    assert_true(stored > 12);
+    free_full = spool_free_bytes(fx->sp);
+    assert_true(free_full >= 0);
+    assert_true(free_full < 200000); /* less than two messages' worth */
+    for (int i = 0; i < stored; i++)
+        assert_int_equal(spool_delete(fx->sp, ids[i], fx->why, sizeof(fx->why)),
+                         0);
+    snprintf(path, sizeof(path), "%s/db/data.mdb", fx->dir);
+    assert_int_equal(stat(path, &before), 0);
+    free_empty = spool_free_bytes(fx->sp);
+    /* every body's pages are free, and no more than the file holds */
+    assert_true(free_empty >= (int64_t)stored * 100000);
+    assert_true(free_empty <= (int64_t)before.st_size);
+    /* and they are reused: half as many again fit, the file does not
+     * grow, and the free bytes go down by what they take */
+    for (int i = 0; i < stored / 2; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 1, big);
+
+        again += spool_store(fx->sp, m, fx->why, sizeof(fx->why)) == 0;
+        spool_msg_free(m);
+    }
+    assert_int_equal(again, stored / 2);
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(after.st_size, before.st_size);
+    assert_true(spool_free_bytes(fx->sp) <=
+                free_empty - (int64_t)(stored / 2) * 100000);
+    free(big);
+}
+
 /* A full disk (here: the file size limit): temporary failure, nothing
  * harmed. */
 static void test_disk_full(void **state)
@@ -982,6 +1037,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recover_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_grows_then_full, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_free_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_writable, setup, teardown),

@@ -6,8 +6,10 @@
         (lower case keyword, then its argument if any).
     smtp_clients.py send HOST PORT FROM TO [--source ADDR] [--subject S]
                          [--mail-opt OPT]... [--rcpt-opt OPT]... [--body B]
+                         [--timeout S]
         One message through smtplib; prints "CODE TEXT" of the answer to
         the end of data, or of the first refusal (of MAIL, RCPT or DATA).
+        --timeout bounds each wait, the greeting's included (10 s).
     smtp_clients.py raw HOST PORT TEXT [--source ADDR]
         Sends TEXT (Python escapes: \\r, \\n, \\x00; "@FILE": the text
         of FILE, escapes and all) in one write, then
@@ -42,7 +44,8 @@ def send(args):
     msg = "From: %s\r\nTo: %s\r\nSubject: %s\r\n\r\n%s\r\n" % (
         args.sender, args.to, args.subject, args.body)
     source = (args.source, 0) if args.source else None
-    s = smtplib.SMTP(args.host, args.port, timeout=10, source_address=source)
+    s = smtplib.SMTP(args.host, args.port, timeout=args.timeout,
+                     source_address=source)
     try:
         s.ehlo("client.test")
         code, text = s.mail(args.sender, args.mail_opt)
@@ -142,6 +145,7 @@ def main():
     s.add_argument("--body", default="body")
     s.add_argument("--mail-opt", action="append", default=[])
     s.add_argument("--rcpt-opt", action="append", default=[])
+    s.add_argument("--timeout", type=float, default=10.0)
     r = sub.add_parser("raw")
     r.add_argument("host")
     r.add_argument("port", type=int)
