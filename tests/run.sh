@@ -5,7 +5,8 @@
 # are the scripts tests/integration/*.sh, run with BUILD as their argument.
 # Both speak TAP ("ok N - name" / "not ok N - name"); a program that exits
 # non-zero without reporting a failure counts as one failure more, so a
-# crash is never mistaken for success. The last line is "N passed, N failed".
+# crash is never mistaken for success. Each program's line gives its
+# time in seconds. The last line is "N passed, N failed".
 build=${1:-build}
 export CMOCKA_MESSAGE_OUTPUT=TAP
 pass=0
@@ -16,8 +17,10 @@ trap 'rm -f "$out"' EXIT
 run_one() {
     name=$1
     shift
+    t0=$(date +%s)
     "$@" >"$out" 2>&1
     rc=$?
+    secs=$(($(date +%s) - t0))
     p=$(grep -c '^ok ' "$out")
     f=$(grep -c '^not ok ' "$out")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -27,10 +30,10 @@ run_one() {
     if [ "$f" -ne 0 ] || [ "$p" -eq 0 ]; then
         [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && f=1 &&
             echo "not ok - $name reported no test" >>"$out"
-        echo "== $name: $p passed, $f failed"
+        echo "== $name: $p passed, $f failed (${secs}s)"
         sed 's/^/    /' "$out"
     else
-        echo "== $name: $p passed"
+        echo "== $name: $p passed (${secs}s)"
     fi
     pass=$((pass + p))
     fail=$((fail + f))
