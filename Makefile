@@ -118,11 +118,11 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -Isrc -D_DEFAULT_SOURCE \
                 -D_POSIX_C_SOURCE=200809L
-FUZZ_SMTP    := $(wildcard src/smtp/*.c)
+FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
 FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c)
 FUZZ_TARGETS := smtp_command smtp_data smtpd_session
 
-build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h
+build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SMTP)
 

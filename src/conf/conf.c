@@ -71,34 +71,6 @@ void conf_panic(const char *fmt, ...)
     abort();
 }
 
-void *conf_xmalloc(size_t size)
-{
-    return conf_xrealloc(NULL, size);
-}
-
-void *conf_xrealloc(void *ptr, size_t size)
-{
-    void *p = realloc(ptr, size ? size : 1);
-
-    if (p == NULL)
-        conf_panic("out of memory allocating %zu bytes", size);
-    return p;
-}
-
-char *conf_xstrndup(const char *s, size_t n)
-{
-    char *copy = conf_xmalloc(n + 1);
-
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    return copy;
-}
-
-char *conf_xstrdup(const char *s)
-{
-    return conf_xstrndup(s, strlen(s));
-}
-
 void conf_quote(char *buf, size_t len, const char *text)
 {
     size_t used = 0;
@@ -206,8 +178,8 @@ static struct conf_param *param_append(struct conf *conf,
 
     if (conf->nparams == conf->params_alloc) {
         conf->params_alloc = conf->params_alloc ? 2 * conf->params_alloc : 64;
-        conf->params = conf_xrealloc(conf->params, conf->params_alloc *
-                                                       sizeof(*conf->params));
+        conf->params =
+            xrealloc(conf->params, conf->params_alloc * sizeof(*conf->params));
     }
     p = conf->params + conf->nparams++;
     memset(p, 0, sizeof(*p));
@@ -217,7 +189,7 @@ static struct conf_param *param_append(struct conf *conf,
 
 struct conf *conf_create(void)
 {
-    struct conf *conf = conf_xmalloc(sizeof(*conf));
+    struct conf *conf = xmalloc(sizeof(*conf));
     char why[512];
     size_t i;
 
@@ -270,7 +242,7 @@ int conf_default_set(struct conf *conf, const char *name, const char *text,
         return -1;
     }
     free(p->defval_owned);
-    p->defval_owned = conf_xstrdup(text);
+    p->defval_owned = xstrdup(text);
     p->def.defval = p->defval_owned;
     conf_resolve(conf);
     return 0;
@@ -358,8 +330,8 @@ static void value_store(struct conf *conf, struct conf_value *val,
 {
     free(val->raw);
     free(val->file);
-    val->raw = conf_xstrdup(value);
-    val->file = file ? conf_xstrdup(file) : NULL;
+    val->raw = xstrdup(value);
+    val->file = file ? xstrdup(file) : NULL;
     val->line = line;
     val->seq = ++conf->seq;
 }
@@ -374,12 +346,12 @@ static struct conf_value *override_get(struct conf *conf, const char *name,
     if (conf->noverrides == conf->overrides_alloc) {
         conf->overrides_alloc =
             conf->overrides_alloc ? 2 * conf->overrides_alloc : 16;
-        conf->overrides = conf_xrealloc(
+        conf->overrides = xrealloc(
             conf->overrides, conf->overrides_alloc * sizeof(*conf->overrides));
     }
     ov = conf->overrides + conf->noverrides++;
     memset(ov, 0, sizeof(*ov));
-    ov->name = conf_xstrdup(name);
+    ov->name = xstrdup(name);
     ov->tlen = tlen;
     ov->param = param;
     return &ov->value;

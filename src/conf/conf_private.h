@@ -43,12 +43,12 @@
  *	conf_quote() writes text in double quotes for a message, with
  *	unprintable bytes as \xHH and long text cut short with "...".
  *
- *	conf_xmalloc(), conf_xrealloc() and conf_xstrdup() never return
- *	NULL: they abort with a message when memory is exhausted.
+ *	Memory comes from util/'s allocators, which never return NULL.
  *	conf_panic() reports a programming error and aborts.
  */
 
 #include "conf/conf.h"
+#include "util/util.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -145,10 +145,6 @@ int conf_set_at(struct conf *conf, const char *name, const char *value,
 
 void conf_quote(char *buf, size_t len, const char *text);
 
-void *conf_xmalloc(size_t size);
-void *conf_xrealloc(void *ptr, size_t size);
-char *conf_xstrdup(const char *s);
-char *conf_xstrndup(const char *s, size_t n);
 void conf_panic(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2), noreturn))

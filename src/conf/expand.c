@@ -75,7 +75,7 @@ static void buf_append(struct buf *b, const char *text, size_t len)
 {
     if (b->len + len + 1 > b->size) {
         b->size = 2 * (b->len + len + 1);
-        b->data = conf_xrealloc(b->data, b->size);
+        b->data = xrealloc(b->data, b->size);
     }
     memcpy(b->data + b->len, text, len);
     b->len += len;
@@ -103,7 +103,7 @@ static void value_fail(struct conf_value *val, const char *name,
     snprintf(msg, sizeof(msg), "%s%s: bad value %s: %s", where, name, quoted,
              reason);
     free(val->error);
-    val->error = conf_xstrdup(msg);
+    val->error = xstrdup(msg);
 }
 
 static int is_name_char(int ch, int braced)
@@ -205,7 +205,7 @@ static int ref_expand(struct resolve *r, const char *name,
         return -1;
     }
     *cp = end + braced;
-    refname = conf_xstrndup(start, (size_t)(end - start));
+    refname = xstrndup(start, (size_t)(end - start));
     if ((ref = ref_value(r->conf, refname, &canon, &refraw)) == NULL) {
         value_fail(val, name, raw, "unknown parameter \"%s\"", refname);
         status = -1;

@@ -92,7 +92,7 @@ static int file_read(const char *path, int must_exist, char **data, size_t *len,
         snprintf(why, whylen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    buf = conf_xmalloc(size);
+    buf = xmalloc(size);
     *len = 0;
     while ((n = fread(buf + *len, 1, size - *len, fp)) > 0) {
         *len += n;
@@ -102,7 +102,7 @@ static int file_read(const char *path, int must_exist, char **data, size_t *len,
             goto fail;
         }
         if (*len == size)
-            buf = conf_xrealloc(buf, size *= 2);
+            buf = xrealloc(buf, size *= 2);
     }
     if (ferror(fp)) {
         snprintf(why, whylen, "%s: %s", path, strerror(errno));
@@ -130,7 +130,7 @@ static void logical_add(struct logical *lg, const char *text, size_t len)
 {
     if (lg->len + len + 2 > lg->size) {
         lg->size = 2 * (lg->len + len + 2);
-        lg->text = conf_xrealloc(lg->text, lg->size);
+        lg->text = xrealloc(lg->text, lg->size);
     }
     if (lg->len > 0)
         lg->text[lg->len++] = ' ';

@@ -93,16 +93,16 @@ void conf_unknown_set(struct conf *conf, const char *name, const char *value,
         if (conf->nunknowns == conf->unknowns_alloc) {
             conf->unknowns_alloc =
                 conf->unknowns_alloc ? 2 * conf->unknowns_alloc : 16;
-            conf->unknowns = conf_xrealloc(conf->unknowns,
-                                           conf->unknowns_alloc * sizeof(*u));
+            conf->unknowns =
+                xrealloc(conf->unknowns, conf->unknowns_alloc * sizeof(*u));
         }
         u = conf->unknowns + conf->nunknowns++;
         memset(u, 0, sizeof(*u));
-        u->name = conf_xstrdup(name);
+        u->name = xstrdup(name);
     }
     conf_value_clear(&u->value);
-    u->value.raw = conf_xstrdup(value);
-    u->value.file = file ? conf_xstrdup(file) : NULL;
+    u->value.raw = xstrdup(value);
+    u->value.file = file ? xstrdup(file) : NULL;
     u->value.line = line;
     u->value.seq = ++conf->seq;
 }

@@ -51,7 +51,7 @@ void deliver_cache_params_set(struct deliver_cache *c,
 struct deliver_cache *deliver_cache_create(struct event_base *base,
                                            const struct deliver_cache_params *p)
 {
-    struct deliver_cache *c = deliver_xcalloc(1, sizeof(*c));
+    struct deliver_cache *c = xcalloc(1, sizeof(*c));
 
     c->base = base;
     c->params = *p;
@@ -146,11 +146,11 @@ void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_cache_params *p, const char *key,
                        const struct deliver_conn *conn)
 {
-    struct cached *e = deliver_xcalloc(1, sizeof(*e));
+    struct cached *e = xcalloc(1, sizeof(*e));
     struct timeval tv = {p->idle_ms / 1000, (p->idle_ms % 1000) * 1000};
 
     e->cache = c;
-    e->key = deliver_xstrdup(key);
+    e->key = xstrdup(key);
     e->conn = *conn;
     e->idle = evtimer_new(c->base, idle_timer_cb, e);
     bufferevent_setcb(e->conn.bev, idle_read_cb, NULL, idle_event_cb, e);

@@ -17,9 +17,6 @@
  *			const struct deliver_conn *conn)
  *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
  *			struct deliver_conn *out)
- *
- *	void	*deliver_xcalloc(size_t n, size_t size)
- *	char	*deliver_xstrdup(const char *s)
  * DESCRIPTION
  *	A deliver_conn is an open SMTP or LMTP connection between two
  *	transactions: its bufferevent, what the server offered and how long
@@ -38,11 +35,11 @@
  *	returns 0 when there is none; the caller then owns the bufferevent
  *	and must set its callbacks.
  *
- *	deliver_xcalloc() and deliver_xstrdup() (NULL copies as "") abort
- *	when memory runs out, so that call sites stay short.
+ *	Memory comes from util/'s allocators, which never return NULL.
  */
 
 #include "deliver/deliver.h"
+#include "util/util.h"
 
 #include <event2/bufferevent.h>
 #include <stdint.h>
@@ -68,7 +65,5 @@ void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_conn *conn);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);
-void *deliver_xcalloc(size_t n, size_t size);
-char *deliver_xstrdup(const char *s);
 
 #endif

@@ -114,24 +114,6 @@ static double elapsed(const struct timeval *from)
     return (now.tv_sec - from->tv_sec) + (now.tv_usec - from->tv_usec) / 1e6;
 }
 
-char *deliver_xstrdup(const char *s)
-{
-    char *p = strdup(s ? s : "");
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-void *deliver_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
 /*
  * An address as logs show it: "host[addr]" for peer, "host[addr]:port"
  * for relay=; a local socket is "host[/path]" in both.
@@ -180,7 +162,7 @@ static void rcpt_set(struct deliver_session *s, size_t i,
                  : status == DELIVER_BOUNCE ? '5'
                                             : '4');
     free(r->text);
-    r->text = deliver_xstrdup(text);
+    r->text = xstrdup(text ? text : "");
 }
 
 /* Every undecided recipient gets the same outcome. */
@@ -247,7 +229,7 @@ static void hop_fail(struct deliver_session *s, const char *reason)
 {
     s->res->hop_ok = 0;
     free(s->res->hop_reason);
-    s->res->hop_reason = deliver_xstrdup(reason);
+    s->res->hop_reason = xstrdup(reason ? reason : "");
     rcpt_set_rest(s, DELIVER_DEFER, 0, "4.4.1", reason);
     session_finish(s);
 }
@@ -848,42 +830,41 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx)
 {
-    struct deliver_session *s = deliver_xcalloc(1, sizeof(*s));
+    struct deliver_session *s = xcalloc(1, sizeof(*s));
     struct deliver_conn conn;
-    struct deliver_rcpt *rcpt = deliver_xcalloc(req->nrcpt, sizeof(*rcpt));
-    struct deliver_addr *addrs = deliver_xcalloc(req->naddrs, sizeof(*addrs));
+    struct deliver_rcpt *rcpt = xcalloc(req->nrcpt, sizeof(*rcpt));
+    struct deliver_addr *addrs = xcalloc(req->naddrs, sizeof(*addrs));
     char *body = malloc(req->size + 1);
 
     if (body == NULL)
         abort();
     s->base = base;
     s->req = *req;
-    s->req.helo_name = deliver_xstrdup(req->helo_name);
-    s->req.sender = deliver_xstrdup(req->sender);
-    s->req.envid = req->envid ? deliver_xstrdup(req->envid) : NULL;
+    s->req.helo_name = xstrdup(req->helo_name ? req->helo_name : "");
+    s->req.sender = xstrdup(req->sender ? req->sender : "");
+    s->req.envid = req->envid ? xstrdup(req->envid) : NULL;
     for (size_t i = 0; i < req->nrcpt; i++) {
         rcpt[i] = req->rcpt[i];
-        rcpt[i].address = deliver_xstrdup(req->rcpt[i].address);
-        rcpt[i].orcpt =
-            req->rcpt[i].orcpt ? deliver_xstrdup(req->rcpt[i].orcpt) : NULL;
+        rcpt[i].address = xstrdup(req->rcpt[i].address);
+        rcpt[i].orcpt = req->rcpt[i].orcpt ? xstrdup(req->rcpt[i].orcpt) : NULL;
     }
     s->req.rcpt = rcpt;
     if (req->naddrs > 0)
         memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
     s->req.addrs = addrs;
-    s->req.reason = req->reason ? deliver_xstrdup(req->reason) : NULL;
-    s->req.cache_key = req->cache_key ? deliver_xstrdup(req->cache_key) : NULL;
+    s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
+    s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
     memcpy(body, req->body, req->size);
     body[req->size] = 0;
     s->req.body = body;
     s->done = done;
     s->ctx = ctx;
-    s->res = deliver_xcalloc(1, sizeof(*s->res));
+    s->res = xcalloc(1, sizeof(*s->res));
     s->res->nrcpt = req->nrcpt;
-    s->res->rcpt = deliver_xcalloc(req->nrcpt, sizeof(*s->res->rcpt));
+    s->res->rcpt = xcalloc(req->nrcpt, sizeof(*s->res->rcpt));
     snprintf(s->res->relay, sizeof(s->res->relay), "none");
-    s->decided = deliver_xcalloc(req->nrcpt, 1);
-    s->accepted_flag = deliver_xcalloc(req->nrcpt, 1);
+    s->decided = xcalloc(req->nrcpt, 1);
+    s->accepted_flag = xcalloc(req->nrcpt, 1);
     s->timer = evtimer_new(base, timer_cb, s);
     s->finish = event_new(base, -1, 0, finish_cb, s);
     smtp_reply_init(&s->reply);

@@ -47,7 +47,7 @@ void dns_cache_init(struct dns_cache *c, size_t max)
     memset(c, 0, sizeof(*c));
     c->max = max ? max : DNS_CACHE_DEFAULT;
     c->nbucket = 64;
-    c->bucket = dns_xcalloc(c->nbucket, sizeof(*c->bucket));
+    c->bucket = xcalloc(c->nbucket, sizeof(*c->bucket));
 }
 
 static void entry_free(struct dns_entry *e)
@@ -93,7 +93,7 @@ struct dns_entry *dns_cache_find(struct dns_cache *c, const char *name,
 static void cache_grow(struct dns_cache *c)
 {
     size_t n = c->nbucket * 2;
-    struct dns_entry **b = dns_xcalloc(n, sizeof(*b));
+    struct dns_entry **b = xcalloc(n, sizeof(*b));
     struct dns_entry *e;
     struct dns_entry *next;
     size_t i;
@@ -112,10 +112,10 @@ static void cache_grow(struct dns_cache *c)
 
 struct dns_entry *dns_cache_add(struct dns_cache *c, const char *name, int type)
 {
-    struct dns_entry *e = dns_xcalloc(1, sizeof(*e));
+    struct dns_entry *e = xcalloc(1, sizeof(*e));
     struct dns_entry **head;
 
-    e->name = dns_xstrdup(name);
+    e->name = xstrdup(name);
     e->type = type;
     e->hash = cache_hash(name, type);
     e->wtail = &e->waiters;

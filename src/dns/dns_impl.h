@@ -35,8 +35,6 @@
  *	int	dns_literal(const char *in, struct dns_addr *a)
  *	void	dns_addr_set(struct dns_addr *a, int family, const void *bytes)
  *	const char *dns_type_name(int type)
- *	void	*dns_xmalloc(size_t size), *dns_xcalloc(size_t n, size_t size)
- *	char	*dns_xstrdup(const char *s)
  *	char	*dns_xprintf(const char *fmt, ...)
  *	void	dns_panic(const char *fmt, ...)
  *
@@ -97,6 +95,7 @@
  */
 
 #include "dns/dns.h"
+#include "util/util.h"
 
 #include <ares.h>
 #include <stddef.h>
@@ -230,9 +229,6 @@ int dns_name_norm(const char *in, char out[DNS_NAME_MAX + 1]);
 int dns_literal(const char *in, struct dns_addr *a);
 void dns_addr_set(struct dns_addr *a, int family, const void *bytes);
 const char *dns_type_name(int type);
-void *dns_xmalloc(size_t size);
-void *dns_xcalloc(size_t n, size_t size);
-char *dns_xstrdup(const char *s);
 char *dns_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dns_panic(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));

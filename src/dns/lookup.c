@@ -97,10 +97,10 @@ static void lookup_step(struct dns_lookup *l);
 static struct dns_lookup *lookup_new(struct dns_resolver *r, const char *asked,
                                      dns_done_fn *done, void *ctx)
 {
-    struct dns_lookup *l = dns_xcalloc(1, sizeof(*l));
+    struct dns_lookup *l = xcalloc(1, sizeof(*l));
 
     l->r = r;
-    l->asked = dns_xstrdup(asked);
+    l->asked = xstrdup(asked);
     l->done = done;
     l->ctx = ctx;
     /* Appended, so that dns_free() delivers in the order of asking. */
@@ -175,11 +175,11 @@ static struct dns_result *result_new(const struct dns_lookup *l,
                                      enum dns_status status, const char *why,
                                      const char *dsn)
 {
-    struct dns_result *res = dns_xcalloc(1, sizeof(*res));
+    struct dns_result *res = xcalloc(1, sizeof(*res));
 
     res->status = status;
-    res->name = dns_xstrdup(l->asked);
-    res->why = dns_xstrdup(why ? why : "");
+    res->name = xstrdup(l->asked);
+    res->why = xstrdup(why ? why : "");
     if (status != DNS_OK)
         snprintf(res->dsn, sizeof(res->dsn), "%s", dsn);
     res->implicit_mx = l->implicit;
@@ -247,12 +247,12 @@ static void host_init(struct lookup_host *h, const char *name, int pref)
     h->pref = pref;
     if (dns_literal(name, &h->addr)) {
         h->literal = 1;
-        h->name = dns_xstrdup(h->addr.text);
+        h->name = xstrdup(h->addr.text);
     } else if (dns_name_norm(name, norm) < 0) {
         h->invalid = 1;
-        h->name = dns_xstrdup(name);
+        h->name = xstrdup(name);
     } else {
-        h->name = dns_xstrdup(norm);
+        h->name = xstrdup(norm);
     }
 }
 
@@ -278,7 +278,7 @@ static int host_by_order(const void *a, const void *b)
 /* The exchangers of an MX answer, merged, ordered, at most the best few. */
 static void hosts_from_mx(struct dns_lookup *l, const struct dns_answer *a)
 {
-    struct dns_mx *mx = dns_xcalloc(a->count, sizeof(*mx));
+    struct dns_mx *mx = xcalloc(a->count, sizeof(*mx));
     size_t n = 0;
     size_t i;
 
@@ -288,7 +288,7 @@ static void hosts_from_mx(struct dns_lookup *l, const struct dns_answer *a)
      */
     memcpy(mx, a->mx, a->count * sizeof(*mx));
     qsort(mx, a->count, sizeof(*mx), mx_by_name);
-    l->host = dns_xcalloc(a->count, sizeof(*l->host));
+    l->host = xcalloc(a->count, sizeof(*l->host));
     for (i = 0; i < a->count; i++) {
         if (i > 0 && strcmp(mx[i].name, mx[i - 1].name) == 0)
             continue;
@@ -316,7 +316,7 @@ static void lookup_mx_answered(struct dns_lookup *l)
     case DNS_ANSWER_NODATA:
         /* RFC 5321, 5.1: the domain is its own exchanger. */
         l->implicit = 1;
-        l->host = dns_xcalloc(1, sizeof(*l->host));
+        l->host = xcalloc(1, sizeof(*l->host));
         host_init(&l->host[0], l->name, 0);
         l->nhost = 1;
         break;
@@ -356,10 +356,10 @@ static void host_copy(struct dns_host *out, const struct lookup_host *h,
     size_t n = 0;
     int j;
 
-    out->name = dns_xstrdup(h->name);
+    out->name = xstrdup(h->name);
     out->pref = h->pref;
     out->naddr = naddr;
-    out->addr = dns_xcalloc(naddr, sizeof(*out->addr));
+    out->addr = xcalloc(naddr, sizeof(*out->addr));
     if (h->literal) {
         out->addr[0] = h->addr;
         return;
@@ -398,7 +398,7 @@ static void lookup_assemble(struct dns_lookup *l)
     char *why;
 
     res = result_new(l, DNS_OK, NULL, NULL);
-    res->host = dns_xcalloc(l->nhost, sizeof(*res->host));
+    res->host = xcalloc(l->nhost, sizeof(*res->host));
     for (i = 0; i < l->nhost; i++) {
         const struct lookup_host *h = &l->host[i];
         const struct dns_answer *a;
@@ -484,11 +484,11 @@ int dns_lookup_host(struct dns_resolver *r, const char *host, dns_done_fn *done,
     if (r->closing)
         return -1;
     l = lookup_new(r, host, done, ctx);
-    l->host = dns_xcalloc(1, sizeof(*l->host));
+    l->host = xcalloc(1, sizeof(*l->host));
     l->nhost = 1;
     if (dns_literal(host, &l->host[0].addr)) {
         l->host[0].literal = 1;
-        l->host[0].name = dns_xstrdup(l->host[0].addr.text);
+        l->host[0].name = xstrdup(l->host[0].addr.text);
         lookup_ask_addresses(l);
         return 0;
     }
@@ -503,7 +503,7 @@ int dns_lookup_host(struct dns_resolver *r, const char *host, dns_done_fn *done,
         lookup_invalid(l);
         return 0;
     }
-    l->host[0].name = dns_xstrdup(l->name);
+    l->host[0].name = xstrdup(l->name);
     lookup_ask_addresses(l);
     return 0;
 }

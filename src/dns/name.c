@@ -16,9 +16,6 @@
  *	names); a last label of digits only is not (no top-level domain is
  *	numeric, and it keeps IPv4 addresses out of MX lookups, as the
  *	reference does).
- *
- *	The allocation helpers never return NULL: they abort when memory
- *	is exhausted, so that call sites stay short.
  */
 
 #include "dns/dns_impl.h"
@@ -148,31 +145,6 @@ void dns_panic(const char *fmt, ...)
     abort();
 }
 
-void *dns_xmalloc(size_t size)
-{
-    void *p = malloc(size ? size : 1);
-
-    if (p == NULL)
-        dns_panic("out of memory allocating %zu bytes", size);
-    return p;
-}
-
-void *dns_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-
-    if (p == NULL)
-        dns_panic("out of memory allocating %zu * %zu bytes", n, size);
-    return p;
-}
-
-char *dns_xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-
-    return memcpy(dns_xmalloc(n), s, n);
-}
-
 char *dns_xprintf(const char *fmt, ...)
 {
     va_list ap;
@@ -184,7 +156,7 @@ char *dns_xprintf(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         dns_panic("dns_xprintf: bad format \"%s\"", fmt);
-    s = dns_xmalloc((size_t)n + 1);
+    s = xmalloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);

@@ -44,7 +44,7 @@
 
 struct dns_answer *dns_answer_new(enum dns_kind kind)
 {
-    struct dns_answer *a = dns_xcalloc(1, sizeof(*a));
+    struct dns_answer *a = xcalloc(1, sizeof(*a));
 
     a->refs = 1;
     a->kind = kind;
@@ -136,8 +136,7 @@ static struct dns_answer *answer_negative(const struct dns_entry *e,
 
 static struct dns_answer *answer_shutdown(void)
 {
-    return answer_fail(DNS_ANSWER_TEMP, "4.4.3",
-                       dns_xstrdup("resolver shut down"));
+    return answer_fail(DNS_ANSWER_TEMP, "4.4.3", xstrdup("resolver shut down"));
 }
 
 static void entry_finish(struct dns_entry *e, struct dns_answer *a)
@@ -273,7 +272,7 @@ void dns_fetch(struct dns_resolver *r, const char *name, int type,
     }
     e = dns_cache_add(&r->cache, name, type);
     e->r = r;
-    e->qname = dns_xstrdup(name);
+    e->qname = xstrdup(name);
     e->chain_ttl = UINT32_MAX;
     *e->wtail = w;
     e->wtail = &w->next;

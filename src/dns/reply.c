@@ -68,7 +68,7 @@ static char *name_at(const unsigned char *buf, int len, const unsigned char *p,
 
     if (p >= buf + len || ares_expand_name(p, buf, len, &s, enclen))
         return NULL;
-    copy = dns_xstrdup(s);
+    copy = xstrdup(s);
     ares_free_string(s);
     for (q = copy; *q; q++)
         if (*q >= 'A' && *q <= 'Z')
@@ -192,7 +192,7 @@ static char *follow_chain(const unsigned char *buf, int len,
                           const struct rr *an, size_t nan, const char *qname,
                           uint32_t *ttl, int *bad)
 {
-    char *cur = dns_xstrdup(qname);
+    char *cur = xstrdup(qname);
     char *target;
     long enclen;
     int hops;
@@ -239,7 +239,7 @@ int dns_reply_parse(const unsigned char *buf, int len, const char *qname,
     for (i = 0; i < qd; i++)
         if (skip_question(buf, len, &p) < 0)
             return -1;
-    rrs = dns_xcalloc(an, sizeof(*rrs));
+    rrs = xcalloc(an, sizeof(*rrs));
     for (nan = 0; nan < an; nan++)
         if (read_rr(buf, len, &p, &rrs[nan]) < 0)
             goto bad;

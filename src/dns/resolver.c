@@ -95,7 +95,7 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
         return;
     }
     if (s == NULL) {
-        s = dns_xcalloc(1, sizeof(*s));
+        s = xcalloc(1, sizeof(*s));
         s->r = r;
         s->fd = fd;
         s->next = r->socks;
@@ -213,7 +213,7 @@ struct dns_resolver *dns_create(struct event_base *base,
                  ares_strerror(rc));
         return NULL;
     }
-    r = dns_xcalloc(1, sizeof(*r));
+    r = xcalloc(1, sizeof(*r));
     r->base = base;
     r->rng = cf->seed ? cf->seed : random_seed(r);
     dns_cache_init(&r->cache, cf->cache_size);

@@ -4,10 +4,6 @@
  * SYNOPSIS
  *	#include "ingress/ingress_private.h"
  *
- *	void	*ingress_xmalloc(size_t size)
- *	void	*ingress_xrealloc(void *ptr, size_t size)
- *	char	*ingress_xstrdup(const char *s)
- *	char	*ingress_xstrndup(const char *s, size_t n)
  *	void	ingress_panic(const char *fmt, ...)
  *
  *	void	ingress_buf_add(struct ingress_buf *b, const void *data,
@@ -39,41 +35,13 @@ void ingress_panic(const char *fmt, ...)
     abort();
 }
 
-void *ingress_xmalloc(size_t size)
-{
-    return ingress_xrealloc(NULL, size);
-}
-
-void *ingress_xrealloc(void *ptr, size_t size)
-{
-    void *p = realloc(ptr, size ? size : 1);
-
-    if (p == NULL)
-        ingress_panic("out of memory allocating %zu bytes", size);
-    return p;
-}
-
-char *ingress_xstrndup(const char *s, size_t n)
-{
-    char *copy = ingress_xmalloc(n + 1);
-
-    memcpy(copy, s, n);
-    copy[n] = 0;
-    return copy;
-}
-
-char *ingress_xstrdup(const char *s)
-{
-    return ingress_xstrndup(s, strlen(s));
-}
-
 static void buf_reserve(struct ingress_buf *b, size_t more)
 {
     if (more > (size_t)-1 / 2 - b->len)
         ingress_panic("buffer of %zu bytes cannot grow by %zu", b->len, more);
     if (b->len + more + 1 > b->size) {
         b->size = 2 * (b->len + more + 1);
-        b->s = ingress_xrealloc(b->s, b->size);
+        b->s = xrealloc(b->s, b->size);
     }
 }
 

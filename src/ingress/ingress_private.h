@@ -9,10 +9,8 @@
  * DESCRIPTION
  *	Nothing outside src/ingress/ includes this header.
  *
- *	ingress_xmalloc(), ingress_xrealloc(), ingress_xstrdup() and
- *	ingress_xstrndup() never return NULL: they abort with a message
- *	when memory is exhausted. ingress_panic() reports a programming
- *	error and aborts.
+ *	Memory comes from util/'s allocators, which never return NULL.
+ *	ingress_panic() reports a programming error and aborts.
  *
  *	A struct ingress_buf is a growing byte string, zeroed to start,
  *	kept NUL-terminated once anything was added (it may hold NUL bytes
@@ -23,6 +21,8 @@
  *	maildrop files use: "never", or the words of "success,failure,delay"
  *	that are set, in that order; "" for 0.
  */
+
+#include "util/util.h"
 
 #include <stddef.h>
 
@@ -41,10 +41,6 @@ void ingress_buf_addf(struct ingress_buf *b, const char *fmt, ...)
 
 void ingress_notify_format(unsigned bits, char *buf, size_t len);
 
-void *ingress_xmalloc(size_t size);
-void *ingress_xrealloc(void *ptr, size_t size);
-char *ingress_xstrdup(const char *s);
-char *ingress_xstrndup(const char *s, size_t n);
 void ingress_panic(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2), noreturn))

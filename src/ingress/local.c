@@ -557,7 +557,7 @@ static void read_body(struct local_conn *c, struct evbuffer *in)
                     have - (size_t)c->want, c->want);
         return;
     }
-    buf = ingress_xmalloc((size_t)c->want);
+    buf = xmalloc((size_t)c->want);
     evbuffer_remove(in, buf, (size_t)c->want);
     if (maildrop_parse(buf, (size_t)c->want, c->uid, &m, why, sizeof(why)) <
         0) {
@@ -620,7 +620,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
         close(fd);
         return;
     }
-    c = ingress_xmalloc(sizeof(*c));
+    c = xmalloc(sizeof(*c));
     memset(c, 0, sizeof(*c));
     c->s = s;
     c->uid = cred.uid;
@@ -672,7 +672,7 @@ struct local_server *local_server_create(struct event_base *base,
             close(fd);
         return NULL;
     }
-    s = ingress_xmalloc(sizeof(*s));
+    s = xmalloc(sizeof(*s));
     memset(s, 0, sizeof(*s));
     s->base = base;
     s->p = *p;

@@ -586,7 +586,7 @@ static int hex(int ch)
 static int value(struct reader *r, const char *key, int may_be_empty,
                  char **out)
 {
-    char *s = ingress_xmalloc(r->vlen + 1);
+    char *s = xmalloc(r->vlen + 1);
     size_t n = 0;
     size_t i;
     int hi;
@@ -895,7 +895,7 @@ int maildrop_parse(char *buf, size_t len, uid_t owner, struct spool_msg **m,
         errno = EBADMSG;
         return -1;
     }
-    (*m)->body = ingress_xrealloc(r.buf, r.len + 1);
+    (*m)->body = xrealloc(r.buf, r.len + 1);
     (*m)->size = r.len;
     return 0;
 }
@@ -985,9 +985,9 @@ static int list_files(int dirfd, struct entry **list, size_t *count,
         }
         if (*count == size) {
             size = size ? 2 * size : 64;
-            *list = ingress_xrealloc(*list, size * sizeof(**list));
+            *list = xrealloc(*list, size * sizeof(**list));
         }
-        (*list)[*count].name = ingress_xstrdup(d->d_name);
+        (*list)[*count].name = xstrdup(d->d_name);
         (*list)[(*count)++].mtime = sb.st_mtim;
     }
     if (errno != 0) {

@@ -132,7 +132,7 @@ not_ip:
 struct ingress_nets *ingress_nets_parse(const char *list, char *why,
                                         size_t whylen)
 {
-    struct ingress_nets *n = ingress_xmalloc(sizeof(*n));
+    struct ingress_nets *n = xmalloc(sizeof(*n));
     const char *p = list;
 
     n->net = NULL;
@@ -146,7 +146,7 @@ struct ingress_nets *ingress_nets_parse(const char *list, char *why,
             continue;
         }
         snprintf(entry, sizeof(entry), "%.*s", (int)len, p);
-        n->net = ingress_xrealloc(n->net, (n->n + 1) * sizeof(*n->net));
+        n->net = xrealloc(n->net, (n->n + 1) * sizeof(*n->net));
         if (net_parse(entry, &n->net[n->n], why, whylen) < 0) {
             ingress_nets_free(n);
             return NULL;

@@ -95,7 +95,7 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
         ss->msg.size = in.size;
     }
     snprintf(m->id, sizeof(m->id), "%s", ss->id);
-    m->sender = ingress_xstrdup(ss->sender);
+    m->sender = xstrdup(ss->sender);
     m->envid = ss->envid;
     ss->envid = NULL;
     m->ret = (enum spool_ret)ss->ret;

@@ -427,8 +427,7 @@ static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
     transaction_reset(ss);
     free(ss->helo);
     n = strlen(cmd->arg);
-    ss->helo =
-        ingress_xstrndup(cmd->arg, n < SMTPD_HELO_MAX ? n : SMTPD_HELO_MAX);
+    ss->helo = xstrndup(cmd->arg, n < SMTPD_HELO_MAX ? n : SMTPD_HELO_MAX);
     for (char *c = ss->helo; *c; c++)
         if ((unsigned char)*c < ' ' || *c == 0x7f)
             *c = '?'; /* it goes into log lines */
@@ -486,7 +485,7 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
         return;
     }
     ss->in_mail = 1;
-    ss->sender = ingress_xstrdup(cmd->path);
+    ss->sender = xstrdup(cmd->path);
     ss->envid = cmd->envid;
     cmd->envid = NULL;
     ss->ret = cmd->ret;
@@ -544,11 +543,10 @@ static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
     }
     if (ss->nrcpt == ss->rcpt_size) {
         ss->rcpt_size = ss->rcpt_size ? 2 * ss->rcpt_size : 8;
-        ss->rcpt =
-            ingress_xrealloc(ss->rcpt, ss->rcpt_size * sizeof(*ss->rcpt));
+        ss->rcpt = xrealloc(ss->rcpt, ss->rcpt_size * sizeof(*ss->rcpt));
     }
     r = &ss->rcpt[ss->nrcpt++];
-    r->address = ingress_xstrdup(cmd->path);
+    r->address = xstrdup(cmd->path);
     r->notify = cmd->notify;
     r->orcpt = cmd->orcpt;
     cmd->orcpt = NULL;
@@ -837,7 +835,7 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
         return 1;
     }
     n = (size_t)p.pos;
-    line = ingress_xmalloc(n + 1);
+    line = xmalloc(n + 1);
     evbuffer_remove(in, line, n);
     evbuffer_drain(in, eol);
     if (n > 0 && line[n - 1] == '\r') {
@@ -1174,7 +1172,7 @@ static void session_free(struct smtpd_session *ss)
 struct smtpd_session *session_create(struct smtpd_server *s, int fd,
                                      const struct sockaddr *sa, socklen_t salen)
 {
-    struct smtpd_session *ss = ingress_xmalloc(sizeof(*ss));
+    struct smtpd_session *ss = xmalloc(sizeof(*ss));
     struct timeval tmo = {s->cf.timeout_ms / 1000,
                           (s->cf.timeout_ms % 1000) * 1000};
     char greeting[REPLY_MAX];

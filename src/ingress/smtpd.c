@@ -173,7 +173,7 @@ static int list_each(const char *list, int (*fn)(void *, const char *),
 static int domain_add(void *ctx, const char *word)
 {
     struct smtpd_conf *cf = ctx;
-    char *d = ingress_xstrdup(word);
+    char *d = xstrdup(word);
 
     for (char *c = d; *c; c++) {
         if ((unsigned char)*c <= ' ' || *c == '@') {
@@ -182,8 +182,8 @@ static int domain_add(void *ctx, const char *word)
         }
         *c = (char)tolower((unsigned char)*c);
     }
-    cf->relay_domains = ingress_xrealloc(
-        cf->relay_domains, (cf->nrelay + 1) * sizeof(*cf->relay_domains));
+    cf->relay_domains = xrealloc(cf->relay_domains,
+                                 (cf->nrelay + 1) * sizeof(*cf->relay_domains));
     cf->relay_domains[cf->nrelay++] = d;
     return 0;
 }
@@ -267,9 +267,8 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
         conf_clear(cf);
         return -1;
     }
-    cf->hostname = ingress_xstrdup(p->hostname ? p->hostname : "localhost");
-    cf->queue_directory =
-        ingress_xstrdup(p->queue_directory ? p->queue_directory : "");
+    cf->hostname = xstrdup(p->hostname ? p->hostname : "localhost");
+    cf->queue_directory = xstrdup(p->queue_directory ? p->queue_directory : "");
     cf->size_limit = p->size_limit;
     cf->queue_minfree = p->queue_minfree;
     cf->recipient_limit = p->recipient_limit > 0 ? p->recipient_limit : 1;
@@ -689,8 +688,8 @@ static int listen_one(void *arg, const char *word)
         return -1;
     }
     evconnlistener_set_error_cb(l, accept_error_cb);
-    s->listeners = ingress_xrealloc(s->listeners, (s->nlisteners + 1) *
-                                                      sizeof(*s->listeners));
+    s->listeners =
+        xrealloc(s->listeners, (s->nlisteners + 1) * sizeof(*s->listeners));
     s->listeners[s->nlisteners++] = l;
     return 0;
 }
@@ -700,7 +699,7 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
                                          const struct smtpd_ops *ops, char *why,
                                          size_t whylen)
 {
-    struct smtpd_server *s = ingress_xmalloc(sizeof(*s));
+    struct smtpd_server *s = xmalloc(sizeof(*s));
     struct listen_ctx lc = {s, why, whylen};
 
     memset(s, 0, sizeof(*s));

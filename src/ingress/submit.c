@@ -352,7 +352,7 @@ static char *field_value(const struct submit_input *msg, const struct field *f)
 {
     const char *s = msg->data + f->colon + 1;
     const char *e = msg->data + f->end;
-    char *value = ingress_xmalloc((size_t)(e - s) + 1);
+    char *value = xmalloc((size_t)(e - s) + 1);
     size_t n = 0;
 
     for (; s < e; s++) {
@@ -382,7 +382,7 @@ size_t submit_header_get(const struct submit_input *msg, const char *name,
         field_at(msg, hdr_end, &pos, &f);
         if (!field_is(msg, &f, name))
             continue;
-        *values = ingress_xrealloc(*values, (count + 2) * sizeof(**values));
+        *values = xrealloc(*values, (count + 2) * sizeof(**values));
         (*values)[count++] = field_value(msg, &f);
         (*values)[count] = NULL;
     }
@@ -603,7 +603,7 @@ static void add_encoded_words(struct ingress_buf *b, const char *s)
 static int add_phrase(struct ingress_buf *b, const char *full_name)
 {
     size_t n = strnlen(full_name, SUBMIT_FULL_NAME_MAX);
-    char *name = ingress_xstrndup(full_name, n);
+    char *name = xstrndup(full_name, n);
     int eight_bit = 0;
     int nonempty;
     size_t i;
@@ -642,9 +642,9 @@ static void add_from(struct ingress_buf *b, const char *field,
     char *addr;
 
     if (*sender)
-        addr = ingress_xstrdup(sender);
+        addr = xstrdup(sender);
     else {
-        addr = ingress_xmalloc(strlen(hostname) + sizeof("MAILER-DAEMON@"));
+        addr = xmalloc(strlen(hostname) + sizeof("MAILER-DAEMON@"));
         sprintf(addr, "MAILER-DAEMON@%s", hostname);
     }
     ingress_buf_addf(b, "%s: ", field);

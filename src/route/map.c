@@ -112,7 +112,7 @@ static void slots_grow(struct route_map *m)
         return;
     size = m->slots ? 2 * size : 64;
     free(m->slots);
-    m->slots = route_xmalloc(size * sizeof(*m->slots));
+    m->slots = xmalloc(size * sizeof(*m->slots));
     memset(m->slots, 0, size * sizeof(*m->slots));
     m->mask = size - 1;
     for (i = 0; i < m->count; i++)
@@ -239,7 +239,7 @@ static int result_parse(struct reader *rd, const char *text,
         READER_FAIL(rd, "unknown transport %s%s", quoted,
                     colon ? "" : " (a result is transport:nexthop)");
     }
-    copy = route_xstrndup(hop, hlen);
+    copy = xstrndup(hop, hlen);
     status = route_hop_parse(copy, rd->t->transports[e->transport].type,
                              &e->hop, problem, sizeof(problem));
     free(copy);
@@ -289,11 +289,11 @@ static int line_parse(struct reader *rd, const char *text)
         route_hop_free(&e.hop);
         READER_FAIL(rd, "too many entries");
     }
-    e.pattern = route_xstrndup(key, strlen(key));
+    e.pattern = xstrndup(key, strlen(key));
     slots_grow(m);
     if (m->count == m->alloc) {
         m->alloc = m->alloc ? 2 * m->alloc : 64;
-        m->entries = route_xrealloc(m->entries, m->alloc * sizeof(*m->entries));
+        m->entries = xrealloc(m->entries, m->alloc * sizeof(*m->entries));
     }
     m->entries[m->count] = e;
     if (key[0] == '*')
@@ -321,7 +321,7 @@ static int logical_add(struct reader *rd, struct logical *lg, const char *text,
     }
     if (lg->len + len + 2 > lg->size) {
         lg->size = 2 * (lg->len + len + 2);
-        lg->text = route_xrealloc(lg->text, lg->size);
+        lg->text = xrealloc(lg->text, lg->size);
     }
     if (lg->len > 0)
         lg->text[lg->len++] = ' ';
@@ -393,7 +393,7 @@ static int line_get(FILE *fp, char *buf, size_t size, size_t *len)
 static int lines_read(struct reader *rd, FILE *fp)
 {
     struct logical lg = {NULL, 0, 0, 0};
-    char *line = route_xmalloc(LINE_MAX_BYTES + 1);
+    char *line = xmalloc(LINE_MAX_BYTES + 1);
     size_t n;
     int lineno = 0;
     int status = 0;
@@ -489,7 +489,7 @@ static int path_get(const char *value, char **path, char *why, size_t whylen)
                  quoted);
         return -1;
     }
-    *path = route_xstrndup(text, len);
+    *path = xstrndup(text, len);
     return 0;
 }
 
@@ -510,7 +510,7 @@ int route_map_load(struct route_table *t, const char *value, char *why,
         free(path);
         return -1;
     }
-    m = route_xmalloc(sizeof(*m));
+    m = xmalloc(sizeof(*m));
     memset(m, 0, sizeof(*m));
     m->path = path;
     m->wildcard = -1;

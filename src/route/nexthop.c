@@ -58,32 +58,6 @@
 /* How much of a text a message quotes. */
 #define QUOTE_MAX 64
 
-void *route_xrealloc(void *ptr, size_t size)
-{
-    void *p = realloc(ptr, size ? size : 1);
-
-    if (p == NULL) {
-        fprintf(stderr, "sluice: route: out of memory allocating %zu bytes\n",
-                size);
-        abort();
-    }
-    return p;
-}
-
-void *route_xmalloc(size_t size)
-{
-    return route_xrealloc(NULL, size);
-}
-
-char *route_xstrndup(const char *s, size_t len)
-{
-    char *copy = route_xmalloc(len + 1);
-
-    memcpy(copy, s, len);
-    copy[len] = 0;
-    return copy;
-}
-
 void route_quote(char *buf, size_t len, const char *text, size_t tlen)
 {
     size_t used = 0;
@@ -261,7 +235,7 @@ static int bracket_parse(const char *text, struct route_hop *hop, char *why,
     }
     if (port_parse(close + 1, &hop->port, why, whylen) < 0)
         return -1;
-    hop->host = route_xstrndup(host, strlen(host));
+    hop->host = xstrndup(host, strlen(host));
     hop->bracketed = 1;
     return 0;
 }
@@ -290,7 +264,7 @@ static int plain_parse(const char *text, struct route_hop *hop, char *why,
     }
     if (port_parse(text + len, &hop->port, why, whylen) < 0)
         return -1;
-    hop->host = route_xstrndup(host, len);
+    hop->host = xstrndup(host, len);
     hop->bracketed = 0;
     return 0;
 }
@@ -307,7 +281,7 @@ int route_hop_parse(const char *text, enum route_type type,
     }
     if (type == ROUTE_DISCARD || type == ROUTE_ERROR) {
         if (len > 0)
-            hop->host = route_xstrndup(text, len);
+            hop->host = xstrndup(text, len);
         return 0;
     }
     if (len == 0)
@@ -327,7 +301,7 @@ int route_hop_parse(const char *text, enum route_type type,
                      ROUTE_SOCKET_PATH_MAX);
             return -1;
         }
-        hop->host = route_xstrndup(text + 5, len - 5);
+        hop->host = xstrndup(text + 5, len - 5);
         hop->unix_path = 1;
         return 0;
     }

@@ -135,9 +135,9 @@ static int transport_add(struct route_table *t, const char *word, size_t len,
                  (int)nlen, word);
         return -1;
     }
-    t->transports = route_xrealloc(t->transports, (size_t)(t->ntransports + 1) *
-                                                      sizeof(*t->transports));
-    t->transports[t->ntransports].name = route_xstrndup(word, nlen);
+    t->transports = xrealloc(t->transports, (size_t)(t->ntransports + 1) *
+                                                sizeof(*t->transports));
+    t->transports[t->ntransports].name = xstrndup(word, nlen);
     t->transports[t->ntransports].type = types[i].type;
     t->ntransports++;
     return 0;
@@ -212,7 +212,7 @@ struct route_table *route_load(const struct conf *conf, char *why,
 {
     const char *transports = conf_str(conf, NULL, "transports");
     const char *maps = conf_str(conf, NULL, "transport_maps");
-    struct route_table *t = route_xmalloc(sizeof(*t));
+    struct route_table *t = xmalloc(sizeof(*t));
 
     memset(t, 0, sizeof(*t));
     if (transports_load(t, transports, why, whylen) < 0 ||

@@ -23,10 +23,6 @@
  *	const struct route_entry *route_map_find(const struct route_map *m,
  *			const char *key)
  *	void	route_map_free(struct route_map *m)
- *
- *	void	*route_xmalloc(size_t size), *route_xrealloc(void *p,
- *			size_t size)
- *	char	*route_xstrndup(const char *s, size_t len)
  * DESCRIPTION
  *	route_domain_parse() checks a domain as it appears after "@" or in
  *	a table pattern: a name (dot-separated labels of letters, digits,
@@ -59,11 +55,11 @@
  *	messages). route_map_find() looks up one key: a lower-cased
  *	domain, ".parent", or a canonical address literal.
  *
- *	The allocation helpers never return NULL: running out of memory
- *	aborts with a message.
+ *	Memory comes from util/'s allocators, which never return NULL.
  */
 
 #include "route/route.h"
+#include "util/util.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -125,9 +121,5 @@ int route_map_load(struct route_table *t, const char *value, char *why,
 const struct route_entry *route_map_find(const struct route_map *m,
                                          const char *key);
 void route_map_free(struct route_map *m);
-
-void *route_xmalloc(size_t size);
-void *route_xrealloc(void *ptr, size_t size);
-char *route_xstrndup(const char *s, size_t len);
 
 #endif

@@ -3,6 +3,7 @@
  *	address 3 - RFC 5322 address lists, RFC 5321 envelope addresses
  * SYNOPSIS
  *	#include "smtp/smtp.h"
+#include "util/util.h"
  *
  *	int	smtp_address_list_parse(const char *text, size_t len,
  *			struct smtp_addr_list *out, char *why, size_t whylen)
@@ -52,6 +53,7 @@
  */
 
 #include "smtp/smtp.h"
+#include "util/util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -68,34 +70,6 @@
 #define LABEL_MAX  63
 #define DOMAIN_MAX 255
 
-static void smtp_panic(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2), noreturn))
-#endif
-    ;
-
-static void smtp_panic(const char *fmt, ...)
-{
-    va_list ap;
-
-    fflush(stdout);
-    fprintf(stderr, "sluice: smtp: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    abort();
-}
-
-static void *smtp_xrealloc(void *ptr, size_t size)
-{
-    void *p = realloc(ptr, size ? size : 1);
-
-    if (p == NULL)
-        smtp_panic("out of memory allocating %zu bytes", size);
-    return p;
-}
-
 /* A growing string, always NUL-terminated once anything was added. */
 struct sbuf {
     char *s;
@@ -107,7 +81,7 @@ static void sbuf_add(struct sbuf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->size) {
         b->size = 2 * (b->len + n + 1);
-        b->s = smtp_xrealloc(b->s, b->size);
+        b->s = xrealloc(b->s, b->size);
     }
     memcpy(b->s + b->len, s, n);
     b->len += n;
@@ -130,7 +104,7 @@ static char *sbuf_take(struct sbuf *b)
     char *s = b->s;
 
     if (s == NULL) {
-        s = smtp_xrealloc(NULL, 1);
+        s = xrealloc(NULL, 1);
         s[0] = 0;
     }
     b->s = NULL;
@@ -143,7 +117,7 @@ static void list_append(struct smtp_addr_list *l, char *addr)
 {
     if (l->count == l->size) {
         l->size = l->size ? 2 * l->size : 8;
-        l->addr = smtp_xrealloc(l->addr, l->size * sizeof(*l->addr));
+        l->addr = xrealloc(l->addr, l->size * sizeof(*l->addr));
     }
     l->addr[l->count++] = addr;
 }
@@ -151,7 +125,7 @@ static void list_append(struct smtp_addr_list *l, char *addr)
 void smtp_addr_list_add(struct smtp_addr_list *l, const char *addr)
 {
     size_t n = strlen(addr);
-    char *copy = smtp_xrealloc(NULL, n + 1);
+    char *copy = xrealloc(NULL, n + 1);
 
     memcpy(copy, addr, n + 1);
     list_append(l, copy);

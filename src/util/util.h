@@ -8,11 +8,22 @@
  *	#include "util/util.h"
  *
  *	int	util_host_name(char *buf, size_t len)
+ *
+ *	void	*xmalloc(size_t size), *xcalloc(size_t n, size_t size)
+ *	void	*xrealloc(void *ptr, size_t size)
+ *	char	*xstrdup(const char *s), *xstrndup(const char *s, size_t n)
+ *
+ *	void	util_panic(const char *fmt, ...)
+ *	void	util_panic_hook_set(util_panic_hook_fn *hook)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
  *
  *	SLUICE_VERSION is the version of every program, in one place.
+ *
+ *	The allocators (alloc.c) never return NULL: out of memory they
+ *	panic. util_panic() (panic.c) reports a bug or an exhausted
+ *	resource through the hook the daemon sets, then aborts.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -31,5 +42,20 @@
 #endif
 
 int util_host_name(char *buf, size_t len);
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *ptr, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+typedef void util_panic_hook_fn(const char *message);
+
+void util_panic(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+void util_panic_hook_set(util_panic_hook_fn *hook);
 
 #endif
