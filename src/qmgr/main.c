@@ -239,6 +239,12 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(d->base);
 }
 
+/* A panic (a bug, memory exhausted) reaches the log before the abort. */
+static void panic_log(const char *message)
+{
+    say(LOG_CRIT, "panic: %s", message);
+}
+
 static void config_warn(void *ctx, const char *text)
 {
     (void)ctx;
@@ -532,6 +538,7 @@ int main(int argc, char **argv)
 
     if (long_option(argc, argv, &rc))
         return rc;
+    util_panic_hook_set(panic_log);
     while ((c = getopt(argc, argv, "fc:")) != -1) {
         switch (c) {
         case 'f':
