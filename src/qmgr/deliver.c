@@ -1,0 +1,227 @@
+/*
+ * NAME
+ *	deliver 3 - core/'s entries handed to the delivery agents, and back
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ *
+ *	void	qm_dispatch(struct qmgr *q)
+ *	void	qm_delivery_free(struct qm_delivery *d)
+ * DESCRIPTION
+ *	qm_dispatch() starts a delivery for every entry core/ hands out now,
+ *	and sets the timer for core/'s next event. A delivery resolves its
+ *	destination (MX or host) unless the route needs none, runs the
+ *	agent, records each recipient's outcome and tells core/ the hop
+ *	status. qm_delivery_free() forgets a delivery (the caller has
+ *	cancelled its session, if any).
+ */
+
+#include "qmgr/qmgr_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+/* Addresses one delivery may try, at most. */
+#define MAX_ADDRS 64
+
+void qm_delivery_free(struct qm_delivery *d)
+{
+    LIST_REMOVE(d, link);
+    free(d);
+}
+
+/* The entry of d is done: tell core/, then let its queue go if idle. */
+static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
+                                const char *reason)
+{
+    struct core_queue *cq = d->e->peer->queue;
+
+    core_entry_done(d->e, qm_now_ms(), hop, reason);
+    qm_dest_release(cq);
+}
+
+static void delivery_done(void *ctx, struct deliver_result *res)
+{
+    struct qm_delivery *d = ctx;
+    struct qmgr *q = d->q;
+    struct qm_msg *m = d->m;
+    double done = qm_now_sec();
+    double conn_done = res->hop_ok ? done - res->xfer_time : 0;
+
+    d->session = NULL;
+    for (int k = 0; k < d->e->nrcpt; k++) {
+        const struct deliver_rcpt_result *r = &res->rcpt[k];
+
+        qm_outcome_log(m, (uint32_t)d->e->rcpt[k], res->relay, res->conn_use,
+                       r->enhanced, r->status, r->text ? r->text : "",
+                       d->handoff, conn_done);
+    }
+    qm_outcome_record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL,
+                      d->dest->route.type != ROUTE_SMTP ? QM_HOW_FINAL
+                      : res->dsn_passed                 ? QM_HOW_SMTP_DSN
+                                                        : QM_HOW_SMTP);
+    if (res->transport_failed) {
+        /* Its local socket is not there: the transport cannot work. */
+        core_transport_suspend(d->e->peer->queue->transport, qm_now_ms(),
+                               q->transport_retry_ms, res->hop_reason);
+        delivery_entry_done(d, CORE_HOP_NEUTRAL, res->hop_reason);
+    } else {
+        delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
+                            res->hop_reason);
+    }
+    deliver_result_free(res);
+    qm_delivery_free(d);
+    qm_dispatch(q);
+}
+
+/* DNS gave no address: every recipient of the entry gets its answer. */
+static void delivery_dns_failed(struct qm_delivery *d,
+                                const struct dns_result *res)
+{
+    struct qmgr *q = d->q;
+    int temp = res->status != DNS_PERMFAIL;
+
+    qm_outcome_decide(
+        d->m, d->e->rcpt, d->e->nrcpt, temp ? DELIVER_DEFER : DELIVER_BOUNCE,
+        res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
+        res->why && res->why[0] ? res->why : "no address found", "none");
+    /* A name server that fails is the destination's trouble: negative. */
+    delivery_entry_done(d, temp ? CORE_HOP_FAIL : CORE_HOP_OK, res->why);
+    qm_delivery_free(d);
+    qm_dispatch(q);
+}
+
+static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
+{
+    struct qmgr *q = d->q;
+    const struct route_result *r = &d->dest->route;
+    struct qmgr_deliver_settings set;
+    struct deliver_request req = {0};
+    struct deliver_rcpt *rcpt = calloc((size_t)d->e->nrcpt, sizeof(*rcpt));
+    struct deliver_addr *addrs = NULL;
+    struct spool_msg *sm = d->m->sm;
+
+    if (rcpt == NULL)
+        abort();
+    qmgr_deliver_settings(q->conf, r->transport, &set);
+    for (int k = 0; k < d->e->nrcpt; k++) {
+        const struct spool_rcpt *sr = &sm->rcpt[d->e->rcpt[k]];
+
+        rcpt[k].address = sr->address;
+        rcpt[k].orcpt = sr->orcpt;
+        rcpt[k].notify = sr->notify;
+    }
+    req.proto = r->type == ROUTE_LMTP      ? DELIVER_LMTP
+                : r->type == ROUTE_DISCARD ? DELIVER_DISCARD
+                : r->type == ROUTE_ERROR   ? DELIVER_ERROR
+                                           : DELIVER_SMTP;
+    req.helo_name = set.helo_name;
+    req.sender = sm->sender;
+    req.envid = sm->envid;
+    req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
+    req.rcpt = rcpt;
+    req.nrcpt = (size_t)d->e->nrcpt;
+    req.body = sm->body;
+    req.size = (size_t)sm->size;
+    req.session_limit = set.session_limit;
+    req.timeouts = set.timeouts;
+    req.reason = r->nexthop;
+    if (res != NULL) {
+        unsigned port = r->port ? r->port : r->type == ROUTE_LMTP ? 24 : 25;
+
+        addrs = calloc(MAX_ADDRS, sizeof(*addrs));
+        if (addrs == NULL)
+            abort();
+        req.addrs = addrs;
+        req.naddrs =
+            qmgr_addresses(res, port, set.address_limit, addrs, MAX_ADDRS);
+    } else if (r->unix_path) {
+        struct sockaddr_un *sun;
+
+        addrs = calloc(1, sizeof(*addrs));
+        if (addrs == NULL)
+            abort();
+        sun = (struct sockaddr_un *)&addrs->sa;
+        sun->sun_family = AF_UNIX;
+        /* route/ keeps socket paths short enough for sun_path */
+        if (strlen(r->nexthop) < sizeof(sun->sun_path)) {
+            memcpy(sun->sun_path, r->nexthop, strlen(r->nexthop) + 1);
+            addrs->salen = sizeof(*sun);
+            snprintf(addrs->host, sizeof(addrs->host), "%s", q->hostname);
+            req.addrs = addrs;
+            req.naddrs = 1;
+        }
+    }
+    if (req.naddrs > 0 && set.cache.idle_ms > 0) {
+        req.cache = q->cache;
+        req.cache_key = r->key;
+        req.cache_limits = set.cache;
+    }
+    d->session = deliver_start(q->base, &req, delivery_done, d);
+    free(rcpt);
+    free(addrs);
+}
+
+static void delivery_dns_done(void *ctx, struct dns_result *res)
+{
+    struct qm_delivery *d = ctx;
+
+    d->dns_wait = 0;
+    if (d->q->closing)
+        qm_delivery_free(d); /* the recipients stay as they are on disk */
+    else if (res->status != DNS_OK)
+        delivery_dns_failed(d, res);
+    else
+        delivery_run(d, res);
+    dns_result_free(res);
+}
+
+static void delivery_start(struct qmgr *q, struct core_entry *e)
+{
+    struct qm_delivery *d = calloc(1, sizeof(*d));
+    const struct route_result *r;
+
+    if (d == NULL)
+        abort();
+    d->q = q;
+    d->e = e;
+    d->m = e->peer->job->message->ctx;
+    d->dest = e->peer->queue->ctx;
+    d->handoff = qm_now_sec();
+    LIST_INSERT_HEAD(&q->deliveries, d, link);
+    r = &d->dest->route;
+    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR || r->unix_path) {
+        delivery_run(d, NULL);
+        return;
+    }
+    d->dns_wait = 1;
+    if ((r->mx
+             ? dns_lookup_mx(q->dns, r->nexthop, delivery_dns_done, d)
+             : dns_lookup_host(q->dns, r->nexthop, delivery_dns_done, d)) < 0) {
+        /* The resolver is going away with the daemon: leave it queued. */
+        d->dns_wait = 0;
+    }
+}
+
+void qm_dispatch(struct qmgr *q)
+{
+    struct core_entry *e;
+    core_time_t next;
+    struct timeval tv;
+
+    if (q->closing || q->draining)
+        return;
+    while ((e = core_select(q->core, qm_now_ms())) != NULL)
+        delivery_start(q, e);
+    next = core_next_timer(q->core);
+    if (next != CORE_TIME_NEVER) {
+        core_time_t wait = next - qm_now_ms();
+
+        if (wait < 0)
+            wait = 0;
+        tv.tv_sec = wait / 1000;
+        tv.tv_usec = (wait % 1000) * 1000;
+        evtimer_add(q->timer_ev, &tv);
+    }
+}

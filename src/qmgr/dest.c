@@ -1,0 +1,78 @@
+/*
+ * NAME
+ *	dest 3 - destination queues: created with their route, freed when idle
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ *
+ *	struct core_queue *qm_dest_queue(struct qmgr *q,
+ *			const struct route_result *r)
+ *	void	qm_dest_release(struct core_queue *cq)
+ *	void	qm_dest_sweep(struct qmgr *q)
+ * DESCRIPTION
+ *	qm_dest_queue() finds or creates the destination queue of route r
+ *	(and its transport), keeping the route with it. qm_dest_release()
+ *	frees a queue that has nothing left to remember; qm_dest_sweep()
+ *	does so for every queue, at each queue run.
+ */
+
+#include "qmgr/qmgr_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
+{
+    struct core_transport *t = core_transport_find(q->core, r->transport);
+    struct core_queue *cq;
+    const char *key;
+
+    if (t == NULL) {
+        struct core_transport_params p;
+
+        qmgr_core_params(q->conf, r->transport, &p);
+        t = core_transport_create(q->core, r->transport, &p);
+    }
+    /* Queues live in their transport: the key without "transport:", so
+     * that core/'s lines read "smtp:example.com: ..." as Postfix's do. */
+    key = r->key + strlen(r->transport) + 1;
+    if ((cq = core_queue_find(t, key)) == NULL) {
+        struct qm_dest *d = calloc(1, sizeof(*d));
+
+        if (d == NULL)
+            abort();
+        d->route = *r;
+        d->route.address = NULL; /* the one field that points outside */
+        cq = core_queue_create(t, key);
+        cq->ctx = d;
+    }
+    return cq;
+}
+
+/*
+ * Free a destination queue with nothing waiting, nothing in flight and no
+ * state to remember (not dead, no rate delay running, no failures that a
+ * success has not cleared: mail trickling to a dead site must still add
+ * up to a dead destination): its route goes with it, and the next mail
+ * for it starts at the initial window.
+ */
+void qm_dest_release(struct core_queue *cq)
+{
+    if (cq->busy == 0 && cq->todo_count == 0 && CORE_QUEUE_READY_P(cq) &&
+        cq->fail_cohorts == 0) {
+        free(cq->ctx);
+        core_queue_free(cq);
+    }
+}
+
+/* Dead destinations that came back idle, and any other idle queue. */
+void qm_dest_sweep(struct qmgr *q)
+{
+    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+        struct core_queue *cq, *next;
+
+        for (cq = TAILQ_FIRST(&t->queues); cq != NULL; cq = next) {
+            next = TAILQ_NEXT(cq, link);
+            qm_dest_release(cq);
+        }
+    }
+}

@@ -1,0 +1,178 @@
+/*
+ * NAME
+ *	flush 3 - ETRN and "sluice flush": deferred mail due now, dead destinations alive
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ *
+ *	void	qmgr_flush(struct qmgr *q, const char *domain,
+ *			qmgr_flush_fn *done, void *ctx)
+ * DESCRIPTION
+ *	See qmgr.h.
+ */
+
+#include "qmgr/qmgr_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct flush_job {
+    struct qmgr *q;
+    qmgr_flush_fn *done;
+    void *ctx;
+    long messages; /* changes submitted */
+    long pending;  /* changes not yet committed */
+    long failed;   /* of them, those that could not be written */
+    char why[256]; /* the first reason */
+};
+
+static void flush_finish(struct flush_job *f)
+{
+    struct qmgr *q = f->q;
+
+    q->submitting--;
+    qm_feed_ask(q, 0);
+    if (f->failed)
+        qm_log(q, QMGR_LOG_WARNING,
+               "flush: %ld of %ld deferred messages not made due: %s",
+               f->failed, f->messages, f->why);
+    if (f->done)
+        f->done(f->ctx, f->messages - f->failed, f->failed ? f->why : NULL);
+    free(f);
+}
+
+static void flush_seen(void *arg)
+{
+    struct flush_job *f = arg;
+
+    if (--f->pending == 0)
+        flush_finish(f);
+}
+
+/* Called from the committer's thread: only counts, then posts. */
+static void flush_committed(void *ctx, const char *id, int status,
+                            const char *why)
+{
+    struct flush_job *f = ctx;
+
+    (void)id;
+    if (status < 0) {
+        if (__atomic_fetch_add(&f->failed, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(f->why, sizeof(f->why), "%s", why ? why : "unknown error");
+    }
+    qmgr_inbox_post(f->q->inbox, flush_seen, f);
+}
+
+/*
+ * Does address (or a destination's next hop) belong to domain? A domain
+ * written ".example.com" (ETRN's "@example.com") also takes in every
+ * subdomain.
+ */
+static int in_domain(const char *name, const char *domain)
+{
+    const char *at = strrchr(name, '@');
+    const char *d = at ? at + 1 : name;
+    size_t dlen = strlen(d), len = strlen(domain);
+
+    if (domain[0] != '.')
+        return strcasecmp(d, domain) == 0;
+    return strcasecmp(d, domain + 1) == 0 ||
+           (dlen > len && strcasecmp(d + dlen - len, domain) == 0);
+}
+
+struct flush_scan {
+    struct flush_job *f;
+    const char *domain;
+};
+
+/* The destination that mail for address goes to comes back, if dead. */
+static void flush_route(struct qmgr *q, const char *address)
+{
+    struct route_result r;
+    struct core_transport *t;
+    struct core_queue *cq;
+    char why[256];
+
+    if (route_resolve(q->routes, address, &r, why, sizeof(why)) < 0 ||
+        (t = core_transport_find(q->core, r.transport)) == NULL)
+        return;
+    cq = core_queue_find(t, r.key + strlen(r.transport) + 1);
+    if (cq != NULL && CORE_QUEUE_DEAD_P(cq))
+        core_queue_flush(cq, qm_now_ms());
+    core_transport_resume(t);
+}
+
+static int flush_one(void *ctx, const struct spool_msg *env)
+{
+    struct flush_scan *fs = ctx;
+    struct qmgr *q = fs->f->q;
+    struct spool_change ch = {0};
+    struct spool_msg *m;
+    char why[256];
+    int match = fs->domain == NULL;
+
+    if (qm_message_find(q, env->id) != NULL)
+        return 0; /* in memory: being delivered already */
+    if (!match &&
+        spool_get(q->sp, env->id, &m, SPOOL_GET_RCPTS, why, sizeof(why)) == 0) {
+        for (uint32_t i = 0; i < m->nrcpt; i++) {
+            if ((m->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                 m->rcpt[i].status == SPOOL_RCPT_PENDING) &&
+                in_domain(m->rcpt[i].address, fs->domain)) {
+                match = 1;
+                flush_route(q, m->rcpt[i].address);
+            }
+        }
+        spool_msg_free(m);
+    }
+    if (!match)
+        return 0;
+    ch.has_next_attempt = 1;
+    ch.next_attempt = spool_now();
+    fs->f->pending++;
+    if (spool_submit_change(q->sp, env->id, &ch, flush_committed, fs->f) < 0)
+        fs->f->pending--;
+    else
+        fs->f->messages++;
+    return 0;
+}
+
+void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
+                void *ctx)
+{
+    struct flush_job *f = calloc(1, sizeof(*f));
+    struct flush_scan fs = {f, domain && *domain ? domain : NULL};
+    char why[256];
+
+    if (f == NULL)
+        abort();
+    f->q = q;
+    f->done = done;
+    f->ctx = ctx;
+    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+        struct core_queue *cq;
+
+        if (fs.domain == NULL)
+            core_transport_resume(t);
+        TAILQ_FOREACH(cq, &t->queues, link)
+        {
+            const struct qm_dest *d = cq->ctx;
+
+            if (CORE_QUEUE_DEAD_P(cq) &&
+                (fs.domain == NULL || in_domain(d->route.nexthop, fs.domain) ||
+                 in_domain(cq->key, fs.domain)))
+                core_queue_flush(cq, qm_now_ms());
+        }
+    }
+    q->submitting++; /* busy until the changes are in */
+    f->pending = 1;  /* this call's own */
+    if (spool_list(q->sp, SPOOL_INDEX_DEFERRED, flush_one, &fs, why,
+                   sizeof(why)) < 0)
+        qm_log(q, QMGR_LOG_WARNING, "flush: cannot read the queue: %s", why);
+    qm_log(q, QMGR_LOG_INFO, "flush%s%s: %ld deferred messages due now",
+           fs.domain ? " " : "", fs.domain ? fs.domain : "", f->messages);
+    qm_dispatch(q);
+    if (--f->pending == 0)
+        flush_finish(f);
+}

@@ -1,0 +1,317 @@
+/*
+ * NAME
+ *	message 3 - a message in core: load, spool writes, the end of its stay
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ *
+ *	struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
+ *	void	qm_message_load(struct qmgr *q, const char *id, int expire)
+ *	void	qm_message_write(struct qm_msg *m,
+ *			const struct spool_change *ch, int final)
+ *	void	qm_core_entry_deferred(void *ctx, struct core_entry *e,
+ *			const char *reason)
+ *	void	qm_core_message_done(void *ctx, struct core_message *cm)
+ * DESCRIPTION
+ *	qm_message_find() finds a message in memory by queue id.
+ *
+ *	qm_message_load() brings message id into memory: each recipient
+ *	not yet final is routed to its destination queue; or, with expire,
+ *	returned to the sender at once (a message found too old in any
+ *	state, held ones included).
+ *
+ *	qm_message_write() submits one change of m (or, with ch NULL, its
+ *	removal) to the group commit; final says it is the message's last
+ *	write, after which it leaves memory once committed.
+ *
+ *	qm_core_entry_deferred() and qm_core_message_done() are core/'s
+ *	callbacks: an entry of a dead destination deferred without a
+ *	delivery, and a message with no in-core work left, which then
+ *	finishes: removed, deferred until its retry time, or expired.
+ */
+
+#include "qmgr/qmgr_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static void message_finish(struct qm_msg *m);
+
+static unsigned id_hash(const char *id)
+{
+    unsigned h = 5381;
+
+    for (; *id; id++)
+        h = h * 33 + (unsigned char)*id;
+    return h % QM_ID_HASH_SIZE;
+}
+
+struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
+{
+    struct qm_msg *m = q->hash[id_hash(id)];
+
+    while (m && strcmp(m->id, id) != 0)
+        m = m->hnext;
+    return m;
+}
+
+static void message_forget(struct qm_msg *m)
+{
+    struct qmgr *q = m->q;
+    struct qm_msg **pp = &q->hash[id_hash(m->id)];
+
+    while (*pp != m)
+        pp = &(*pp)->hnext;
+    *pp = m->hnext;
+    TAILQ_REMOVE(&q->msgs, m, link);
+    q->active--;
+    spool_msg_free(m->sm);
+    free(m->relayed);
+    free(m);
+    /*
+     * A look at the spool walks past every message already in memory, so
+     * it is worth it only when the last one left messages behind and
+     * there is room for a batch of them; new mail wakes the feed itself.
+     */
+    if (q->spool_has_more && q->limit - q->active >= q->feed_batch)
+        qm_feed_ask(q, 0);
+}
+
+struct commit_note {
+    struct qm_msg *m;
+    int status;
+    int final; /* the message's last write */
+    char why[256];
+};
+
+static void commit_seen(void *arg)
+{
+    struct commit_note *n = arg;
+    struct qm_msg *m = n->m;
+
+    if (m->q->closing) {
+        /* qmgr_free() frees the message; start nothing new now. */
+        m->pending--;
+        free(n);
+        return;
+    }
+    if (n->status != 0)
+        qm_log(m->q, QMGR_LOG_WARNING, "%s: cannot update the queue file: %s",
+               m->id, n->why);
+    m->pending--;
+    if (n->final)
+        message_forget(m);
+    else
+        message_finish(m);
+    free(n);
+}
+
+static void commit_done(void *ctx, const char *id, int status, const char *why)
+{
+    struct commit_note *n = ctx;
+
+    (void)id;
+    n->status = status;
+    snprintf(n->why, sizeof(n->why), "%s", why ? why : "");
+    qmgr_inbox_post(n->m->q->inbox, commit_seen, n);
+}
+
+void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
+                      int final)
+{
+    struct commit_note *n = calloc(1, sizeof(*n));
+
+    if (n == NULL)
+        abort();
+    n->m = m;
+    n->final = final;
+    m->pending++;
+    if ((ch ? spool_submit_change(m->q->sp, m->id, ch, commit_done, n)
+            : spool_submit_delete(m->q->sp, m->id, commit_done, n)) < 0) {
+        /* The spool is closing: the message stays as it is on disk. */
+        n->status = -1;
+        snprintf(n->why, sizeof(n->why), "spool is shutting down");
+        qmgr_inbox_post(m->q->inbox, commit_seen, n);
+    }
+}
+
+/* The message-level line of an expiry, in the reference's form. */
+static void message_expired_log(struct qm_msg *m)
+{
+    qm_log(m->q, QMGR_LOG_INFO, "%s: from=<%s>, status=expired, %s", m->id,
+           m->sm->sender,
+           m->sm->sender[0] ? "returned to sender" : "dropped (null sender)");
+}
+
+static uint32_t random_u32(void)
+{
+    uint32_t r;
+
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+        r = (uint32_t)random();
+    return r;
+}
+
+static void message_finish(struct qm_msg *m)
+{
+    struct qmgr *q = m->q;
+    struct spool_change ch = {0};
+    int64_t now, next = 0;
+    int open = 0;
+
+    if (!m->core_done || m->pending > 0 || m->finishing)
+        return;
+    for (uint32_t i = 0; i < m->sm->nrcpt; i++)
+        open += m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING;
+    now = spool_now();
+    switch (qmgr_retry_decide(&q->retry, open > 0, m->sm->sender[0] == 0,
+                              m->sm->arrival, now, &next)) {
+    case QMGR_DONE:
+        m->finishing = 1;
+        qm_bounce_notices(m, 0, NULL, NULL);
+        qm_log(q, QMGR_LOG_INFO, "%s: removed", m->id);
+        q->stats.removed++;
+        qm_message_write(m, NULL, 1);
+        return;
+    case QMGR_EXPIRE: {
+        uint64_t *idx = calloc(m->sm->nrcpt, sizeof(*idx));
+        int n = 0;
+        char text[700];
+
+        if (idx == NULL)
+            abort();
+        for (uint32_t i = 0; i < m->sm->nrcpt; i++)
+            if (m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
+                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING)
+                idx[n++] = i;
+        snprintf(text, sizeof(text), "message expired: %s",
+                 m->last_reason[0] ? m->last_reason : "not delivered");
+        message_expired_log(m);
+        qm_outcome_decide(m, idx, n, DELIVER_BOUNCE, "4.4.7", text, "none");
+        free(idx);
+        return; /* finishes again once that is committed: DONE */
+    }
+    case QMGR_RETRY: {
+        /* One mark per recipient at most: the kinds are disjoint. */
+        struct spool_result *marks = calloc(m->sm->nrcpt + 1, sizeof(*marks));
+
+        if (marks == NULL)
+            abort();
+        m->finishing = 1;
+        qm_bounce_notices(m, 1, &ch, marks);
+        ch.has_state = 1;
+        ch.state = SPOOL_DEFERRED;
+        ch.keep_hold = 1; /* held while it was being delivered: stays */
+        ch.has_next_attempt = 1;
+        ch.next_attempt = now + qmgr_retry_jitter(next - now, random_u32());
+        ch.has_attempts = 1;
+        ch.attempts = m->sm->attempts + 1;
+        q->stats.requeued++;
+        qm_message_write(m, &ch, 1);
+        free(marks);
+        return;
+    }
+    }
+}
+
+void qm_core_entry_deferred(void *ctx, struct core_entry *e, const char *reason)
+{
+    (void)ctx;
+    qm_outcome_suspended(e->peer->job->message->ctx, e->rcpt, e->nrcpt, reason);
+}
+
+void qm_core_message_done(void *ctx, struct core_message *cm)
+{
+    struct qm_msg *m = cm->ctx;
+
+    (void)ctx;
+    m->cm = NULL;
+    m->core_done = 1;
+    message_finish(m);
+}
+
+/* A recipient of a message found too old: returned with its last reason. */
+static void expire_rcpt(struct qm_msg *m, uint32_t i)
+{
+    const char *last = m->sm->rcpt[i].reason;
+    const char *sp = last ? strchr(last, ' ') : NULL;
+    uint64_t one = i;
+    char text[700];
+
+    snprintf(text, sizeof(text), "message expired: %s",
+             sp && sp[1] ? sp + 1 : "not delivered");
+    qm_outcome_decide(m, &one, 1, DELIVER_BOUNCE, "4.4.7", text, "none");
+}
+
+/*
+ * Bring message id into memory: each recipient not yet final is routed
+ * to its destination queue; or, with expire, returned to the sender at
+ * once (a message found too old in any state, held ones included).
+ */
+void qm_message_load(struct qmgr *q, const char *id, int expire)
+{
+    struct qm_msg *m = calloc(1, sizeof(*m));
+    char why[512];
+    uint64_t *bad;
+    int nbad = 0;
+    unsigned h;
+
+    if (m == NULL)
+        abort();
+    if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS | SPOOL_GET_BODY, why,
+                  sizeof(why)) < 0) {
+        qm_log(q, QMGR_LOG_WARNING, "%s: cannot read: %s", id, why);
+        free(m);
+        return;
+    }
+    m->q = q;
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    m->active = qm_now_sec();
+    if ((m->relayed = calloc(m->sm->nrcpt + 1, 1)) == NULL)
+        abort();
+    h = id_hash(m->id);
+    m->hnext = q->hash[h];
+    q->hash[h] = m;
+    TAILQ_INSERT_TAIL(&q->msgs, m, link);
+    q->active++;
+    q->stats.loaded++;
+    m->cm = core_message_create(q->core, ++q->next_id, qm_now_ms(), m);
+    bad = calloc(m->sm->nrcpt + 1, sizeof(*bad));
+    if (bad == NULL)
+        abort();
+    if (expire)
+        message_expired_log(m);
+    for (uint32_t i = 0; i < m->sm->nrcpt; i++) {
+        struct route_result r;
+        struct core_queue *cq;
+
+        if (m->sm->rcpt[i].status == SPOOL_RCPT_DELIVERED ||
+            m->sm->rcpt[i].status == SPOOL_RCPT_BOUNCED)
+            continue;
+        if (expire) {
+            expire_rcpt(m, i);
+            continue;
+        }
+        if (route_resolve(q->routes, m->sm->rcpt[i].address, &r, why,
+                          sizeof(why)) < 0) {
+            bad[nbad++] = i;
+            continue;
+        }
+        cq = qm_dest_queue(q, &r);
+        if (core_message_add(m->cm, cq, i) < 0) {
+            uint64_t one = i;
+
+            qm_outcome_suspended(m, &one, 1,
+                                 CORE_QUEUE_DEAD_P(cq)
+                                     ? cq->dead_reason
+                                     : cq->transport->suspend_reason);
+        }
+    }
+    if (nbad > 0)
+        qm_outcome_decide(m, bad, nbad, DELIVER_BOUNCE, "5.1.3",
+                          "bad address syntax", "none");
+    free(bad);
+    core_message_release(m->cm); /* may finish it at once */
+}

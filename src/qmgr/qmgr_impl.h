@@ -1,0 +1,159 @@
+#ifndef SLUICE_QMGR_IMPL_H
+#define SLUICE_QMGR_IMPL_H
+
+/*
+ * NAME
+ *	qmgr_impl 3h - what the queue manager's own files share
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ * DESCRIPTION
+ *	The queue manager is one noun per file, as Postfix's qmgr is:
+ *
+ *	qmgr.c		the object: create, reload, stop, free, its events
+ *	feed.c		the active-queue feed: which messages come in next
+ *	message.c	a message in core: load, spool writes, its end
+ *	dest.c		destination queues and their routes
+ *	deliver.c	hand-off of core/'s entries to the delivery agents
+ *	outcome.c	recipient outcomes: to the spool and the log
+ *	bounce.c	which notices a sender is owed, and storing them
+ *	submit.c	new mail into the group commit
+ *	flush.c		ETRN and "sluice flush"
+ *
+ *	Only qmgr/ includes this header; everyone else sees qmgr.h.
+ */
+
+#include "qmgr/qmgr.h"
+
+#include "route/route.h"
+#include "spool/spool.h"
+
+#include <sys/queue.h>
+
+#define QM_ID_HASH_SIZE 4096
+
+/* Wake-ups come one per stored message: look at most every FEED_COALESCE. */
+#define QM_FEED_COALESCE_US 10000
+
+struct qm_msg {
+    struct qmgr *q;
+    char id[SPOOL_ID_MAX + 1];
+    struct spool_msg *sm;
+    struct core_message *cm;
+    double active;          /* seconds: entered the active queue */
+    int pending;            /* spool writes not yet committed */
+    int core_done;          /* core/ has no entry of it left */
+    int finishing;          /* the last write is on its way */
+    unsigned char *relayed; /* per recipient: delivered to a non-DSN hop */
+    char last_reason[512];
+    struct qm_msg *hnext;
+    TAILQ_ENTRY(qm_msg) link;
+};
+
+/* What a destination queue needs to deliver: its route. */
+struct qm_dest {
+    struct route_result route;
+};
+
+struct qm_delivery {
+    struct qmgr *q;
+    struct qm_msg *m;
+    struct core_entry *e;
+    struct qm_dest *dest;
+    double handoff;
+    struct deliver_session *session;
+    int dns_wait;
+    LIST_ENTRY(qm_delivery) link;
+};
+
+struct qmgr {
+    struct event_base *base;
+    const struct conf *conf;
+    struct spool *sp;
+    const struct route_table *routes;
+    struct dns_resolver *dns;
+    qmgr_log_fn *log;
+    void *log_ctx;
+    struct core *core;
+    struct qmgr_inbox *inbox;
+    struct deliver_cache *cache;
+    struct event *feed_ev, *timer_ev, *scan_ev;
+    struct qm_msg *hash[QM_ID_HASH_SIZE];
+    TAILQ_HEAD(, qm_msg) msgs;
+    LIST_HEAD(, qm_delivery) deliveries;
+    long active; /* messages in memory */
+    long limit;  /* qmgr_message_active_limit */
+    int64_t scan_delay_ms;
+    struct qmgr_retry retry;
+    int64_t delay_warning;          /* delay_warning_time, microseconds */
+    core_time_t transport_retry_ms; /* transport_retry_time */
+    uint64_t bounce_size_limit;     /* bounce_size_limit */
+    char hostname[256];             /* myhostname, for notices */
+    uint64_t next_id;
+    int feed_asked;     /* a look at the spool is scheduled */
+    int spool_has_more; /* the last look stopped for want of room */
+    long feed_batch;    /* room worth a new look at the spool */
+    int closing;        /* qmgr_stop(): start nothing, write nothing */
+    int draining;       /* qmgr_drain(): start nothing, finish what runs */
+    long submitting;    /* new messages not yet committed */
+    struct qmgr_stats stats;
+};
+
+/* How an outcome came about, for the success notices (RFC 3461). */
+enum qm_how {
+    QM_HOW_DECIDED,  /* without a delivery: routing, DNS, a dead destination */
+    QM_HOW_FINAL,    /* delivered for good: LMTP, discard */
+    QM_HOW_SMTP,     /* relayed to a server without DSN: we report success */
+    QM_HOW_SMTP_DSN, /* relayed with NOTIFY: success is the server's to report */
+};
+
+/* qmgr.c */
+double qm_now_sec(void);
+core_time_t qm_now_ms(void);
+void qm_log(struct qmgr *q, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* feed.c */
+void qm_feed_ask(struct qmgr *q, long delay_us);
+void qm_feed(struct qmgr *q);
+void qm_expire_sweep(struct qmgr *q);
+
+/* message.c */
+struct qm_msg *qm_message_find(struct qmgr *q, const char *id);
+void qm_message_load(struct qmgr *q, const char *id, int expire);
+void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
+                      int final);
+void qm_core_entry_deferred(void *ctx, struct core_entry *e,
+                            const char *reason);
+void qm_core_message_done(void *ctx, struct core_message *cm);
+
+/* dest.c */
+struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r);
+void qm_dest_release(struct core_queue *cq);
+void qm_dest_sweep(struct qmgr *q);
+
+/* deliver.c */
+void qm_dispatch(struct qmgr *q);
+void qm_delivery_free(struct qm_delivery *d);
+
+/* outcome.c */
+void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
+                    int conn_use, const char *dsn, enum deliver_status st,
+                    const char *text, double handoff, double conn_done);
+void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
+                       const struct deliver_rcpt_result *res,
+                       const struct deliver_rcpt_result *same, enum qm_how how);
+void qm_outcome_decide(struct qm_msg *m, const uint64_t *idx, int n,
+                       enum deliver_status st, const char *dsn,
+                       const char *text, const char *relay);
+void qm_outcome_suspended(struct qm_msg *m, const uint64_t *idx, int n,
+                          const char *reason);
+
+/* bounce.c */
+void qm_bounce_notices(struct qm_msg *m, int retry, struct spool_change *ch,
+                       struct spool_result *marks);
+
+/* submit.c */
+void qm_submit_notice(struct qmgr *q, struct spool_msg *nm, const char *kind,
+                      const char *about);
+
+#endif
