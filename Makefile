@@ -14,7 +14,7 @@
 #
 # Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
 # src/cli/main.c is build/sluice, src/sim/main.c is build/sluice-sim,
-# src/qmgr/main.c is build/sluiced.
+# src/daemon/main.c is build/sluiced.
 # tests/unit/test_*.c are cmocka programs linked against the library.
 
 PREFIX     ?= /usr/local
@@ -36,7 +36,7 @@ LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 
-MAINS    := src/cli/main.c src/sim/main.c src/qmgr/main.c
+MAINS    := src/cli/main.c src/sim/main.c src/daemon/main.c
 LIB_SRC  := $(filter-out $(MAINS),$(wildcard src/*/*.c))
 LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -61,7 +61,7 @@ $(BUILD)/sluice: $(BUILD)/obj/cli/main.o $(BUILD)/libsluice.a
 $(BUILD)/sluice-sim: $(BUILD)/obj/sim/main.o $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/sluiced: $(BUILD)/obj/qmgr/main.o $(BUILD)/libsluice.a
+$(BUILD)/sluiced: $(BUILD)/obj/daemon/main.o $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsluice.a

@@ -21,7 +21,7 @@
  *	the sluice command or the default one.
  *
  *	The configuration is checked first exactly as sluiced checks it
- *	at start and at reload (qmgr_config_load(): parameters, routing
+ *	at start and at reload (daemon_config_load(): parameters, routing
  *	table, host names, SMTP server lists, name servers); what sluiced
  *	would refuse is reported and nothing is printed. Warnings (unknown
  *	parameters, settings that make no sense together) go to stderr as
@@ -39,7 +39,7 @@
 #include "cli/cli.h"
 
 #include "conf/conf.h"
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ const struct cli_command cli_config_command = {
 
 struct conf *cli_conf_open(const char *opt_path)
 {
-    struct conf *conf = qmgr_conf_create();
+    struct conf *conf = daemon_conf_create();
     const char *path;
     char why[1024];
     int must_exist;
@@ -155,22 +155,22 @@ static void config_warn(void *ctx, const char *text)
 }
 
 /*
- * The configuration, checked as sluiced checks it (qmgr_config_load()),
+ * The configuration, checked as sluiced checks it (daemon_config_load()),
  * or NULL after saying why sluiced would refuse it.
  */
 static struct conf *config_check(const char *path)
 {
-    struct qmgr_config cf;
+    struct daemon_config cf;
     struct conf *conf;
     char why[1024];
 
-    if (qmgr_config_load(path, &cf, config_warn, NULL, why, sizeof(why)) < 0) {
+    if (daemon_config_load(path, &cf, config_warn, NULL, why, sizeof(why)) < 0) {
         fprintf(stderr, "sluice: %s\n", why);
         return NULL;
     }
     conf = cf.conf;
     cf.conf = NULL;
-    qmgr_config_free(&cf);
+    daemon_config_free(&cf);
     return conf;
 }
 

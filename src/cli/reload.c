@@ -5,7 +5,7 @@
  *	sluice [-c FILE] reload
  * DESCRIPTION
  *	Checks the configuration with the daemon's own checks
- *	(qmgr_config_load(): parameters, routing table, host names, SMTP
+ *	(daemon_config_load(): parameters, routing table, host names, SMTP
  *	server lists, name servers), and sends SIGHUP to the sluiced running on
  *	the configured queue (the one holding QUEUE_DIRECTORY/pid). A
  *	configuration that does not load is reported and nothing is sent:
@@ -18,7 +18,7 @@
  */
 
 #include "cli/cli.h"
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -42,7 +42,7 @@ static void reload_warn(void *ctx, const char *text)
 
 static int reload_run(const struct cli *cli, int argc, char **argv)
 {
-    struct qmgr_config cf;
+    struct daemon_config cf;
     const char *queue;
     char why[1024];
     long pid;
@@ -53,13 +53,13 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
         fprintf(stderr, "usage: sluice reload\n");
         return CLI_EXIT_USAGE;
     }
-    if (qmgr_config_load(cli->config_path, &cf, reload_warn, NULL, why,
+    if (daemon_config_load(cli->config_path, &cf, reload_warn, NULL, why,
                          sizeof(why)) < 0) {
         fprintf(stderr, "sluice: reload: %s; nothing sent\n", why);
         return CLI_EXIT_FAIL;
     }
     queue = conf_str(cf.conf, NULL, "queue_directory");
-    if ((pid = qmgr_pid_running(queue)) == 0) {
+    if ((pid = daemon_pid_running(queue)) == 0) {
         fprintf(stderr, "sluice: reload: no sluiced is running on queue %s\n",
                 queue);
         goto done;
@@ -73,6 +73,6 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
            pid);
     rc = CLI_EXIT_OK;
 done:
-    qmgr_config_free(&cf);
+    daemon_config_free(&cf);
     return rc;
 }

@@ -49,7 +49,7 @@
 
 #include "cli/cli.h"
 #include "ingress/ingress.h"
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -367,7 +367,7 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
             fprintf(stderr, "sendmail: %s\n", why);
             return EX_TEMPFAIL;
         }
-        qmgr_wake_send(cf.queue_directory);
+        daemon_wake_send(cf.queue_directory);
         return 0;
     }
     if (errno != EACCES) {
@@ -379,7 +379,7 @@ static int sendmail_deliver(const struct conf *conf, struct spool_msg *m)
         fprintf(stderr, "sendmail: %s\n", why);
         return EX_TEMPFAIL;
     }
-    qmgr_wake_send(cf.queue_directory);
+    daemon_wake_send(cf.queue_directory);
     return 0;
 }
 
@@ -445,7 +445,7 @@ static int import_run(const struct cli *cli, int argc, char **argv)
             fprintf(stderr, "sluice: import: %s\n", why);
     }
     if (st.imported > 0)
-        qmgr_wake_send(cf.queue_directory);
+        daemon_wake_send(cf.queue_directory);
     printf("imported %lu, malformed %lu (moved to %s), failed %lu, stale "
            "temporary files %lu\n",
            st.imported, st.malformed, MAILDROP_BAD_DIR, st.failed, st.stale);

@@ -130,6 +130,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct core_transport_params;
+
 enum conf_type {
     CONF_INT,
     CONF_TIME,
@@ -220,5 +222,8 @@ size_t conf_def_count(const struct conf *conf);
 const struct conf_def *conf_def_at(const struct conf *conf, size_t i);
 size_t conf_override_count(const struct conf *conf);
 const char *conf_override_at(const struct conf *conf, size_t i);
+
+void conf_core_params(const struct conf *conf, const char *transport,
+                      struct core_transport_params *p);
 
 #endif

@@ -29,7 +29,7 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
     if (t == NULL) {
         struct core_transport_params p;
 
-        qmgr_core_params(q->conf, r->transport, &p);
+        conf_core_params(q->conf, r->transport, &p);
         t = core_transport_create(q->core, r->transport, &p);
     }
     /* Queues live in their transport: the key without "transport:", so

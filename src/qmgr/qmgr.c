@@ -204,7 +204,7 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
     q->routes = routes;
     settings_apply(q);
     for (struct core_transport *t = q->core->transports; t; t = t->next) {
-        qmgr_core_params(conf, t->name, &p);
+        conf_core_params(conf, t->name, &p);
         if (p.scheduler != t->scheduler)
             qm_log(q, QMGR_LOG_WARNING,
                    "transport %s: the new scheduler takes effect when sluiced "

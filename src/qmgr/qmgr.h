@@ -25,24 +25,6 @@
  *	void	qmgr_stop(struct qmgr *q)
  *	void	qmgr_free(struct qmgr *q)
  *
- *	int	qmgr_pid_lock(const char *queue_directory, char *why,
- *			size_t whylen)
- *	long	qmgr_pid_running(const char *queue_directory)
- *
- *	int	qmgr_wake_listen(const char *queue_directory, char *why,
- *			size_t whylen)
- *	void	qmgr_wake_send(const char *queue_directory)
- *
- *	struct conf *qmgr_conf_create(void)
- *	int	qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
- *			conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
- *	void	qmgr_config_free(struct qmgr_config *cf)
- *	void	qmgr_smtpd_params(const struct conf *conf,
- *			const char *queue_directory, struct smtpd_params *p)
- *	char	*qmgr_dns_servers(const struct conf *conf)
- *
- *	void	qmgr_core_params(const struct conf *conf,
- *			const char *transport, struct core_transport_params *p)
  *	void	qmgr_deliver_settings(const struct conf *conf,
  *			const char *transport, struct qmgr_deliver_settings *d)
  *
@@ -146,33 +128,14 @@
  *	spool writes not yet committed. The daemon drains until that is 0
  *	or its time bound has passed, then stops.
  *
- *	One daemon per queue: qmgr_pid_lock() takes an exclusive lock on
- *	QUEUE_DIRECTORY/pid and writes the caller's pid into it; it returns
- *	the descriptor, to keep open for as long as the daemon runs, or -1
- *	with the reason ("another sluiced (pid N) is running on queue
- *	DIR"). qmgr_pid_running() returns the pid of the daemon holding
- *	that lock, or 0 when none does, without taking it.
- *
- *	The wake-up socket lets programs that stored mail say so:
- *	qmgr_wake_listen() binds a datagram socket at
- *	QUEUE_DIRECTORY/public/wakeup (mode 0666 in a 0755 directory) and
- *	returns its descriptor (non-blocking), or -1 with a reason;
- *	qmgr_wake_send() sends it one datagram and ignores every error (no
- *	daemon: the mail waits for the next start or queue run).
- *
  *	Stopping, in this order: qmgr_stop() (nothing new starts, agents in
  *	flight are abandoned: their recipients stay as they are on disk and
  *	are delivered again later), then dns_free() of the resolver (lookups
  *	in flight end), then spool_close() (writes already submitted are
  *	committed), then qmgr_free().
  *
- *	The mapping from configuration to the other layers sits here
- *	because qmgr/ is the layer that may use both conf/ and core/ (the
- *	simulator uses the same mapping, so a scenario runs with the
- *	daemon's settings).
- *
- *	qmgr_core_params() fills the scheduler's parameters of a transport:
- *	each default_* parameter, or its <transport>_* override.
+ *	A transport's scheduler parameters come from conf_core_params()
+ *	(conf/sched.c), which the simulator shares.
  *
  *	qmgr_deliver_settings() fills the delivery client's settings of a
  *	transport: the smtp_* timeouts, address and session limits,
@@ -218,12 +181,6 @@
  *	at random) so that messages deferred together, or machines started
  *	together, do not come back in step; the queue manager applies it to
  *	every retry time.
- *
- *	qmgr_conf_create() and qmgr_config_load() give the configuration
- *	as sluiced takes it, with every check sluiced makes (config.c):
- *	sluiced, "sluice config" and "sluice reload" share them.
- *	qmgr_smtpd_params() and qmgr_dns_servers() turn parameters into
- *	what the SMTP server and the resolver take.
  */
 
 #include "conf/conf.h"
@@ -234,23 +191,7 @@
 struct spool;
 struct spool_msg;
 struct route_table;
-struct smtpd_params;
 struct qmgr;
-
-/* A configuration that passed every check sluiced makes. */
-struct qmgr_config {
-    struct conf *conf;
-    struct route_table *routes;
-    const char *path; /* the file read (it may be missing) */
-};
-
-struct conf *qmgr_conf_create(void);
-int qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
-                     conf_warn_fn *warn, void *ctx, char *why, size_t whylen);
-void qmgr_config_free(struct qmgr_config *cf);
-void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
-                       struct smtpd_params *p);
-char *qmgr_dns_servers(const struct conf *conf);
 
 enum qmgr_log_level {
     QMGR_LOG_INFO,
@@ -290,10 +231,6 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);
-int qmgr_pid_lock(const char *queue_directory, char *why, size_t whylen);
-long qmgr_pid_running(const char *queue_directory);
-int qmgr_wake_listen(const char *queue_directory, char *why, size_t whylen);
-void qmgr_wake_send(const char *queue_directory);
 void qmgr_free(struct qmgr *q);
 
 struct qmgr_deliver_settings {
@@ -304,8 +241,6 @@ struct qmgr_deliver_settings {
     const char *helo_name; /* smtp_helo_name */
 };
 
-void qmgr_core_params(const struct conf *conf, const char *transport,
-                      struct core_transport_params *p);
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,
                            struct qmgr_deliver_settings *d);
 /* Delivery status notifications (notice.c). */

@@ -39,7 +39,8 @@
  *	what loading allocated.
  */
 
-#include "qmgr/qmgr.h"
+#include "conf/conf.h"
+#include "core/core.h"
 #include "sim/sim.h"
 
 #include <ctype.h>
@@ -317,7 +318,7 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
     snprintf(sc->name, sizeof(sc->name), "%s", name);
     snprintf(sc->transport, sizeof(sc->transport), "%s",
              conf_str(conf, NULL, "sim_transport"));
-    qmgr_core_params(conf, sc->transport, &sc->params);
+    conf_core_params(conf, sc->transport, &sc->params);
     if (*workload) {
         char path[1024];
 

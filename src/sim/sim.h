@@ -36,7 +36,7 @@
  *	a base configuration file (if base is not NULL) and then a scenario
  *	file into sc (name = the scenario's file name without extension);
  *	sim_scenario_from_conf() does the same from a conf.
- *	The client's parameters come from qmgr_core_params(), the daemon's
+ *	The client's parameters come from conf_core_params(), the daemon's
  *	own mapping of a transport's parameters to core/.
  *
  *	sim_run() runs the scenario and fills res. With trace non-NULL it

@@ -249,7 +249,7 @@ EOF
 check "a name that cannot be a parameter's is an error"
 
 # Issue 14: sluice config refuses every file sluiced refuses, with the
-# daemon's own checks (qmgr_config_load()).
+# daemon's own checks (daemon_config_load()).
 bad_config() { # bad_config WHAT LINE EXPECTED-MESSAGE
     printf '%s\n' "$2" >"$tmp/bad.cf"
     run -c "$tmp/bad.cf" config -n

@@ -47,7 +47,7 @@ static void test_core_defaults(void **state)
     struct core_transport_params p;
 
     (void)state;
-    qmgr_core_params(conf, "smtp", &p);
+    conf_core_params(conf, "smtp", &p);
     assert_int_equal(p.initial_concurrency, 5);
     assert_int_equal(p.concurrency_limit, 20);
     assert_int_equal(p.positive.form, CORE_FEEDBACK_CONSTANT);
@@ -74,11 +74,11 @@ static void test_core_overrides(void **state)
     struct core_transport_params p;
 
     (void)state;
-    qmgr_core_params(conf, "relay", &p);
+    conf_core_params(conf, "relay", &p);
     assert_int_equal(p.concurrency_limit, 4);
     assert_int_equal(p.recipient_limit, 1);
     assert_ptr_equal(p.scheduler, &core_policy_round_robin);
-    qmgr_core_params(conf, "smtp", &p);
+    conf_core_params(conf, "smtp", &p);
     assert_int_equal(p.concurrency_limit, 7);
     assert_int_equal(p.recipient_limit, 50);
     assert_ptr_equal(p.scheduler, &core_policy_preemptive);

@@ -37,12 +37,14 @@
  *	a usage error.
  */
 
+#include "daemon/daemon.h"
+
 #include "dns/dns.h"
 #include "ingress/ingress.h"
 #include "qmgr/qmgr.h"
 #include "route/route.h"
-#include "util/util.h"
 #include "spool/spool.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -256,9 +258,9 @@ static int load_config(const char *config, struct conf **conf,
                        struct route_table **routes, const char **path,
                        char *why, size_t whylen)
 {
-    struct qmgr_config cf;
+    struct daemon_config cf;
 
-    if (qmgr_config_load(config, &cf, config_warn, NULL, why, whylen) < 0)
+    if (daemon_config_load(config, &cf, config_warn, NULL, why, whylen) < 0)
         return -1;
     *conf = cf.conf;
     *routes = cf.routes;
@@ -307,7 +309,7 @@ static void reload(struct daemon *d)
             why);
         return;
     }
-    qmgr_smtpd_params(conf, d->queue_directory, &sp);
+    daemon_smtpd_params(conf, d->queue_directory, &sp);
     if (smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
@@ -400,7 +402,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "mkdir %s: %s", d->queue_directory, strerror(errno));
         return -1;
     }
-    if ((d->lock_fd = qmgr_pid_lock(d->queue_directory, why, sizeof(why))) <
+    if ((d->lock_fd = daemon_pid_lock(d->queue_directory, why, sizeof(why))) <
         0) {
         say(LOG_ERR, "%s", why);
         return -1;
@@ -423,7 +425,7 @@ static int start(struct daemon *d)
     }
     raise_fd_limit();
     d->base = event_base_new();
-    servers = qmgr_dns_servers(d->conf);
+    servers = daemon_dns_servers(d->conf);
     dc.servers = servers;
     d->dns = dns_create(d->base, &dc, why, sizeof(why));
     free(servers);
@@ -431,7 +433,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    if ((d->wake_fd = qmgr_wake_listen(d->queue_directory, why, sizeof(why))) <
+    if ((d->wake_fd = daemon_wake_listen(d->queue_directory, why, sizeof(why))) <
         0) {
         say(LOG_ERR, "%s", why);
         return -1;
@@ -451,7 +453,7 @@ static int start(struct daemon *d)
         return -1;
     }
     ops.ctx = d;
-    qmgr_smtpd_params(d->conf, d->queue_directory, &sp);
+    daemon_smtpd_params(d->conf, d->queue_directory, &sp);
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
     if (d->smtpd == NULL) {
         say(LOG_ERR, "%s", why);

@@ -2,28 +2,28 @@
  * NAME
  *	config 3 - the configuration as sluiced takes it
  * SYNOPSIS
- *	#include "qmgr/qmgr.h"
+ *	#include "daemon/daemon.h"
  *
- *	struct conf *qmgr_conf_create(void)
- *	int	qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+ *	struct conf *daemon_conf_create(void)
+ *	int	daemon_config_load(const char *opt_path, struct daemon_config *cf,
  *			conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
- *	void	qmgr_config_free(struct qmgr_config *cf)
- *	void	qmgr_smtpd_params(const struct conf *conf,
+ *	void	daemon_config_free(struct daemon_config *cf)
+ *	void	daemon_smtpd_params(const struct conf *conf,
  *			const char *queue_directory, struct smtpd_params *p)
- *	char	*qmgr_dns_servers(const struct conf *conf)
+ *	char	*daemon_dns_servers(const struct conf *conf)
  * DESCRIPTION
  *	One piece of code decides whether a configuration is good, so that
  *	"sluice config" and "sluice reload" refuse exactly what sluiced
  *	refuses at start and at reload.
  *
- *	qmgr_conf_create() is conf_create() with the defaults that are
+ *	daemon_conf_create() is conf_create() with the defaults that are
  *	known only at run time: myhostname defaults to this system's name
  *	(util_host_name(): gethostname(), then the canonical name when that
  *	is not qualified), or "localhost" when that name could not go into
  *	EHLO. Every program that reads the configuration starts here, so
  *	that $myhostname means the same everywhere.
  *
- *	qmgr_config_load() reads the file conf_path(opt_path) chooses and
+ *	daemon_config_load() reads the file conf_path(opt_path) chooses and
  *	checks, in order, stopping at the first error (returned as -1 with
  *	a complete message in why, the configuration not kept):
  *	- every parameter's value (conf_load());
@@ -51,14 +51,14 @@
  *	- smtp_connection_cache_time_limit longer than
  *	  smtp_connection_reuse_time_limit, per transport.
  *	The unknown-parameter warnings come even when a later check fails.
- *	qmgr_config_free() frees what a load kept.
+ *	daemon_config_free() frees what a load kept.
  *
- *	qmgr_smtpd_params() fills the SMTP server's parameters from conf;
- *	strings point into conf. qmgr_dns_servers() returns dns_servers as
+ *	daemon_smtpd_params() fills the SMTP server's parameters from conf;
+ *	strings point into conf. daemon_dns_servers() returns dns_servers as
  *	the comma-separated list c-ares wants (malloc'd).
  */
 
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include "conf/conf.h"
 #include "dns/dns.h"
@@ -74,7 +74,7 @@
 
 #define NAME_BYTES 256
 
-struct conf *qmgr_conf_create(void)
+struct conf *daemon_conf_create(void)
 {
     struct conf *conf = conf_create();
     char host[NAME_BYTES];
@@ -88,7 +88,7 @@ struct conf *qmgr_conf_create(void)
     return conf;
 }
 
-void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
+void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
                        struct smtpd_params *p)
 {
     memset(p, 0, sizeof(*p));
@@ -125,7 +125,7 @@ void qmgr_smtpd_params(const struct conf *conf, const char *queue_directory,
         conf_int(conf, NULL, "smtpd_forbid_bare_newline_reject_code");
 }
 
-char *qmgr_dns_servers(const struct conf *conf)
+char *daemon_dns_servers(const struct conf *conf)
 {
     const char *in = conf_str(conf, NULL, "dns_servers");
     char *out = calloc(1, strlen(in) + 1), *p = out;
@@ -200,7 +200,7 @@ static int names_check(const struct conf *conf,
 
 static int servers_check(const struct conf *conf, char *why, size_t whylen)
 {
-    char *servers = qmgr_dns_servers(conf);
+    char *servers = daemon_dns_servers(conf);
     char problem[512];
     int status = dns_servers_check(servers, problem, sizeof(problem));
 
@@ -219,7 +219,7 @@ static int whole_check(const struct conf *conf,
 
     if (names_check(conf, routes, why, whylen) < 0)
         return -1;
-    qmgr_smtpd_params(conf, NULL, &sp);
+    daemon_smtpd_params(conf, NULL, &sp);
     if (smtpd_params_check(&sp, why, whylen) < 0)
         return -1;
     return servers_check(conf, why, whylen);
@@ -352,14 +352,14 @@ static void combos_warn(const struct conf *conf,
         transport_warn(conf, route_transport_at(routes, i)->name, w);
 }
 
-int qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
+int daemon_config_load(const char *opt_path, struct daemon_config *cf,
                      conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
 {
     struct warner w = {warn, ctx};
     int must_exist;
 
     memset(cf, 0, sizeof(*cf));
-    cf->conf = qmgr_conf_create();
+    cf->conf = daemon_conf_create();
     cf->path = conf_path(opt_path, &must_exist);
     if (conf_load(cf->conf, cf->path, must_exist, why, whylen) < 0)
         goto fail;
@@ -371,11 +371,11 @@ int qmgr_config_load(const char *opt_path, struct qmgr_config *cf,
     return 0;
 
 fail:
-    qmgr_config_free(cf);
+    daemon_config_free(cf);
     return -1;
 }
 
-void qmgr_config_free(struct qmgr_config *cf)
+void daemon_config_free(struct daemon_config *cf)
 {
     route_free(cf->routes);
     conf_free(cf->conf);

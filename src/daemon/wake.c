@@ -2,18 +2,18 @@
  * NAME
  *	wake 3 - the wake-up socket: "new mail is in the spool"
  * SYNOPSIS
- *	#include "qmgr/qmgr.h"
+ *	#include "daemon/daemon.h"
  *
- *	int	qmgr_wake_listen(const char *queue_directory, char *why,
+ *	int	daemon_wake_listen(const char *queue_directory, char *why,
  *			size_t whylen)
- *	void	qmgr_wake_send(const char *queue_directory)
+ *	void	daemon_wake_send(const char *queue_directory)
  * DESCRIPTION
- *	See qmgr.h. A datagram carries no data that matters: any datagram
+ *	See daemon.h. A datagram carries no data that matters: any datagram
  *	means "look at the incoming queue now". Datagrams never block the
  *	sender and a full socket buffer loses only redundant wake-ups.
  */
 
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@ static int wake_address(const char *queue_directory, struct sockaddr_un *sun)
                : -1;
 }
 
-int qmgr_wake_listen(const char *queue_directory, char *why, size_t whylen)
+int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen)
 {
     struct sockaddr_un sun;
     char dir[sizeof(sun.sun_path)];
@@ -65,7 +65,7 @@ int qmgr_wake_listen(const char *queue_directory, char *why, size_t whylen)
     return fd;
 }
 
-void qmgr_wake_send(const char *queue_directory)
+void daemon_wake_send(const char *queue_directory)
 {
     struct sockaddr_un sun;
     int fd;

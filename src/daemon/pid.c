@@ -2,20 +2,20 @@
  * NAME
  *	pid 3 - one daemon per queue, and finding it
  * SYNOPSIS
- *	#include "qmgr/qmgr.h"
+ *	#include "daemon/daemon.h"
  *
- *	int	qmgr_pid_lock(const char *queue_directory, char *why,
+ *	int	daemon_pid_lock(const char *queue_directory, char *why,
  *			size_t whylen)
- *	long	qmgr_pid_running(const char *queue_directory)
+ *	long	daemon_pid_running(const char *queue_directory)
  * DESCRIPTION
- *	See qmgr.h. The lock is a POSIX record lock (fcntl) on all of
+ *	See daemon.h. The lock is a POSIX record lock (fcntl) on all of
  *	QUEUE_DIRECTORY/pid, so that a command can ask who holds it
  *	(F_GETLK) without taking it even for an instant: a start-up racing
  *	with "sluice reload" never sees a lock that is not a daemon's. The
  *	file's content is for people; the lock is the truth.
  */
 
-#include "qmgr/qmgr.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@ static void pid_path(const char *queue_directory, char *buf, size_t len)
     snprintf(buf, len, "%s/pid", queue_directory);
 }
 
-int qmgr_pid_lock(const char *queue_directory, char *why, size_t whylen)
+int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen)
 {
     struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     char path[4096], pid[32];
@@ -41,7 +41,7 @@ int qmgr_pid_lock(const char *queue_directory, char *why, size_t whylen)
         return -1;
     }
     if (fcntl(fd, F_SETLK, &lk) < 0) {
-        other = qmgr_pid_running(queue_directory);
+        other = daemon_pid_running(queue_directory);
         snprintf(why, whylen,
                  "another sluiced (pid %ld) is running on queue %s", other,
                  queue_directory);
@@ -57,7 +57,7 @@ int qmgr_pid_lock(const char *queue_directory, char *why, size_t whylen)
     return fd;
 }
 
-long qmgr_pid_running(const char *queue_directory)
+long daemon_pid_running(const char *queue_directory)
 {
     struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     char path[4096];

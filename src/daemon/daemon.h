@@ -1,0 +1,82 @@
+#ifndef SLUICE_DAEMON_H
+#define SLUICE_DAEMON_H
+
+/*
+ * NAME
+ *	daemon 3h - the process shell: configuration, one daemon per
+ *	queue, wake-ups
+ * SYNOPSIS
+ *	#include "daemon/daemon.h"
+ *
+ *	struct conf *daemon_conf_create(void)
+ *	int	daemon_config_load(const char *opt_path,
+ *			struct daemon_config *cf, conf_warn_fn *warn,
+ *			void *ctx, char *why, size_t whylen)
+ *	void	daemon_config_free(struct daemon_config *cf)
+ *	void	daemon_smtpd_params(const struct conf *conf,
+ *			const char *queue_directory, struct smtpd_params *p)
+ *	char	*daemon_dns_servers(const struct conf *conf)
+ *
+ *	int	daemon_pid_lock(const char *queue_directory, char *why,
+ *			size_t whylen)
+ *	long	daemon_pid_running(const char *queue_directory)
+ *
+ *	int	daemon_wake_listen(const char *queue_directory, char *why,
+ *			size_t whylen)
+ *	void	daemon_wake_send(const char *queue_directory)
+ * DESCRIPTION
+ *	daemon/ is sluiced's process shell (main.c: options, logging,
+ *	signals, reload, limits, the stop) and what the commands share
+ *	with it, so that they agree with the daemon without reaching into
+ *	the queue manager.
+ *
+ *	daemon_conf_create() and daemon_config_load() give the
+ *	configuration as sluiced takes it, with every check sluiced makes
+ *	(config.c): sluiced, "sluice config" and "sluice reload" share
+ *	them. daemon_smtpd_params() and daemon_dns_servers() turn
+ *	parameters into what the SMTP server and the resolver take.
+ *
+ *	One daemon per queue: daemon_pid_lock() takes an exclusive lock on
+ *	QUEUE_DIRECTORY/pid and writes the caller's pid into it; it returns
+ *	the descriptor, to keep open for as long as the daemon runs, or -1
+ *	with the reason ("another sluiced (pid N) is running on queue
+ *	DIR"). daemon_pid_running() returns the pid of the daemon holding
+ *	that lock, or 0 when none does, without taking it.
+ *
+ *	The wake-up socket lets programs that stored mail say so:
+ *	daemon_wake_listen() binds a datagram socket at
+ *	QUEUE_DIRECTORY/public/wakeup (mode 0666 in a 0755 directory) and
+ *	returns its descriptor (non-blocking), or -1 with a reason;
+ *	daemon_wake_send() sends it one datagram and ignores every error
+ *	(no daemon: the mail waits for the next start or queue run).
+ */
+
+#include "conf/conf.h"
+
+#include <stddef.h>
+
+struct route_table;
+struct smtpd_params;
+
+/* A configuration that passed every check sluiced makes. */
+struct daemon_config {
+    struct conf *conf;
+    struct route_table *routes;
+    const char *path; /* the file read (it may be missing) */
+};
+
+struct conf *daemon_conf_create(void);
+int daemon_config_load(const char *opt_path, struct daemon_config *cf,
+                       conf_warn_fn *warn, void *ctx, char *why,
+                       size_t whylen);
+void daemon_config_free(struct daemon_config *cf);
+void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
+                         struct smtpd_params *p);
+char *daemon_dns_servers(const struct conf *conf);
+
+int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
+long daemon_pid_running(const char *queue_directory);
+int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen);
+void daemon_wake_send(const char *queue_directory);
+
+#endif
