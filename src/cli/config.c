@@ -164,7 +164,8 @@ static struct conf *config_check(const char *path)
     struct conf *conf;
     char why[1024];
 
-    if (daemon_config_load(path, &cf, config_warn, NULL, why, sizeof(why)) < 0) {
+    if (daemon_config_load(path, &cf, config_warn, NULL, why, sizeof(why)) <
+        0) {
         fprintf(stderr, "sluice: %s\n", why);
         return NULL;
     }

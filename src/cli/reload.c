@@ -54,7 +54,7 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (daemon_config_load(cli->config_path, &cf, reload_warn, NULL, why,
-                         sizeof(why)) < 0) {
+                           sizeof(why)) < 0) {
         fprintf(stderr, "sluice: reload: %s; nothing sent\n", why);
         return CLI_EXIT_FAIL;
     }

@@ -47,6 +47,30 @@
  *			core_time_t now)
  *	void	core_entry_done(struct core_entry *e, core_time_t now,
  *			enum core_hop hop, const char *reason)
+ *
+ *	struct core_transport *core_transport_next(const struct core *core,
+ *			const struct core_transport *t)
+ *	const char *core_transport_name(const struct core_transport *t)
+ *	const struct core_job_policy *core_transport_scheduler(
+ *			const struct core_transport *t)
+ *	size_t	core_transport_queue_count(const struct core_transport *t)
+ *	struct core_queue *core_queue_next(const struct core_transport *t,
+ *			const struct core_queue *q)
+ *	const char *core_queue_key(const struct core_queue *q)
+ *	struct core_transport *core_queue_transport(const struct core_queue *q)
+ *	void	*core_queue_ctx(const struct core_queue *q)
+ *	void	core_queue_ctx_set(struct core_queue *q, void *ctx)
+ *	int	core_queue_busy(const struct core_queue *q)
+ *	int	core_queue_todo(const struct core_queue *q)
+ *	int	core_queue_dead(const struct core_queue *q)
+ *	const char *core_queue_refusal(const struct core_queue *q)
+ *	int	core_queue_release(struct core_queue *q, void **ctx)
+ *	struct core_message *core_entry_message(const struct core_entry *e)
+ *	struct core_queue *core_entry_queue(const struct core_entry *e)
+ *	const uint64_t *core_entry_rcpts(const struct core_entry *e, int *n)
+ *	int	core_entry_count(const struct core_entry *e)
+ *	void	*core_message_ctx(const struct core_message *m)
+ *	uint64_t core_message_id(const struct core_message *m)
  * DESCRIPTION
  *	core/ decides how many concurrent deliveries each destination gets
  *	(this file), and later which recipient entry goes next. It does no
@@ -112,11 +136,31 @@
  *
  *	When a queue is declared dead, its waiting entries are handed to
  *	the entry_deferred callback, one by one, and freed.
+ *
+ *	This header is core/'s whole public face: the structures' bodies
+ *	are in core_impl.h, for core/ and its unit tests alone. Callers
+ *	walk transports with core_transport_next() (NULL: the first) and a
+ *	transport's queues with core_queue_next() (NULL: the first; take
+ *	the next one before releasing the current). A queue, a message and
+ *	an entry carry the caller's context (core_queue_ctx(),
+ *	core_message_ctx(); an entry's message and queue lead to them).
+ *	core_entry_rcpts() gives an entry's recipients (the caller's
+ *	numbers) and their count, core_entry_count() the count alone. core_queue_busy() and core_queue_todo()
+ *	count a queue's entries in flight and waiting. core_queue_dead() says the queue is dead;
+ *	core_queue_refusal() why core_message_add() refuses recipients for
+ *	it: the dead queue's reason, else its transport's suspension
+ *	reason, else NULL.
+ *
+ *	core_queue_release() frees queue q when nothing is waiting or in
+ *	flight and it has nothing to remember (not dead, no rate delay
+ *	running, no failed cohort that a success has not cleared: mail
+ *	trickling to a dead site must still add up to a dead
+ *	destination); it then returns 1 with the queue's context in *ctx
+ *	for the caller to free, else 0.
  */
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 typedef int64_t core_time_t; /* milliseconds */
 
@@ -215,139 +259,6 @@ struct core_concurrency_policy {
 
 extern const struct core_concurrency_policy core_policy_feedback;
 
-enum core_queue_state {
-    CORE_QUEUE_READY,     /* may start deliveries up to the window */
-    CORE_QUEUE_DEAD,      /* suspended until timer.when */
-    CORE_QUEUE_RATE_WAIT, /* destination rate delay until timer.when */
-};
-
-struct core_timer {
-    core_time_t when;
-    void (*fire)(struct core *core, struct core_timer *timer, core_time_t now);
-    int armed;
-    TAILQ_ENTRY(core_timer) link;
-};
-
-struct core_transport;
-struct core_job;
-struct core_peer;
-
-TAILQ_HEAD(core_entry_list, core_entry);
-TAILQ_HEAD(core_peer_list, core_peer);
-TAILQ_HEAD(core_job_list, core_job);
-
-/* A batch of recipients of one message for one destination queue. */
-struct core_entry {
-    struct core_peer *peer;
-    TAILQ_ENTRY(core_entry) peer_link;  /* peer's waiting entries */
-    TAILQ_ENTRY(core_entry) queue_link; /* queue's todo or busy list */
-    int busy;                           /* selected, not done */
-    int nrcpt, cap;
-    uint64_t *rcpt;    /* the caller's recipient numbers */
-    uint64_t rcpt_one; /* rcpt's storage while cap is 1 */
-};
-
-/* One job's share of one destination queue. */
-struct core_peer {
-    struct core_job *job;
-    struct core_queue *queue;
-    TAILQ_ENTRY(core_peer) link; /* job's peers, round-robin */
-    struct core_entry_list todo; /* entries not yet selected */
-    int entries;                 /* entries not yet done */
-};
-
-/* One message within one transport. */
-struct core_job {
-    struct core_message *message;
-    struct core_transport *transport;
-    TAILQ_ENTRY(core_job) list;   /* scheduler's job list */
-    TAILQ_ENTRY(core_job) bytime; /* enqueue-time job list */
-    struct core_peer_list peers;
-    int read_entries;     /* entries made so far */
-    int selected_entries; /* of which handed out */
-    int slots_available;  /* +1 per selection; / slot_cost when used */
-    int slots_used;       /* preemptor: used minus expected */
-    int stack_level;      /* -1 retired, 0 on the list, >0 preempting */
-    struct core_job *stack_parent;
-    struct core_job_list stack_children;
-    TAILQ_ENTRY(core_job) stack_siblings;
-    unsigned blocker_tag;
-    struct core_job *next_of_message;
-};
-
-struct core_message {
-    TAILQ_ENTRY(core_message) link; /* all messages of the core */
-    uint64_t id;                    /* the caller's */
-    void *ctx;                      /* the caller's */
-    core_time_t queued;             /* entered the active queue */
-    struct core *core;
-    struct core_job *jobs;
-    long entries; /* not yet done, all jobs */
-    int released;
-};
-
-struct core_queue {
-    char *key;
-    struct core_transport *transport;
-    enum core_queue_state state;
-    int window;              /* concurrency allowed while READY */
-    int busy;                /* deliveries in flight */
-    double success;          /* positive feedback accumulator */
-    double failure;          /* negative feedback accumulator */
-    double fail_cohorts;     /* failed pseudo-cohorts since the last success */
-    char *dead_reason;       /* why it is dead, while DEAD */
-    struct core_timer timer; /* revival or end of rate delay */
-    struct core_queue *hash_next;
-    TAILQ_ENTRY(core_queue) link; /* transport's queues; round-robin */
-    struct core_entry_list todo;  /* waiting entries, FIFO */
-    struct core_entry_list busy_list;
-    int todo_count;
-    unsigned blocker_tag;        /* = transport's: blocking a job */
-    struct core_peer *last_peer; /* recipient assignment cache */
-    void *ctx;                   /* the caller's */
-};
-
-TAILQ_HEAD(core_queue_list, core_queue);
-
-struct core_transport {
-    char *name;
-    struct core *core;
-    struct core_transport_params params;
-    const struct core_concurrency_policy *policy;
-    const struct core_job_policy *scheduler;
-    int busy;                         /* deliveries in flight, all queues */
-    int rate_wait;                    /* paused by the transport rate delay */
-    struct core_job_list jobs;        /* the scheduler's job list */
-    struct core_job_list jobs_bytime; /* by enqueue time */
-    struct core_job *current;         /* job of the last selection */
-    unsigned blocker_tag;             /* odd; jobs and queues with it block */
-    struct core_job *candidate;       /* candidate cache: the result, */
-    struct core_job *candidate_for;   /* for this current job, */
-    core_time_t candidate_sec;        /* in this second */
-    int candidate_valid;
-    struct core_timer timer;         /* end of the transport rate delay */
-    int suspended;                   /* cannot work: nothing starts */
-    char *suspend_reason;            /* why, while suspended */
-    struct core_timer suspend_timer; /* end of transport_retry_time */
-    struct core_queue_list queues;
-    struct core_queue **hash; /* queues by key */
-    size_t hash_size;
-    size_t queue_count;
-    struct core_transport *next;
-};
-
-TAILQ_HEAD(core_timer_list, core_timer);
-TAILQ_HEAD(core_message_list, core_message);
-
-struct core {
-    struct core_callbacks cb;
-    void *ctx;
-    struct core_transport *transports;
-    struct core_transport *rr_next; /* core_select() starts here */
-    struct core_timer_list timers;  /* armed timers, by time */
-    struct core_message_list messages;
-};
-
 struct core *core_create(const struct core_callbacks *cb, void *ctx);
 void core_free(struct core *core);
 core_time_t core_next_timer(const struct core *core);
@@ -385,12 +296,30 @@ struct core_entry *core_transport_select(struct core_transport *t,
 void core_entry_done(struct core_entry *e, core_time_t now, enum core_hop hop,
                      const char *reason);
 
-/* Named predicates. */
-#define CORE_QUEUE_DEAD_P(q)          ((q)->state == CORE_QUEUE_DEAD)
-#define CORE_TRANSPORT_SUSPENDED_P(t) ((t)->suspended)
-#define CORE_QUEUE_READY_P(q)         ((q)->state == CORE_QUEUE_READY)
-#define CORE_JOB_BLOCKER_P(j)         ((j)->blocker_tag == (j)->transport->blocker_tag)
-#define CORE_JOB_RETIRED_P(j)         ((j)->stack_level < 0)
+/* What callers may know of core/'s objects: accessors, no struct bodies. */
+struct core_transport *core_transport_next(const struct core *core,
+                                           const struct core_transport *t);
+const char *core_transport_name(const struct core_transport *t);
+const struct core_job_policy *
+core_transport_scheduler(const struct core_transport *t);
+size_t core_transport_queue_count(const struct core_transport *t);
+struct core_queue *core_queue_next(const struct core_transport *t,
+                                   const struct core_queue *q);
+const char *core_queue_key(const struct core_queue *q);
+struct core_transport *core_queue_transport(const struct core_queue *q);
+void *core_queue_ctx(const struct core_queue *q);
+void core_queue_ctx_set(struct core_queue *q, void *ctx);
+int core_queue_busy(const struct core_queue *q);
+int core_queue_todo(const struct core_queue *q);
+int core_queue_dead(const struct core_queue *q);
+const char *core_queue_refusal(const struct core_queue *q);
+int core_queue_release(struct core_queue *q, void **ctx);
+struct core_message *core_entry_message(const struct core_entry *e);
+struct core_queue *core_entry_queue(const struct core_entry *e);
+const uint64_t *core_entry_rcpts(const struct core_entry *e, int *n);
+int core_entry_count(const struct core_entry *e);
+void *core_message_ctx(const struct core_message *m);
+uint64_t core_message_id(const struct core_message *m);
 
 /* Effective window as Postfix reports it: 0 dead, -1 rate-delayed. */
 int core_queue_window_report(const struct core_queue *q);

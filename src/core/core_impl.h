@@ -63,6 +63,10 @@
 
 #include "core/core.h"
 
+#include <sys/queue.h>
+
+struct core_timer;
+
 void *core_alloc(size_t size);
 char *core_strdup(const char *s);
 void core_log(struct core *core, enum core_log_level level, const char *fmt,
@@ -97,5 +101,145 @@ void core_entry_start(struct core_entry *e, core_time_t now);
 void core_entry_free(struct core_entry *e);
 void core_entry_free_rcpts(struct core_entry *e);
 void core_message_free(struct core_message *m);
+
+enum core_queue_state {
+    CORE_QUEUE_READY,     /* may start deliveries up to the window */
+    CORE_QUEUE_DEAD,      /* suspended until timer.when */
+    CORE_QUEUE_RATE_WAIT, /* destination rate delay until timer.when */
+};
+
+struct core_timer {
+    core_time_t when;
+    void (*fire)(struct core *core, struct core_timer *timer, core_time_t now);
+    int armed;
+    TAILQ_ENTRY(core_timer) link;
+};
+
+struct core_transport;
+struct core_job;
+struct core_peer;
+
+TAILQ_HEAD(core_entry_list, core_entry);
+TAILQ_HEAD(core_peer_list, core_peer);
+TAILQ_HEAD(core_job_list, core_job);
+
+/* A batch of recipients of one message for one destination queue. */
+struct core_entry {
+    struct core_peer *peer;
+    TAILQ_ENTRY(core_entry) peer_link;  /* peer's waiting entries */
+    TAILQ_ENTRY(core_entry) queue_link; /* queue's todo or busy list */
+    int busy;                           /* selected, not done */
+    int nrcpt, cap;
+    uint64_t *rcpt;    /* the caller's recipient numbers */
+    uint64_t rcpt_one; /* rcpt's storage while cap is 1 */
+};
+
+/* One job's share of one destination queue. */
+struct core_peer {
+    struct core_job *job;
+    struct core_queue *queue;
+    TAILQ_ENTRY(core_peer) link; /* job's peers, round-robin */
+    struct core_entry_list todo; /* entries not yet selected */
+    int entries;                 /* entries not yet done */
+};
+
+/* One message within one transport. */
+struct core_job {
+    struct core_message *message;
+    struct core_transport *transport;
+    TAILQ_ENTRY(core_job) list;   /* scheduler's job list */
+    TAILQ_ENTRY(core_job) bytime; /* enqueue-time job list */
+    struct core_peer_list peers;
+    int read_entries;     /* entries made so far */
+    int selected_entries; /* of which handed out */
+    int slots_available;  /* +1 per selection; / slot_cost when used */
+    int slots_used;       /* preemptor: used minus expected */
+    int stack_level;      /* -1 retired, 0 on the list, >0 preempting */
+    struct core_job *stack_parent;
+    struct core_job_list stack_children;
+    TAILQ_ENTRY(core_job) stack_siblings;
+    unsigned blocker_tag;
+    struct core_job *next_of_message;
+};
+
+struct core_message {
+    TAILQ_ENTRY(core_message) link; /* all messages of the core */
+    uint64_t id;                    /* the caller's */
+    void *ctx;                      /* the caller's */
+    core_time_t queued;             /* entered the active queue */
+    struct core *core;
+    struct core_job *jobs;
+    long entries; /* not yet done, all jobs */
+    int released;
+};
+
+struct core_queue {
+    char *key;
+    struct core_transport *transport;
+    enum core_queue_state state;
+    int window;              /* concurrency allowed while READY */
+    int busy;                /* deliveries in flight */
+    double success;          /* positive feedback accumulator */
+    double failure;          /* negative feedback accumulator */
+    double fail_cohorts;     /* failed pseudo-cohorts since the last success */
+    char *dead_reason;       /* why it is dead, while DEAD */
+    struct core_timer timer; /* revival or end of rate delay */
+    struct core_queue *hash_next;
+    TAILQ_ENTRY(core_queue) link; /* transport's queues; round-robin */
+    struct core_entry_list todo;  /* waiting entries, FIFO */
+    struct core_entry_list busy_list;
+    int todo_count;
+    unsigned blocker_tag;        /* = transport's: blocking a job */
+    struct core_peer *last_peer; /* recipient assignment cache */
+    void *ctx;                   /* the caller's */
+};
+
+TAILQ_HEAD(core_queue_list, core_queue);
+
+struct core_transport {
+    char *name;
+    struct core *core;
+    struct core_transport_params params;
+    const struct core_concurrency_policy *policy;
+    const struct core_job_policy *scheduler;
+    int busy;                         /* deliveries in flight, all queues */
+    int rate_wait;                    /* paused by the transport rate delay */
+    struct core_job_list jobs;        /* the scheduler's job list */
+    struct core_job_list jobs_bytime; /* by enqueue time */
+    struct core_job *current;         /* job of the last selection */
+    unsigned blocker_tag;             /* odd; jobs and queues with it block */
+    struct core_job *candidate;       /* candidate cache: the result, */
+    struct core_job *candidate_for;   /* for this current job, */
+    core_time_t candidate_sec;        /* in this second */
+    int candidate_valid;
+    struct core_timer timer;         /* end of the transport rate delay */
+    int suspended;                   /* cannot work: nothing starts */
+    char *suspend_reason;            /* why, while suspended */
+    struct core_timer suspend_timer; /* end of transport_retry_time */
+    struct core_queue_list queues;
+    struct core_queue **hash; /* queues by key */
+    size_t hash_size;
+    size_t queue_count;
+    struct core_transport *next;
+};
+
+TAILQ_HEAD(core_timer_list, core_timer);
+TAILQ_HEAD(core_message_list, core_message);
+
+struct core {
+    struct core_callbacks cb;
+    void *ctx;
+    struct core_transport *transports;
+    struct core_transport *rr_next; /* core_select() starts here */
+    struct core_timer_list timers;  /* armed timers, by time */
+    struct core_message_list messages;
+};
+
+/* Named predicates. */
+#define CORE_QUEUE_DEAD_P(q)          ((q)->state == CORE_QUEUE_DEAD)
+#define CORE_TRANSPORT_SUSPENDED_P(t) ((t)->suspended)
+#define CORE_QUEUE_READY_P(q)         ((q)->state == CORE_QUEUE_READY)
+#define CORE_JOB_BLOCKER_P(j)         ((j)->blocker_tag == (j)->transport->blocker_tag)
+#define CORE_JOB_RETIRED_P(j)         ((j)->stack_level < 0)
 
 #endif

@@ -14,6 +14,11 @@
  *
  *	void	core_entry_start(struct core_entry *e, core_time_t now)
  *	void	core_queue_defer_todo(struct core_queue *q, const char *reason)
+ *
+ *	struct core_message *core_entry_message(const struct core_entry *e)
+ *	struct core_queue *core_entry_queue(const struct core_entry *e)
+ *	const uint64_t *core_entry_rcpts(const struct core_entry *e, int *n)
+ *	int	core_entry_count(const struct core_entry *e)
  * DESCRIPTION
  *	core_select() asks the transports in turn, round-robin ("foreach
  *	transport (round-robin-by-transport)"), starting after the one that
@@ -106,4 +111,25 @@ void core_queue_defer_todo(struct core_queue *q, const char *reason)
             core->cb.entry_deferred(core->ctx, e, reason);
         core_entry_free(e);
     }
+}
+
+struct core_message *core_entry_message(const struct core_entry *e)
+{
+    return e->peer->job->message;
+}
+
+struct core_queue *core_entry_queue(const struct core_entry *e)
+{
+    return e->peer->queue;
+}
+
+const uint64_t *core_entry_rcpts(const struct core_entry *e, int *n)
+{
+    *n = e->nrcpt;
+    return e->rcpt;
+}
+
+int core_entry_count(const struct core_entry *e)
+{
+    return e->nrcpt;
 }

@@ -14,6 +14,9 @@
  *
  *	void	core_entry_free(struct core_entry *e)
  *	void	core_message_free(struct core_message *m)
+ *
+ *	void	*core_message_ctx(const struct core_message *m)
+ *	uint64_t core_message_id(const struct core_message *m)
  * DESCRIPTION
  *	This is "What happens when nqmgr picks up the message" in the seed:
  *	each resolved recipient is bound to its destination queue; the
@@ -215,4 +218,14 @@ void core_message_free(struct core_message *m)
     }
     TAILQ_REMOVE(&m->core->messages, m, link);
     free(m);
+}
+
+void *core_message_ctx(const struct core_message *m)
+{
+    return m->ctx;
+}
+
+uint64_t core_message_id(const struct core_message *m)
+{
+    return m->id;
 }

@@ -15,6 +15,18 @@
  *			enum core_hop hop, const char *reason)
  *	void	core_queue_flush(struct core_queue *q, core_time_t now)
  *	int	core_queue_window_report(const struct core_queue *q)
+ *
+ *	struct core_queue *core_queue_next(const struct core_transport *t,
+ *			const struct core_queue *q)
+ *	const char *core_queue_key(const struct core_queue *q)
+ *	struct core_transport *core_queue_transport(const struct core_queue *q)
+ *	void	*core_queue_ctx(const struct core_queue *q)
+ *	void	core_queue_ctx_set(struct core_queue *q, void *ctx)
+ *	int	core_queue_busy(const struct core_queue *q)
+ *	int	core_queue_todo(const struct core_queue *q)
+ *	int	core_queue_dead(const struct core_queue *q)
+ *	const char *core_queue_refusal(const struct core_queue *q)
+ *	int	core_queue_release(struct core_queue *q, void **ctx)
  * DESCRIPTION
  *	A destination queue holds the concurrency state of one next hop of
  *	one transport. It starts with the transport's initial concurrency
@@ -364,4 +376,64 @@ int core_queue_window_report(const struct core_queue *q)
     default:
         return q->window;
     }
+}
+
+struct core_queue *core_queue_next(const struct core_transport *t,
+                                   const struct core_queue *q)
+{
+    return q ? TAILQ_NEXT(q, link) : TAILQ_FIRST(&t->queues);
+}
+
+const char *core_queue_key(const struct core_queue *q)
+{
+    return q->key;
+}
+
+struct core_transport *core_queue_transport(const struct core_queue *q)
+{
+    return q->transport;
+}
+
+void *core_queue_ctx(const struct core_queue *q)
+{
+    return q->ctx;
+}
+
+void core_queue_ctx_set(struct core_queue *q, void *ctx)
+{
+    q->ctx = ctx;
+}
+
+int core_queue_busy(const struct core_queue *q)
+{
+    return q->busy;
+}
+
+int core_queue_todo(const struct core_queue *q)
+{
+    return q->todo_count;
+}
+
+int core_queue_dead(const struct core_queue *q)
+{
+    return CORE_QUEUE_DEAD_P(q);
+}
+
+const char *core_queue_refusal(const struct core_queue *q)
+{
+    if (CORE_QUEUE_DEAD_P(q))
+        return q->dead_reason;
+    if (CORE_TRANSPORT_SUSPENDED_P(q->transport))
+        return q->transport->suspend_reason;
+    return NULL;
+}
+
+int core_queue_release(struct core_queue *q, void **ctx)
+{
+    if (q->busy != 0 || q->todo_count != 0 || !CORE_QUEUE_READY_P(q) ||
+        q->fail_cohorts != 0)
+        return 0;
+    *ctx = q->ctx;
+    core_queue_free(q);
+    return 1;
 }

@@ -15,6 +15,13 @@
  *			core_time_t now, core_time_t duration,
  *			const char *reason)
  *	void	core_transport_resume(struct core_transport *t)
+ *
+ *	struct core_transport *core_transport_next(const struct core *core,
+ *			const struct core_transport *t)
+ *	const char *core_transport_name(const struct core_transport *t)
+ *	const struct core_job_policy *core_transport_scheduler(
+ *			const struct core_transport *t)
+ *	size_t	core_transport_queue_count(const struct core_transport *t)
  * DESCRIPTION
  *	core_transport_params_init() fills p with the reference defaults
  *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
@@ -244,4 +251,26 @@ void core_transport_done(struct core_transport *t, core_time_t now)
         core_timer_arm(t->core, &t->timer,
                        now + t->params.transport_rate_delay);
     }
+}
+
+struct core_transport *core_transport_next(const struct core *core,
+                                           const struct core_transport *t)
+{
+    return t ? t->next : core->transports;
+}
+
+const char *core_transport_name(const struct core_transport *t)
+{
+    return t->name;
+}
+
+const struct core_job_policy *
+core_transport_scheduler(const struct core_transport *t)
+{
+    return t->scheduler;
+}
+
+size_t core_transport_queue_count(const struct core_transport *t)
+{
+    return t->queue_count;
 }

@@ -89,7 +89,7 @@ struct conf *daemon_conf_create(void)
 }
 
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
-                       struct smtpd_params *p)
+                         struct smtpd_params *p)
 {
     memset(p, 0, sizeof(*p));
     p->listen = conf_str(conf, NULL, "smtpd_listen");
@@ -353,7 +353,7 @@ static void combos_warn(const struct conf *conf,
 }
 
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
-                     conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
+                       conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
 {
     struct warner w = {warn, ctx};
     int must_exist;

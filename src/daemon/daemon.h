@@ -67,8 +67,7 @@ struct daemon_config {
 
 struct conf *daemon_conf_create(void);
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
-                       conf_warn_fn *warn, void *ctx, char *why,
-                       size_t whylen);
+                       conf_warn_fn *warn, void *ctx, char *why, size_t whylen);
 void daemon_config_free(struct daemon_config *cf);
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
                          struct smtpd_params *p);

@@ -433,8 +433,8 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    if ((d->wake_fd = daemon_wake_listen(d->queue_directory, why, sizeof(why))) <
-        0) {
+    if ((d->wake_fd =
+             daemon_wake_listen(d->queue_directory, why, sizeof(why))) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }

@@ -35,7 +35,7 @@ void qm_delivery_free(struct qm_delivery *d)
 static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
                                 const char *reason)
 {
-    struct core_queue *cq = d->e->peer->queue;
+    struct core_queue *cq = d->queue;
 
     core_entry_done(d->e, qm_now_ms(), hop, reason);
     qm_dest_release(cq);
@@ -50,20 +50,20 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     double conn_done = res->hop_ok ? done - res->xfer_time : 0;
 
     d->session = NULL;
-    for (int k = 0; k < d->e->nrcpt; k++) {
+    for (int k = 0; k < d->nrcpt; k++) {
         const struct deliver_rcpt_result *r = &res->rcpt[k];
 
-        qm_outcome_log(m, (uint32_t)d->e->rcpt[k], res->relay, res->conn_use,
+        qm_outcome_log(m, (uint32_t)d->rcpt[k], res->relay, res->conn_use,
                        r->enhanced, r->status, r->text ? r->text : "",
                        d->handoff, conn_done);
     }
-    qm_outcome_record(m, d->e->rcpt, d->e->nrcpt, res->rcpt, NULL,
+    qm_outcome_record(m, d->rcpt, d->nrcpt, res->rcpt, NULL,
                       d->dest->route.type != ROUTE_SMTP ? QM_HOW_FINAL
                       : res->dsn_passed                 ? QM_HOW_SMTP_DSN
                                                         : QM_HOW_SMTP);
     if (res->transport_failed) {
         /* Its local socket is not there: the transport cannot work. */
-        core_transport_suspend(d->e->peer->queue->transport, qm_now_ms(),
+        core_transport_suspend(core_queue_transport(d->queue), qm_now_ms(),
                                q->transport_retry_ms, res->hop_reason);
         delivery_entry_done(d, CORE_HOP_NEUTRAL, res->hop_reason);
     } else {
@@ -83,7 +83,7 @@ static void delivery_dns_failed(struct qm_delivery *d,
     int temp = res->status != DNS_PERMFAIL;
 
     qm_outcome_decide(
-        d->m, d->e->rcpt, d->e->nrcpt, temp ? DELIVER_DEFER : DELIVER_BOUNCE,
+        d->m, d->rcpt, d->nrcpt, temp ? DELIVER_DEFER : DELIVER_BOUNCE,
         res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
         res->why && res->why[0] ? res->why : "no address found", "none");
     /* A name server that fails is the destination's trouble: negative. */
@@ -98,15 +98,15 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     const struct route_result *r = &d->dest->route;
     struct qmgr_deliver_settings set;
     struct deliver_request req = {0};
-    struct deliver_rcpt *rcpt = calloc((size_t)d->e->nrcpt, sizeof(*rcpt));
+    struct deliver_rcpt *rcpt = calloc((size_t)d->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = NULL;
     struct spool_msg *sm = d->m->sm;
 
     if (rcpt == NULL)
         abort();
     qmgr_deliver_settings(q->conf, r->transport, &set);
-    for (int k = 0; k < d->e->nrcpt; k++) {
-        const struct spool_rcpt *sr = &sm->rcpt[d->e->rcpt[k]];
+    for (int k = 0; k < d->nrcpt; k++) {
+        const struct spool_rcpt *sr = &sm->rcpt[d->rcpt[k]];
 
         rcpt[k].address = sr->address;
         rcpt[k].orcpt = sr->orcpt;
@@ -121,7 +121,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
     req.rcpt = rcpt;
-    req.nrcpt = (size_t)d->e->nrcpt;
+    req.nrcpt = (size_t)d->nrcpt;
     req.body = sm->body;
     req.size = (size_t)sm->size;
     req.session_limit = set.session_limit;
@@ -186,8 +186,10 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
         abort();
     d->q = q;
     d->e = e;
-    d->m = e->peer->job->message->ctx;
-    d->dest = e->peer->queue->ctx;
+    d->queue = core_entry_queue(e);
+    d->rcpt = core_entry_rcpts(e, &d->nrcpt);
+    d->m = core_message_ctx(core_entry_message(e));
+    d->dest = core_queue_ctx(d->queue);
     d->handoff = qm_now_sec();
     LIST_INSERT_HEAD(&q->deliveries, d, link);
     r = &d->dest->route;

@@ -43,7 +43,7 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
         d->route = *r;
         d->route.address = NULL; /* the one field that points outside */
         cq = core_queue_create(t, key);
-        cq->ctx = d;
+        core_queue_ctx_set(cq, d);
     }
     return cq;
 }
@@ -57,21 +57,22 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
  */
 void qm_dest_release(struct core_queue *cq)
 {
-    if (cq->busy == 0 && cq->todo_count == 0 && CORE_QUEUE_READY_P(cq) &&
-        cq->fail_cohorts == 0) {
-        free(cq->ctx);
-        core_queue_free(cq);
-    }
+    void *d;
+
+    if (core_queue_release(cq, &d))
+        free(d);
 }
 
 /* Dead destinations that came back idle, and any other idle queue. */
 void qm_dest_sweep(struct qmgr *q)
 {
-    for (struct core_transport *t = q->core->transports; t; t = t->next) {
+    struct core_transport *t = NULL;
+
+    while ((t = core_transport_next(q->core, t)) != NULL) {
         struct core_queue *cq, *next;
 
-        for (cq = TAILQ_FIRST(&t->queues); cq != NULL; cq = next) {
-            next = TAILQ_NEXT(cq, link);
+        for (cq = core_queue_next(t, NULL); cq != NULL; cq = next) {
+            next = core_queue_next(t, cq);
             qm_dest_release(cq);
         }
     }

@@ -98,7 +98,7 @@ static void flush_route(struct qmgr *q, const char *address)
         (t = core_transport_find(q->core, r.transport)) == NULL)
         return;
     cq = core_queue_find(t, r.key + strlen(r.transport) + 1);
-    if (cq != NULL && CORE_QUEUE_DEAD_P(cq))
+    if (cq != NULL && core_queue_dead(cq))
         core_queue_flush(cq, qm_now_ms());
     core_transport_resume(t);
 }
@@ -143,6 +143,7 @@ void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
 {
     struct flush_job *f = calloc(1, sizeof(*f));
     struct flush_scan fs = {f, domain && *domain ? domain : NULL};
+    struct core_transport *t;
     char why[256];
 
     if (f == NULL)
@@ -150,18 +151,18 @@ void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
     f->q = q;
     f->done = done;
     f->ctx = ctx;
-    for (struct core_transport *t = q->core->transports; t; t = t->next) {
-        struct core_queue *cq;
+    for (t = core_transport_next(q->core, NULL); t != NULL;
+         t = core_transport_next(q->core, t)) {
+        struct core_queue *cq = NULL;
 
         if (fs.domain == NULL)
             core_transport_resume(t);
-        TAILQ_FOREACH(cq, &t->queues, link)
-        {
-            const struct qm_dest *d = cq->ctx;
+        while ((cq = core_queue_next(t, cq)) != NULL) {
+            const struct qm_dest *d = core_queue_ctx(cq);
 
-            if (CORE_QUEUE_DEAD_P(cq) &&
+            if (core_queue_dead(cq) &&
                 (fs.domain == NULL || in_domain(d->route.nexthop, fs.domain) ||
-                 in_domain(cq->key, fs.domain)))
+                 in_domain(core_queue_key(cq), fs.domain)))
                 core_queue_flush(cq, qm_now_ms());
         }
     }

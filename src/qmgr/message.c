@@ -218,13 +218,18 @@ static void message_finish(struct qm_msg *m)
 
 void qm_core_entry_deferred(void *ctx, struct core_entry *e, const char *reason)
 {
+    const uint64_t *rcpt;
+    int n;
+
     (void)ctx;
-    qm_outcome_suspended(e->peer->job->message->ctx, e->rcpt, e->nrcpt, reason);
+    rcpt = core_entry_rcpts(e, &n);
+    qm_outcome_suspended(core_message_ctx(core_entry_message(e)), rcpt, n,
+                         reason);
 }
 
 void qm_core_message_done(void *ctx, struct core_message *cm)
 {
-    struct qm_msg *m = cm->ctx;
+    struct qm_msg *m = core_message_ctx(cm);
 
     (void)ctx;
     m->cm = NULL;
@@ -303,10 +308,7 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
         if (core_message_add(m->cm, cq, i) < 0) {
             uint64_t one = i;
 
-            qm_outcome_suspended(m, &one, 1,
-                                 CORE_QUEUE_DEAD_P(cq)
-                                     ? cq->dead_reason
-                                     : cq->transport->suspend_reason);
+            qm_outcome_suspended(m, &one, 1, core_queue_refusal(cq));
         }
     }
     if (nbad > 0)

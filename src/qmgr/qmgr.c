@@ -199,17 +199,19 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
                  const struct route_table *routes)
 {
     struct core_transport_params p;
+    struct core_transport *t = NULL;
 
     q->conf = conf;
     q->routes = routes;
     settings_apply(q);
-    for (struct core_transport *t = q->core->transports; t; t = t->next) {
-        conf_core_params(conf, t->name, &p);
-        if (p.scheduler != t->scheduler)
+
+    while ((t = core_transport_next(q->core, t)) != NULL) {
+        conf_core_params(conf, core_transport_name(t), &p);
+        if (p.scheduler != core_transport_scheduler(t))
             qm_log(q, QMGR_LOG_WARNING,
                    "transport %s: the new scheduler takes effect when sluiced "
                    "restarts",
-                   t->name);
+                   core_transport_name(t));
         core_transport_update(t, &p);
     }
     /* A larger active limit or window may let more start now. */
@@ -231,11 +233,13 @@ int qmgr_idle(const struct qmgr *q)
 
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
 {
+    struct core_transport *t = NULL;
+
     *st = q->stats;
     st->active = q->active;
     st->destinations = 0;
-    for (const struct core_transport *t = q->core->transports; t; t = t->next)
-        st->destinations += (long)t->queue_count;
+    while ((t = core_transport_next(q->core, t)) != NULL)
+        st->destinations += (long)core_transport_queue_count(t);
 }
 
 void qmgr_drain(struct qmgr *q)
@@ -294,11 +298,13 @@ void qmgr_free(struct qmgr *q)
     qmgr_inbox_free(q->inbox);
     q->inbox = NULL;
     if (q->core) {
-        for (struct core_transport *t = q->core->transports; t; t = t->next) {
-            struct core_queue *cq;
+        struct core_transport *t = NULL;
 
-            TAILQ_FOREACH(cq, &t->queues, link)
-            free(cq->ctx);
+        while ((t = core_transport_next(q->core, t)) != NULL) {
+            struct core_queue *cq = NULL;
+
+            while ((cq = core_queue_next(t, cq)) != NULL)
+                free(core_queue_ctx(cq));
         }
         core_free(q->core);
     }

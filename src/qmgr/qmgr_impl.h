@@ -58,6 +58,9 @@ struct qm_delivery {
     struct qmgr *q;
     struct qm_msg *m;
     struct core_entry *e;
+    struct core_queue *queue; /* the entry's */
+    const uint64_t *rcpt;     /* the entry's recipients, while it lives */
+    int nrcpt;
     struct qm_dest *dest;
     double handoff;
     struct deliver_session *session;

@@ -97,8 +97,7 @@ static void conn_serve(struct world *w, struct conn *c)
 {
     const struct sim_model *m = model(c);
     core_time_t took = 0;
-
-    for (int i = 0; i < c->entry->nrcpt; i++)
+    for (int i = 0; i < core_entry_count(c->entry); i++)
         took += world_rand(w, m->recipient_delay - m->recipient_delay_jitter,
                            m->recipient_delay + m->recipient_delay_jitter);
     c->state = CONN_SERVING;

@@ -179,12 +179,12 @@ static void trace_flush(struct world *w)
         int window = core_queue_window_report(d->q);
 
         d->trace_dirty = 0;
-        if (window == d->trace_window && d->q->busy == d->trace_busy)
+        if (window == d->trace_window && core_queue_busy(d->q) == d->trace_busy)
             continue;
         d->trace_window = window;
-        d->trace_busy = d->q->busy;
+        d->trace_busy = core_queue_busy(d->q);
         fprintf(w->trace, "%s,%.3f,%s,%d,%d\n", w->sc->name, w->now / 1000.0,
-                d->def->name, window, d->q->busy);
+                d->def->name, window, core_queue_busy(d->q));
     }
     w->ndirty = 0;
 }
@@ -203,19 +203,19 @@ static void domain_start(struct world *w, struct domain *d,
     char num[24];
 
     /* core_select() started it: busy counts it already. */
-    domain_stat(w, d, d->q->busy - 1);
+    domain_stat(w, d, core_queue_busy(d->q) - 1);
     if (d->first_start < 0)
         d->first_start = w->now;
     if (w->now > d->first_start) {
-        d->start_sum += d->q->busy;
-        d->start_sum2 += (double)d->q->busy * d->q->busy;
+        d->start_sum += core_queue_busy(d->q);
+        d->start_sum2 += (double)core_queue_busy(d->q) * core_queue_busy(d->q);
         d->starts++;
     }
     d->measured_integral = d->busy_integral;
     d->measured_integral2 = d->busy2_integral;
     d->measured_until = w->now;
     snprintf(num, sizeof(num), "%s%llu", d->sequence.len ? " " : "",
-             (unsigned long long)e->peer->job->message->id);
+             (unsigned long long)core_message_id(core_entry_message(e)));
     strbuf_add(&d->sequence, num);
     w->res->attempts++;
     domain_trace(w, d);
@@ -228,7 +228,7 @@ static void dispatch(struct world *w)
     struct core_entry *e;
 
     while ((e = core_select(w->core, w->now)) != NULL)
-        domain_start(w, e->peer->queue->ctx, e);
+        domain_start(w, core_queue_ctx(core_entry_queue(e)), e);
 }
 
 void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
@@ -242,7 +242,7 @@ void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
     };
     struct domain *d = c->domain;
     struct sim_result *res = w->res;
-    long rcpts = c->entry->nrcpt;
+    long rcpts = core_entry_count(c->entry);
 
     if (hop == CORE_HOP_OK) {
         res->delivered += rcpts;
@@ -255,7 +255,7 @@ void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
         else
             res->rejected += rcpts;
     }
-    domain_stat(w, d, d->q->busy);
+    domain_stat(w, d, core_queue_busy(d->q));
     core_entry_done(c->entry, w->now, hop, reasons[kind]);
     c->entry = NULL;
     domain_trace(w, d);
@@ -265,7 +265,7 @@ int world_conn_reusable(const struct world *w, const struct conn *c)
 {
     const struct sim_scenario *sc = w->sc;
 
-    return sc->connection_caching && c->domain->q->todo_count > 0 &&
+    return sc->connection_caching && core_queue_todo(c->domain->q) > 0 &&
            (sc->reuse_count_limit == 0 || c->uses < sc->reuse_count_limit) &&
            w->now - c->opened_at < sc->reuse_time_limit;
 }
@@ -297,7 +297,7 @@ static void message_arrive(struct world *w, int i)
 static void world_message_done(void *ctx, struct core_message *m)
 {
     struct world *w = ctx;
-    struct run_msg *rm = m->ctx;
+    struct run_msg *rm = core_message_ctx(m);
 
     rm->done_at = w->now;
     rm->core = NULL;
@@ -308,10 +308,9 @@ static void world_entry_deferred(void *ctx, struct core_entry *e,
                                  const char *reason)
 {
     struct world *w = ctx;
-
     (void)reason;
-    w->res->deferred += e->nrcpt;
-    w->res->suspended += e->nrcpt;
+    w->res->deferred += core_entry_count(e);
+    w->res->suspended += core_entry_count(e);
 }
 
 static void world_log(void *ctx, enum core_log_level level, const char *text)
@@ -350,7 +349,7 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
 
         d->def = &sc->domains[i];
         d->q = core_queue_create(w->t, d->def->name);
-        d->q->ctx = d;
+        core_queue_ctx_set(d->q, d);
         d->first_start = -1;
         d->trace_window = d->trace_busy = -2;
         net_domain_init(w, d);

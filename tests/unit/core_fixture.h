@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "core/core_impl.h"
 
 #define FIXTURE_LINES 16
 
