@@ -95,7 +95,7 @@ static int route_print(const struct route_table *t, const char *address)
     field_print(r.address, 0);
     field_print(r.transport, 0);
     field_print(nexthop, 0);
-    field_print(r.key, 1);
+    field_print(r.key.cache, 1);
     return CLI_EXIT_OK;
 }
 

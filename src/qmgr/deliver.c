@@ -155,7 +155,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     }
     if (req.naddrs > 0 && set.cache.idle_ms > 0) {
         req.cache = q->cache;
-        req.cache_key = r->key;
+        req.cache_key = r->key.cache;
         req.cache_limits = set.cache;
     }
     d->session = deliver_start(q->base, &req, delivery_done, d);

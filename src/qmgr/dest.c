@@ -32,9 +32,9 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
         conf_core_params(q->conf, r->transport, &p);
         t = core_transport_create(q->core, r->transport, &p);
     }
-    /* Queues live in their transport: the key without "transport:", so
-     * that core/'s lines read "smtp:example.com: ..." as Postfix's do. */
-    key = r->key + strlen(r->transport) + 1;
+    /* Queues live in their transport, by the queue key, so that core/'s
+     * lines read "smtp:example.com: ..." as Postfix's do. */
+    key = r->key.queue;
     if ((cq = core_queue_find(t, key)) == NULL) {
         struct qm_dest *d = calloc(1, sizeof(*d));
 

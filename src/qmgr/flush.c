@@ -97,7 +97,7 @@ static void flush_route(struct qmgr *q, const char *address)
     if (route_resolve(q->routes, address, &r, why, sizeof(why)) < 0 ||
         (t = core_transport_find(q->core, r.transport)) == NULL)
         return;
-    cq = core_queue_find(t, r.key + strlen(r.transport) + 1);
+    cq = core_queue_find(t, r.key.queue);
     if (cq != NULL && core_queue_dead(cq))
         core_queue_flush(cq, qm_now_ms());
     core_transport_resume(t);

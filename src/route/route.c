@@ -316,7 +316,6 @@ static void result_fill(const struct route_table *t, int transport,
                         struct route_result *out)
 {
     const struct route_transport *tr = t->transports + transport;
-    size_t used;
 
     snprintf(out->transport, sizeof(out->transport), "%s", tr->name);
     out->type = tr->type;
@@ -335,8 +334,9 @@ static void result_fill(const struct route_table *t, int transport,
         domain_host(d, out->nexthop, sizeof(out->nexthop));
         out->mx = tr->type == ROUTE_SMTP && d->kind == ROUTE_DOMAIN_NAME;
     }
-    used = (size_t)snprintf(out->key, sizeof(out->key), "%s:", tr->name);
-    route_nexthop_format(out, out->key + used, sizeof(out->key) - used);
+    route_nexthop_format(out, out->key.queue, sizeof(out->key.queue));
+    snprintf(out->key.cache, sizeof(out->key.cache), "%s:%s", tr->name,
+             out->key.queue);
 }
 
 int route_resolve(const struct route_table *t, const char *address,

@@ -60,7 +60,7 @@
  *	route_nexthop_format() writes the next hop as an operator would
  *	write it in the transport table (example.com, [10.0.0.1]:2525, or
  *	the text of a discard or error transport) and returns its length,
- *	snprintf()-style. The queue key is "TRANSPORT:" followed by it.
+ *	snprintf()-style; it is also the queue key (key.queue, below).
  *
  *	route_transport_count() and route_transport_at() list the declared
  *	transports in the order of "transports"; route_transport_find()
@@ -85,12 +85,23 @@ enum route_type {
 #define ROUTE_NEXTHOP_MAX 511
 /* Longest local socket path: what struct sockaddr_un holds on Linux. */
 #define ROUTE_SOCKET_PATH_MAX 107
-/* "transport:" plus the next hop in brackets with ":65535". */
-#define ROUTE_KEY_MAX (ROUTE_NAME_MAX + 1 + ROUTE_NEXTHOP_MAX + 2 + 6)
+/* The next hop in brackets with ":65535"; "transport:" and that. */
+#define ROUTE_QUEUE_KEY_MAX (ROUTE_NEXTHOP_MAX + 2 + 6)
+#define ROUTE_KEY_MAX       (ROUTE_NAME_MAX + 1 + ROUTE_QUEUE_KEY_MAX)
 
 struct route_transport {
     const char *name; /* [a-z0-9_-], at most ROUTE_NAME_MAX bytes */
     enum route_type type;
+};
+
+/*
+ * Where a recipient goes, in named parts, so that no caller parses a
+ * string (and destinations may later be grouped by MX set or provider
+ * by changing route/ alone).
+ */
+struct route_key {
+    char queue[ROUTE_QUEUE_KEY_MAX + 1]; /* its queue, in its transport */
+    char cache[ROUTE_KEY_MAX + 1];       /* connections made for it may serve */
 };
 
 struct route_result {
@@ -101,7 +112,7 @@ struct route_result {
     unsigned port;                       /* 0: the transport's default */
     int mx;                              /* 1: look up nexthop's MX */
     int unix_path;                       /* lmtp: nexthop is a socket path */
-    char key[ROUTE_KEY_MAX + 1];         /* the destination queue */
+    struct route_key key;                /* see below */
 };
 
 /*
@@ -114,9 +125,13 @@ struct route_result {
  * "unix:/path", the absolute path of a local (Unix domain) socket, with
  * unix_path 1, port 0 and mx 0.
  *
- * key: opaque; two recipients with the same key share a destination
- * queue ("smtp:example.com", "relay:[10.0.0.1]:2525",
- * "error:5.1.1 no such user").
+ * key.queue: two recipients of one transport with the same queue key
+ * share a destination queue ("example.com", "[10.0.0.1]:2525", "5.1.1
+ * no such user"); it is the next hop as route_nexthop_format() writes
+ * it. key.cache: a connection made for one destination may be reused
+ * for any with the same cache key, "TRANSPORT:" and the queue key
+ * ("smtp:example.com", "relay:[10.0.0.1]:2525"). Both are opaque to
+ * callers, who only compare them.
  */
 
 struct route_table;

@@ -165,7 +165,9 @@ static void routes(const struct route_table *t, const char *address,
     assert_string_equal(r.nexthop, nexthop);
     assert_int_equal(r.port, port);
     assert_int_equal(r.mx, mx);
-    assert_string_equal(r.key, key);
+    assert_string_equal(r.key.cache, key);
+    /* The queue key is the cache key without "TRANSPORT:". */
+    assert_string_equal(r.key.queue, key + strlen(transport) + 1);
 }
 
 /* The key alone, for the many lookup order checks. */
@@ -177,7 +179,7 @@ static void routes_key(const struct route_table *t, const char *address,
 
     if (route_resolve(t, address, &r, why, sizeof(why)) != 0)
         fail_msg("route_resolve(%s): %s", address, why);
-    assert_string_equal(r.key, key);
+    assert_string_equal(r.key.cache, key);
 }
 
 static void resolve_fails(const struct route_table *t, const char *address,
@@ -978,7 +980,8 @@ static void test_reload(void **state)
     /* A result outlives its table and may be copied. */
     copy = r;
     route_free(t);
-    assert_string_equal(copy.key, "relay:[10.0.0.1]");
+    assert_string_equal(copy.key.cache, "relay:[10.0.0.1]");
+    assert_string_equal(copy.key.queue, "[10.0.0.1]");
     assert_string_equal(copy.transport, "relay");
     assert_string_equal(copy.nexthop, "10.0.0.1");
 }
@@ -1026,8 +1029,8 @@ static void test_random_junk(void **state)
         loaded++;
         for (i = 0; i < sizeof(addresses) / sizeof(addresses[0]); i++)
             if (route_resolve(t, addresses[i], &r, why, sizeof(why)) == 0)
-                assert_true(strncmp(r.key, r.transport, strlen(r.transport)) ==
-                            0);
+                assert_true(strncmp(r.key.cache, r.transport,
+                                    strlen(r.transport)) == 0);
         route_free(t);
     }
     /* Some junk is a valid table (empty, or comments only). */
