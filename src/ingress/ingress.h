@@ -67,7 +67,8 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
- *	The SMTP server (smtpd.c, session.c, deadline.c, receive.c):
+ *	The SMTP server (smtpd.c, session.c, command.c, content.c,
+ *	deadline.c, receive.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -124,9 +125,11 @@
  *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
  *	250 to the end of a message only once its store callback says it
  *	is durable. smtpd.c describes the server, its parameters and flow
- *	control; session.c the protocol, reply by reply; deadline.c how
- *	long a session waits for its client; receive.c what is added to a
- *	message (Received:, missing headers).
+ *	control; session.c the state machine, reply by reply; command.c
+ *	the commands and their order; content.c the message content and
+ *	its policies (bare line ends, NUL, hops); deadline.c how long a
+ *	session waits for its client; receive.c what is added to a message
+ *	(Received:, missing headers).
  *
  *	A network list (nets.c) is mynetworks or another list in its
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
