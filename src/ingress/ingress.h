@@ -32,7 +32,7 @@
  *	int	submit_parse_ret(const char *text, enum spool_ret *ret)
  *	int	submit_envid_valid(const char *envid)
  *
- *	The maildrop directory (maildrop.c):
+ *	The maildrop directory (maildrop.c, drop.c, pickup.c):
  *
  *	int	maildrop_create(const char *queue_directory, char *why,
  *			size_t whylen)
@@ -110,15 +110,16 @@
  *	or SUBMIT_TEMPFAIL when reading failed (EX_TEMPFAIL), with the
  *	reason in why. Both error values are negative.
  *
- *	The maildrop (maildrop.c) holds one file per message, written by
- *	maildrop_write() so that a reader never sees a partial file, read
- *	back strictly by maildrop_read(), and moved into the spool by
- *	maildrop_import(), which hands each message to a store function
- *	and removes the file only once the message is durable there. The
- *	file format, and why files are mode 0444, are described in
- *	maildrop.c. maildrop_read() fails with errno EBADMSG for a
- *	malformed file (the importer sets it aside in maildrop-bad), with
- *	another errno when the file could not be read (it stays).
+ *	The maildrop holds one file per message, written by
+ *	maildrop_write() (drop.c) so that a reader never sees a partial
+ *	file, read back strictly by maildrop_read(), and moved into the
+ *	spool by maildrop_import() (pickup.c), which hands each message to
+ *	a store function and removes the file only once the message is
+ *	durable there. The file format is described in maildrop.c, why
+ *	files are mode 0444 in drop.c. maildrop_read() fails with errno
+ *	EBADMSG for a malformed file (the importer sets it aside in
+ *	maildrop-bad), with another errno when the file could not be read
+ *	(it stays).
  *
  *	The SMTP server (smtpd.c) listens on the smtpd_listen addresses
  *	and runs one session (session.c) per client on the event loop:
