@@ -10,6 +10,9 @@
  *			size_t len)
  *	void	ingress_buf_addf(struct ingress_buf *b, const char *fmt, ...)
  *	void	ingress_notify_format(unsigned bits, char *buf, size_t len)
+ *	void	ingress_path_join(char *buf, size_t len, const char *dir,
+ *			const char *name)
+ *	int	ingress_write_all(int fd, const char *data, size_t len)
  * DESCRIPTION
  *	See ingress_private.h.
  */
@@ -17,10 +20,12 @@
 #include "ingress/ingress_private.h"
 #include "spool/spool.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void ingress_panic(const char *fmt, ...)
 {
@@ -97,4 +102,26 @@ void ingress_notify_format(unsigned bits, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s",
                                  used ? "," : "", words[i].word);
     }
+}
+
+void ingress_path_join(char *buf, size_t len, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+        ingress_panic("path too long: %s/%s", dir, name);
+}
+
+int ingress_write_all(int fd, const char *data, size_t len)
+{
+    ssize_t n;
+
+    while (len > 0) {
+        if ((n = write(fd, data, len)) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }

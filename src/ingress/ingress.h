@@ -32,7 +32,7 @@
  *	int	submit_parse_ret(const char *text, enum spool_ret *ret)
  *	int	submit_envid_valid(const char *envid)
  *
- *	The maildrop directory (maildrop.c):
+ *	The maildrop directory (maildrop.c, drop.c, pickup.c):
  *
  *	int	maildrop_create(const char *queue_directory, char *why,
  *			size_t whylen)
@@ -67,7 +67,8 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
- *	The SMTP server (smtpd.c, session.c, deadline.c, receive.c):
+ *	The SMTP server (smtpd.c, session.c, command.c, content.c,
+ *	deadline.c, receive.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -109,24 +110,27 @@
  *	or SUBMIT_TEMPFAIL when reading failed (EX_TEMPFAIL), with the
  *	reason in why. Both error values are negative.
  *
- *	The maildrop (maildrop.c) holds one file per message, written by
- *	maildrop_write() so that a reader never sees a partial file, read
- *	back strictly by maildrop_read(), and moved into the spool by
- *	maildrop_import(), which hands each message to a store function
- *	and removes the file only once the message is durable there. The
- *	file format, and why files are mode 0444, are described in
- *	maildrop.c. maildrop_read() fails with errno EBADMSG for a
- *	malformed file (the importer sets it aside in maildrop-bad), with
- *	another errno when the file could not be read (it stays).
+ *	The maildrop holds one file per message, written by
+ *	maildrop_write() (drop.c) so that a reader never sees a partial
+ *	file, read back strictly by maildrop_read(), and moved into the
+ *	spool by maildrop_import() (pickup.c), which hands each message to
+ *	a store function and removes the file only once the message is
+ *	durable there. The file format is described in maildrop.c, why
+ *	files are mode 0444 in drop.c. maildrop_read() fails with errno
+ *	EBADMSG for a malformed file (the importer sets it aside in
+ *	maildrop-bad), with another errno when the file could not be read
+ *	(it stays).
  *
  *	The SMTP server (smtpd.c) listens on the smtpd_listen addresses
  *	and runs one session (session.c) per client on the event loop:
  *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
  *	250 to the end of a message only once its store callback says it
  *	is durable. smtpd.c describes the server, its parameters and flow
- *	control; session.c the protocol, reply by reply; deadline.c how
- *	long a session waits for its client; receive.c what is added to a
- *	message (Received:, missing headers).
+ *	control; session.c the state machine, reply by reply; command.c
+ *	the commands and their order; content.c the message content and
+ *	its policies (bare line ends, NUL, hops); deadline.c how long a
+ *	session waits for its client; receive.c what is added to a message
+ *	(Received:, missing headers).
  *
  *	A network list (nets.c) is mynetworks or another list in its
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR

@@ -20,11 +20,24 @@
  *	ingress_notify_format() writes DSN NOTIFY bits in the one form
  *	maildrop files use: "never", or the words of "success,failure,delay"
  *	that are set, in that order; "" for 0.
+ *
+ *	ingress_path_join() writes "DIR/NAME" into buf (len bytes), and
+ *	panics when it does not fit. ingress_write_all() writes len bytes
+ *	to fd, again after EINTR; 0, or -1 with errno set.
+ *
+ *	maildrop_envelope_format() appends to b what a maildrop file holds
+ *	before message m's body (maildrop.c); MAILDROP_END_LINE follows
+ *	the body. It returns -1, with the reason in why, for a message
+ *	that cannot be written (no sender, no recipient, no body).
  */
 
 #include "util/util.h"
 
 #include <stddef.h>
+
+#define MAILDROP_END_LINE "end\n" /* the last line of a maildrop file */
+
+struct spool_msg;
 
 struct ingress_buf {
     char *s;
@@ -40,6 +53,11 @@ void ingress_buf_addf(struct ingress_buf *b, const char *fmt, ...)
     ;
 
 void ingress_notify_format(unsigned bits, char *buf, size_t len);
+void ingress_path_join(char *buf, size_t len, const char *dir,
+                       const char *name);
+int ingress_write_all(int fd, const char *data, size_t len);
+int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
+                             char *why, size_t whylen);
 
 void ingress_panic(const char *fmt, ...)
 #if defined(__GNUC__)

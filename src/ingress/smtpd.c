@@ -84,7 +84,7 @@
  *	".example.com" only its subdomains (Postfix's default matching).
  *
  *	Bare line ends (smtpd_bare_mode()): what smtpd_forbid_bare_newline
- *	says (disconnect, normalize, note, reject; session.c and
+ *	says (disconnect, normalize, note, reject; content.c and
  *	smtp/data.c say what each does), or normalize for a client in
  *	smtpd_forbid_bare_newline_exclusions. The parameter's values are
  *	checked here, with message_strip_characters (a set of bytes, no CR

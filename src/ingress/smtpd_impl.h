@@ -32,6 +32,33 @@
  *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
  *
+ *	Sessions (session.c), for the commands and the content:
+ *
+ *	const char *session_hostname(const struct smtpd_session *ss)
+ *	void	session_reply(struct smtpd_session *ss, const char *fmt, ...)
+ *	void	session_reply_final(struct smtpd_session *ss,
+ *			const char *fmt, ...)
+ *	void	session_reply_raw(struct smtpd_session *ss, const char *text)
+ *	void	session_transaction_reset(struct smtpd_session *ss)
+ *	void	session_wait_begin(struct smtpd_session *ss)
+ *	void	session_wait_end(struct smtpd_session *ss)
+ *	int	session_callback_orphaned(struct smtpd_session *ss)
+ *
+ *	Commands (command.c), for the sessions:
+ *
+ *	void	command_run(struct smtpd_session *ss, const char *line,
+ *			size_t len)
+ *
+ *	Content (content.c), for the sessions and the commands:
+ *
+ *	void	content_begin(struct smtpd_session *ss, int mode)
+ *	int	content_read_data(struct smtpd_session *ss,
+ *			struct evbuffer *in)
+ *	int	content_read_chunk(struct smtpd_session *ss,
+ *			struct evbuffer *in)
+ *	int	content_bare_command(struct smtpd_session *ss)
+ *	void	content_drop(struct smtpd_session *ss)
+ *
  *	For the deadlines (deadline.c), the session's answer to one passed:
  *
  *	void	session_timeout(struct smtpd_session *ss)
@@ -56,8 +83,8 @@
  *			const char *hostname, int add_missing, time_t now)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
- *	smtpd.c, session.c, deadline.c and receive.c describe their
- *	functions.
+ *	smtpd.c, session.c, command.c, content.c, deadline.c and receive.c
+ *	describe their functions. SESSION_REPLY_MAX bounds one reply.
  */
 
 #include "ingress/ingress.h"
@@ -70,8 +97,11 @@
 #include <time.h>
 
 struct bufferevent;
+struct evbuffer;
 struct evconnlistener;
 struct event;
+
+#define SESSION_REPLY_MAX 600 /* bytes of one reply line, CRLF included */
 
 /* smtpd_forbid_bare_newline: what a bare line end from a client does. */
 enum bare_mode {
@@ -224,6 +254,24 @@ void session_shutdown(struct smtpd_session *ss);
 int session_busy(const struct smtpd_session *ss);
 void session_orphan(struct smtpd_session *ss);
 void session_timeout(struct smtpd_session *ss);
+const char *session_hostname(const struct smtpd_session *ss);
+void session_reply(struct smtpd_session *ss, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void session_reply_final(struct smtpd_session *ss, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void session_reply_raw(struct smtpd_session *ss, const char *text);
+void session_transaction_reset(struct smtpd_session *ss);
+void session_wait_begin(struct smtpd_session *ss);
+void session_wait_end(struct smtpd_session *ss);
+int session_callback_orphaned(struct smtpd_session *ss);
+
+void command_run(struct smtpd_session *ss, const char *line, size_t len);
+
+void content_begin(struct smtpd_session *ss, int mode);
+int content_read_data(struct smtpd_session *ss, struct evbuffer *in);
+int content_read_chunk(struct smtpd_session *ss, struct evbuffer *in);
+int content_bare_command(struct smtpd_session *ss);
+void content_drop(struct smtpd_session *ss);
 
 int deadline_init(struct smtpd_session *ss);
 void deadline_start(struct smtpd_session *ss);

@@ -6,7 +6,8 @@
  * DESCRIPTION
  *	Each input is what one client sends, in one stream: it is written to
  *	one end of a socket pair whose other end is a session of a real
- *	server (src/ingress/smtpd.c, session.c, deadline.c, receive.c) on a
+ *	server (src/ingress/smtpd.c, session.c, command.c, content.c,
+ *	deadline.c, receive.c) on a
  *	libevent loop, the write side is then shut, and the loop runs until
  *	the session is over. Each input is played three times, once in each
  *	way of reading bare line ends (smtpd_forbid_bare_newline): the

@@ -4,17 +4,18 @@
  * SYNOPSIS
  *	build/tests/test_ingress_maildrop
  * DESCRIPTION
- *	Tests src/ingress/maildrop.c in a queue directory made by
- *	mkdtemp() and removed at the end: the directories and their modes;
- *	the file format byte for byte; a round trip of a message with
- *	several recipients and a body holding every byte value; every kind
- *	of malformed file with its exact reason (truncated anywhere, bad
- *	magic, wrong version, bad fields, recipients and body lengths that
- *	do not match, trailing junk, links, directories, a recorded uid that
- *	is not the owner); the importer storing in age order, setting bad
- *	files aside with their reason, keeping files when the store fails,
- *	leaving and counting temporary files; and a few thousand seeded
- *	random mutations of a good file that must read as 0 or -1.
+ *	Tests src/ingress/maildrop.c, drop.c and pickup.c in a queue
+ *	directory made by mkdtemp() and removed at the end: the
+ *	directories and their modes; the file format byte for byte; a
+ *	round trip of a message with several recipients and a body
+ *	holding every byte value; every kind of malformed file with its
+ *	exact reason (truncated anywhere, bad magic, wrong version, bad
+ *	fields, recipients and body lengths that do not match, trailing
+ *	junk, links, directories, a recorded uid that is not the owner);
+ *	the importer storing in age order, setting bad files aside with
+ *	their reason, keeping files when the store fails, leaving and
+ *	counting temporary files; and a few thousand seeded random
+ *	mutations of a good file that must read as 0 or -1.
  */
 
 #include <stdarg.h>

@@ -4,7 +4,8 @@
  * SYNOPSIS
  *	build/tests/test_ingress_smtpd
  * DESCRIPTION
- *	Tests src/ingress/smtpd.c, session.c, deadline.c and receive.c:
+ *	Tests src/ingress/smtpd.c, session.c, command.c, content.c,
+ *	deadline.c and receive.c:
  *	each test starts a session on one end of a socket pair, with a
  *	made-up client address, and talks to it from the other end, running
  *	the event loop in this thread until the expected bytes have come. A

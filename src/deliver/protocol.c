@@ -1,0 +1,458 @@
+/*
+ * NAME
+ *	protocol 3 - the SMTP and LMTP client: one delivery's dialogue
+ * SYNOPSIS
+ *	#include "deliver/smtp_impl.h"
+ *
+ *	void	protocol_reply(struct deliver_session *s)
+ *	void	protocol_handshake_passed(struct deliver_session *s)
+ *	void	protocol_rcpt_set_rest(struct deliver_session *s,
+ *			enum deliver_status status, int code,
+ *			const char *enhanced, const char *text)
+ * DESCRIPTION
+ *	A delivery walks these states, each with its timeout:
+ *
+ *	CONNECT -> GREETING -> EHLO [-> HELO] -> MAIL -> RCPT... -> DATA
+ *	-> DOT -> QUIT
+ *
+ *	connection.c connects and reads; protocol_reply() takes each
+ *	complete reply (s->reply) to the state's function, which writes
+ *	the next command. With PIPELINING, MAIL, every RCPT and DATA are
+ *	written at once and their replies taken in order; a MAIL rejection
+ *	then leaves the RCPT and DATA replies to be read and ignored
+ *	(skip). Without it each command waits for its reply. LMTP (LHLO)
+ *	answers the end of data once per accepted recipient.
+ *
+ *	protocol_handshake_passed() follows EHLO/HELO, or a connection
+ *	taken from the cache: a message larger than the server's SIZE is
+ *	refused (552 5.3.4), else the transaction starts. After the end of
+ *	data the connection goes back to the cache when its limits allow,
+ *	else QUIT. A reply's code classifies it: 2xx delivered, 4xx
+ *	deferred, 5xx bounced. protocol_rcpt_set_rest() gives every
+ *	recipient not yet decided the same outcome.
+ */
+
+#include "deliver/smtp_impl.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+/* Set a recipient's final result, once. */
+static void rcpt_set(struct deliver_session *s, size_t i,
+                     enum deliver_status status, int code, const char *enhanced,
+                     const char *text)
+{
+    struct deliver_rcpt_result *r = &s->res->rcpt[i];
+
+    if (s->decided[i])
+        return;
+    s->decided[i] = 1;
+    r->status = status;
+    r->code = code;
+    if (enhanced && *enhanced)
+        snprintf(r->enhanced, sizeof(r->enhanced), "%s", enhanced);
+    else
+        snprintf(r->enhanced, sizeof(r->enhanced), "%c.0.0",
+                 status == DELIVER_OK       ? '2'
+                 : status == DELIVER_BOUNCE ? '5'
+                                            : '4');
+    free(r->text);
+    r->text = xstrdup(text ? text : "");
+}
+
+/* Every undecided recipient gets the same outcome. */
+void protocol_rcpt_set_rest(struct deliver_session *s,
+                            enum deliver_status status, int code,
+                            const char *enhanced, const char *text)
+{
+    for (size_t i = 0; i < s->req.nrcpt; i++)
+        rcpt_set(s, i, status, code, enhanced, text);
+}
+
+/* "host X[addr] said: 550 5.1.1 text (in reply to RCPT TO command)" */
+static void reply_text(struct deliver_session *s, const char *command,
+                       char *buf, size_t len)
+{
+    snprintf(buf, len, "host %s said: %d %s (in reply to %s command)", s->peer,
+             s->reply.code, s->reply.text ? s->reply.text : "", command);
+}
+
+static enum deliver_status reply_status(int code)
+{
+    return code < 400   ? DELIVER_OK
+           : code < 500 ? DELIVER_DEFER
+                        : DELIVER_BOUNCE;
+}
+
+static void send_line(struct deliver_session *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void send_line(struct deliver_session *s, const char *fmt, ...)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    va_list ap;
+
+    va_start(ap, fmt);
+    evbuffer_add_vprintf(out, fmt, ap);
+    va_end(ap);
+    evbuffer_add(out, "\r\n", 2);
+}
+
+static void send_quit(struct deliver_session *s)
+{
+    s->state = ST_QUIT;
+    send_line(s, "QUIT");
+    connection_timer_arm(s, s->req.timeouts.quit);
+}
+
+static void send_mail(struct deliver_session *s)
+{
+    char extra[512] = "";
+    size_t n = 0;
+    int eightbit = 0;
+
+    for (size_t i = 0; i < s->req.size && !eightbit; i++)
+        eightbit = (unsigned char)s->req.body[i] >= 0x80;
+    if (s->features & SMTP_EXT_SIZE)
+        n += snprintf(extra + n, sizeof(extra) - n, " SIZE=%zu", s->req.size);
+    if (eightbit && (s->features & SMTP_EXT_8BITMIME))
+        n += snprintf(extra + n, sizeof(extra) - n, " BODY=8BITMIME");
+    if ((s->features & SMTP_EXT_DSN) && s->req.ret)
+        n += snprintf(extra + n, sizeof(extra) - n, " RET=%s",
+                      s->req.ret == 1 ? "FULL" : "HDRS");
+    if ((s->features & SMTP_EXT_DSN) && s->req.envid)
+        snprintf(extra + n, sizeof(extra) - n, " ENVID=%s", s->req.envid);
+    /* The server takes NOTIFY on: success reports are its to send. */
+    s->res->dsn_passed =
+        s->req.proto == DELIVER_SMTP && (s->features & SMTP_EXT_DSN);
+    s->state = ST_MAIL;
+    send_line(s, "MAIL FROM:<%s>%s", s->req.sender, extra);
+    connection_timer_arm(s, s->req.timeouts.mail);
+}
+
+static void send_rcpt(struct deliver_session *s, size_t i)
+{
+    const struct deliver_rcpt *r = &s->req.rcpt[i];
+    char extra[600] = "";
+    size_t n = 0;
+
+    if ((s->features & SMTP_EXT_DSN) && r->notify) {
+        static const char *const names[] = {"NEVER", "SUCCESS", "FAILURE",
+                                            "DELAY"};
+        const char *sep = " NOTIFY=";
+
+        for (int b = 0; b < 4; b++)
+            if (r->notify & (1u << b)) {
+                n += snprintf(extra + n, sizeof(extra) - n, "%s%s", sep,
+                              names[b]);
+                sep = ",";
+            }
+    }
+    if ((s->features & SMTP_EXT_DSN) && r->orcpt)
+        snprintf(extra + n, sizeof(extra) - n, " ORCPT=%s", r->orcpt);
+    send_line(s, "RCPT TO:<%s>%s", r->address, extra);
+}
+
+/* The transaction: pipelined in one write, or MAIL first. */
+static void start_transaction(struct deliver_session *s)
+{
+    gettimeofday(&s->handshake_done, NULL);
+    s->handshake_ok = 1;
+    s->res->hop_ok = 1;
+    s->pipelined = (s->features & SMTP_EXT_PIPELINING) != 0;
+    send_mail(s);
+    if (s->pipelined) {
+        for (size_t i = 0; i < s->req.nrcpt; i++)
+            send_rcpt(s, i);
+        send_line(s, "DATA");
+    }
+}
+
+static void emit_body(void *ctx, const char *p, size_t len)
+{
+    evbuffer_add(ctx, p, len);
+}
+
+static void send_body(struct deliver_session *s)
+{
+    struct smtp_stuffer st = {0};
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+
+    smtp_stuff(&st, s->req.body, s->req.size, emit_body, out);
+    smtp_stuff_end(&st, emit_body, out);
+    s->state = ST_DOT;
+    s->dot_replied = 0;
+    connection_timer_arm(s,
+                         s->req.timeouts.data_xfer + s->req.timeouts.data_done);
+}
+
+static void on_greeting(struct deliver_session *s)
+{
+    char reason[600];
+
+    if (s->reply.code / 100 != 2) {
+        snprintf(reason, sizeof(reason), "host %s refused to talk to me: %d %s",
+                 s->peer, s->reply.code, s->reply.text);
+        connection_next_address(s, reason);
+        return;
+    }
+    s->state = ST_EHLO;
+    send_line(s, "%s %s", s->req.proto == DELIVER_LMTP ? "LHLO" : "EHLO",
+              s->req.helo_name);
+    connection_timer_arm(s, s->req.timeouts.helo);
+}
+
+/*
+ * The handshake is done (or skipped, on a cached connection): refuse a
+ * message the server said it cannot take, or start the transaction.
+ */
+void protocol_handshake_passed(struct deliver_session *s)
+{
+    char reason[600];
+
+    if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
+        s->req.size > s->size_limit) {
+        snprintf(reason, sizeof(reason),
+                 "message size %zu exceeds size limit %llu of server %s",
+                 s->req.size, (unsigned long long)s->size_limit, s->peer);
+        gettimeofday(&s->handshake_done, NULL);
+        s->handshake_ok = 1;
+        s->res->hop_ok = 1;
+        protocol_rcpt_set_rest(s, DELIVER_BOUNCE, 552, "5.3.4", reason);
+        send_quit(s);
+        return;
+    }
+    start_transaction(s);
+}
+
+static void on_ehlo(struct deliver_session *s)
+{
+    char reason[600];
+
+    if (s->reply.code / 100 == 2) {
+        s->features = smtp_ehlo_features(&s->reply, &s->size_limit);
+        protocol_handshake_passed(s);
+        return;
+    }
+    if (s->req.proto == DELIVER_SMTP && s->state == ST_EHLO) {
+        s->state = ST_HELO;
+        send_line(s, "HELO %s", s->req.helo_name);
+        connection_timer_arm(s, s->req.timeouts.helo);
+        return;
+    }
+    snprintf(reason, sizeof(reason), "host %s refused to talk to me: %d %s",
+             s->peer, s->reply.code, s->reply.text);
+    connection_next_address(s, reason);
+}
+
+static void data_rejected(struct deliver_session *s, const char *command)
+{
+    char text[SMTP_REPLY_MAX_TEXT / 8];
+
+    reply_text(s, command, text, sizeof(text));
+    for (size_t i = 0; i < s->req.nrcpt; i++)
+        if (s->accepted_flag[i])
+            rcpt_set(s, i, reply_status(s->reply.code), s->reply.code,
+                     s->reply.enhanced, text);
+}
+
+static void after_rcpts(struct deliver_session *s)
+{
+    if (s->pipelined) {
+        s->state = ST_DATA; /* DATA was sent with the RCPTs */
+        connection_timer_arm(s, s->req.timeouts.data_init);
+    } else if (s->accepted > 0) {
+        s->state = ST_DATA;
+        send_line(s, "DATA");
+        connection_timer_arm(s, s->req.timeouts.data_init);
+    } else {
+        send_quit(s);
+    }
+}
+
+static void on_mail(struct deliver_session *s)
+{
+    char text[SMTP_REPLY_MAX_TEXT / 8];
+
+    if (s->reply.code / 100 == 2) {
+        s->state = ST_RCPT;
+        s->rcpt_replied = 0;
+        if (!s->pipelined)
+            send_rcpt(s, 0);
+        connection_timer_arm(s, s->req.timeouts.rcpt);
+        return;
+    }
+    reply_text(s, "MAIL FROM", text, sizeof(text));
+    protocol_rcpt_set_rest(s, reply_status(s->reply.code), s->reply.code,
+                           s->reply.enhanced, text);
+    if (s->pipelined) {
+        s->skip = s->req.nrcpt + 1; /* the RCPT and DATA replies */
+        s->state = ST_QUIT;
+        connection_timer_arm(s, s->req.timeouts.rcpt);
+        return;
+    }
+    send_quit(s);
+}
+
+static void on_rcpt(struct deliver_session *s)
+{
+    size_t i = s->rcpt_replied++;
+    char text[SMTP_REPLY_MAX_TEXT / 8];
+
+    if (s->reply.code / 100 == 2) {
+        s->accepted_flag[i] = 1;
+        s->accepted++;
+    } else {
+        reply_text(s, "RCPT TO", text, sizeof(text));
+        rcpt_set(s, i, reply_status(s->reply.code), s->reply.code,
+                 s->reply.enhanced, text);
+    }
+    if (s->rcpt_replied < s->req.nrcpt) {
+        if (!s->pipelined)
+            send_rcpt(s, s->rcpt_replied);
+        connection_timer_arm(s, s->req.timeouts.rcpt);
+        return;
+    }
+    after_rcpts(s);
+}
+
+static void on_data(struct deliver_session *s)
+{
+    if (s->reply.code == 354 && s->accepted > 0) {
+        send_body(s);
+        return;
+    }
+    if (s->reply.code == 354) {
+        /* Pipelined DATA with no recipient left: end it empty. */
+        evbuffer_add(bufferevent_get_output(s->bev), ".\r\n", 3);
+        s->skip = 1;
+        s->state = ST_QUIT;
+        connection_timer_arm(s, s->req.timeouts.data_done);
+        return;
+    }
+    if (s->accepted > 0)
+        data_rejected(s, "DATA");
+    send_quit(s);
+}
+
+/*
+ * After the end-of-data replies the connection is between transactions:
+ * keep it for the next delivery to this destination, or say QUIT.
+ */
+static void end_transaction(struct deliver_session *s)
+{
+    struct deliver_conn conn;
+
+    const struct deliver_cache_params *limits;
+
+    if (s->req.cache == NULL || s->req.cache_key == NULL ||
+        !deliver_cache_may_keep(limits =
+                                    deliver_cache_limits(s->req.cache, &s->req),
+                                &s->born, s->uses)) {
+        send_quit(s);
+        return;
+    }
+    memset(&conn, 0, sizeof(conn));
+    conn.bev = s->bev;
+    snprintf(conn.peer, sizeof(conn.peer), "%s", s->peer);
+    snprintf(conn.relay, sizeof(conn.relay), "%s", s->res->relay);
+    conn.features = s->features;
+    conn.size_limit = s->size_limit;
+    conn.born = s->born;
+    conn.uses = s->uses;
+    s->bev = NULL; /* the cache's now */
+    deliver_cache_put(s->req.cache, limits, s->req.cache_key, &conn);
+    connection_finish(s);
+}
+
+static void on_dot(struct deliver_session *s)
+{
+    char text[SMTP_REPLY_MAX_TEXT / 8];
+
+    if (s->req.proto == DELIVER_LMTP) {
+        /* One reply per accepted recipient, in order. */
+        size_t seen = 0;
+
+        /* As for SMTP: the reply alone when sent, quoted when not. */
+        if (s->reply.code / 100 == 2)
+            snprintf(text, sizeof(text), "%d %s", s->reply.code, s->reply.text);
+        else
+            snprintf(text, sizeof(text),
+                     "host %s said: %d %s (in reply to end of "
+                     "DATA command)",
+                     s->peer, s->reply.code, s->reply.text);
+        for (size_t i = 0; i < s->req.nrcpt; i++) {
+            if (!s->accepted_flag[i])
+                continue;
+            if (seen++ == s->dot_replied) {
+                rcpt_set(s, i, reply_status(s->reply.code), s->reply.code,
+                         s->reply.enhanced, text);
+                break;
+            }
+        }
+        if (++s->dot_replied < s->accepted) {
+            connection_timer_arm(s, s->req.timeouts.data_done);
+            return;
+        }
+    } else if (s->reply.code / 100 == 2) {
+        /* The log says "status=sent (250 2.0.0 Ok: queued as X)". */
+        snprintf(text, sizeof(text), "%d %s", s->reply.code, s->reply.text);
+        for (size_t i = 0; i < s->req.nrcpt; i++)
+            if (s->accepted_flag[i])
+                rcpt_set(s, i, DELIVER_OK, s->reply.code, s->reply.enhanced,
+                         text);
+    } else {
+        data_rejected(s, "end of DATA");
+    }
+    end_transaction(s);
+}
+
+void protocol_reply(struct deliver_session *s)
+{
+    if (s->reused && s->replies == 0 && s->reply.code == 421) {
+        /*
+         * The server gave up on the idle connection as we took it from
+         * the cache: its 421 crossed our MAIL on the wire. Nothing was
+         * decided, so this is a dead cached connection, not a refusal.
+         */
+        connection_reconnect(s);
+        return;
+    }
+    s->replies++;
+    if (s->skip > 0) {
+        if (--s->skip == 0)
+            send_quit(s);
+        return;
+    }
+    switch (s->state) {
+    case ST_GREETING:
+        on_greeting(s);
+        break;
+    case ST_EHLO:
+    case ST_HELO:
+        on_ehlo(s);
+        break;
+    case ST_MAIL:
+        on_mail(s);
+        break;
+    case ST_RCPT:
+        on_rcpt(s);
+        break;
+    case ST_DATA:
+        on_data(s);
+        break;
+    case ST_DOT:
+        on_dot(s);
+        break;
+    case ST_QUIT:
+        connection_finish(s);
+        break;
+    default:
+        break;
+    }
+}

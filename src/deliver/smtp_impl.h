@@ -1,0 +1,100 @@
+#ifndef SLUICE_SMTP_IMPL_H
+#define SLUICE_SMTP_IMPL_H
+
+/*
+ * NAME
+ *	smtp_impl 3h - what the SMTP and LMTP client's files share
+ * SYNOPSIS
+ *	#include "deliver/smtp_impl.h"
+ *
+ *	Connection handling (connection.c), for the protocol steps:
+ *
+ *	void	connection_timer_arm(struct deliver_session *s, int ms)
+ *	void	connection_next_address(struct deliver_session *s,
+ *			const char *reason)
+ *	void	connection_reconnect(struct deliver_session *s)
+ *	void	connection_finish(struct deliver_session *s)
+ *
+ *	Protocol steps (protocol.c), for the connection handling:
+ *
+ *	void	protocol_reply(struct deliver_session *s)
+ *	void	protocol_handshake_passed(struct deliver_session *s)
+ *	void	protocol_rcpt_set_rest(struct deliver_session *s,
+ *			enum deliver_status status, int code,
+ *			const char *enhanced, const char *text)
+ * DESCRIPTION
+ *	Nothing outside the client's files includes this header.
+ *	connection.c and protocol.c describe their functions. A struct
+ *	deliver_session is one delivery: the request (copied), the result
+ *	being built, the connection in use and where the dialogue is
+ *	(enum deliver_state).
+ */
+
+#include "deliver/deliver_impl.h"
+#include "smtp/smtp.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+struct event;
+struct event_base;
+
+/* Where a delivery is; connection.c names each for reasons. */
+enum deliver_state {
+    ST_CONNECT,
+    ST_GREETING,
+    ST_EHLO,
+    ST_HELO,
+    ST_MAIL,
+    ST_RCPT,
+    ST_DATA,
+    ST_DOT,
+    ST_QUIT,
+    ST_DONE,
+};
+
+struct deliver_session {
+    struct event_base *base;
+    struct deliver_request req; /* copied */
+    deliver_done_fn *done;
+    void *ctx;
+    struct deliver_result *res;
+    size_t addr;  /* index of the address in use */
+    int sessions; /* connections tried */
+    struct bufferevent *bev;
+    struct event *timer;
+    struct event *finish; /* calls done from the loop */
+    enum deliver_state state;
+    struct smtp_reply reply;
+    unsigned features;
+    uint64_t size_limit;
+    int pipelined;
+    int handshake_ok; /* greeting and EHLO/HELO passed somewhere */
+    size_t rcpt_replied;
+    size_t accepted;
+    size_t dot_replied; /* LMTP: replies after the body */
+    char *decided;      /* per recipient: a final result is set */
+    char *accepted_flag;
+    size_t skip; /* replies to ignore after a rejected MAIL */
+    char peer[400];
+    struct timeval start, handshake_done;
+    char last_failure[600];
+    int reused;          /* the connection came from the cache */
+    size_t replies;      /* complete replies on this connection */
+    struct timeval born; /* when this connection was made */
+    int uses;            /* deliveries it carried, this one included */
+};
+
+void connection_timer_arm(struct deliver_session *s, int ms);
+void connection_next_address(struct deliver_session *s, const char *reason);
+void connection_reconnect(struct deliver_session *s);
+void connection_finish(struct deliver_session *s);
+
+void protocol_reply(struct deliver_session *s);
+void protocol_handshake_passed(struct deliver_session *s);
+void protocol_rcpt_set_rest(struct deliver_session *s,
+                            enum deliver_status status, int code,
+                            const char *enhanced, const char *text);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * NAME
+ *	command 3 - the SMTP server's commands: the verbs and their order
+ * SYNOPSIS
+ *	#include "ingress/smtpd_impl.h"
+ *
+ *	void	command_run(struct smtpd_session *ss, const char *line,
+ *			size_t len)
+ * DESCRIPTION
+ *	command_run() parses one command line of session ss (without its
+ *	line end) with smtp_command_parse(), hands it to its verb's
+ *	function (the table verbs[]) and counts it for the "disconnect
+ *	from" line.
+ *
+ *	The order of commands: EHLO or HELO first (then MAIL, ETRN), MAIL,
+ *	one or more RCPT, then DATA or BDAT chunks; EHLO, HELO and RSET
+ *	end a transaction. A command out of order is "503 5.5.1"; a
+ *	syntax error the parser's 501 or 555; a command that does not
+ *	exist "500 5.5.2", one that sluice does not implement (STARTTLS,
+ *	EXPN, TURN) "502 5.5.1". Each NOOP, VRFY, ETRN or RSET beyond
+ *	smtpd_junk_command_limit counts as an error; a message accepted
+ *	starts the count again. Relay permission (mynetworks) is looked up
+ *	at each RCPT and ETRN, so that a reload applies to open sessions.
+ *
+ *	MAIL checks the size the client announces against
+ *	message_size_limit (552 5.3.4) and asks the server about storage
+ *	and flow (452 4.3.1, or a delayed answer). RCPT counts recipients
+ *	against smtpd_recipient_limit (452 4.5.3: the client sends the
+ *	rest in another transaction) and applies the relay policy: a
+ *	client outside mynetworks may send only to relay_domains, and
+ *	never with a local part that routes on ("%", "!", "@"), or gets
+ *	"554 5.7.1 <address>: Relay access denied"; a bare "postmaster" is
+ *	always accepted (RFC 5321 4.5.1). RCPT after the first chunk is
+ *	"503 5.5.1" (RFC 3030 2: the recipients come first). DATA and the
+ *	first BDAT begin the content (content.c); a BDAT whose size cannot
+ *	be parsed ends the session after its 501, since where the commands
+ *	resume is unknown.
+ *
+ *	ETRN (after HELO, outside a transaction) flushes the node's
+ *	deferred mail: "domain", "@domain" (with its subdomains); a client
+ *	outside mynetworks only for relay_domains (459 4.7.1); "#queue" is
+ *	not supported (458).
+ *
+ *	Log lines: "NOQUEUE: reject: RCPT from CLIENT: REPLY; from=<S>
+ *	to=<R> proto=ESMTP helo=<H>", "NOQUEUE: reject: MAIL from CLIENT:
+ *	452 4.3.1 REASON; from=<S>".
+ */
+
+#include "ingress/smtpd_impl.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
+                      int esmtp)
+{
+    struct smtpd_server *s = ss->s;
+    char size[40] = "SIZE", text[SESSION_REPLY_MAX];
+    size_t n;
+
+    session_transaction_reset(ss);
+    free(ss->helo);
+    n = strlen(cmd->arg);
+    ss->helo = xstrndup(cmd->arg, n < SMTPD_HELO_MAX ? n : SMTPD_HELO_MAX);
+    for (char *c = ss->helo; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == 0x7f)
+            *c = '?'; /* it goes into log lines */
+    ss->esmtp = esmtp;
+    if (!esmtp) {
+        session_reply(ss, "250 %s", s->cf.hostname);
+        return;
+    }
+    if (s->cf.size_limit > 0)
+        snprintf(size, sizeof(size), "SIZE %llu",
+                 (unsigned long long)s->cf.size_limit);
+    snprintf(text, sizeof(text),
+             "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s"
+             "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"
+             "250 CHUNKING\r\n",
+             s->cf.hostname, size, s->ops.flush ? "250-ETRN\r\n" : "");
+    session_reply_raw(ss, text);
+    ss->last_code = 250;
+}
+
+static void cmd_ehlo(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    cmd_hello(ss, cmd, 1);
+}
+
+static void cmd_helo(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    cmd_hello(ss, cmd, 0);
+}
+
+static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    struct smtpd_server *s = ss->s;
+    char why[300];
+    long delay;
+
+    if (ss->helo == NULL) {
+        session_reply(ss, "503 5.5.1 Error: send HELO/EHLO first");
+        return;
+    }
+    if (ss->in_mail) {
+        session_reply(ss, "503 5.5.1 Error: nested MAIL command");
+        return;
+    }
+    if (s->cf.size_limit > 0 && cmd->has_size && cmd->size > s->cf.size_limit) {
+        session_reply(ss, "552 5.3.4 Message size exceeds fixed limit");
+        return;
+    }
+    if (smtpd_storage_check(s, cmd->has_size ? cmd->size : 0, why,
+                            sizeof(why)) < 0 ||
+        (delay = smtpd_flow_delay(s, why, sizeof(why))) < 0) {
+        session_reply(ss, "452 4.3.1 %s", why);
+        smtpd_log(s, "NOQUEUE: reject: MAIL from %s: 452 4.3.1 %s; from=<%s>",
+                  ss->client, why, cmd->path);
+        return;
+    }
+    ss->in_mail = 1;
+    ss->sender = xstrdup(cmd->path);
+    ss->envid = cmd->envid;
+    cmd->envid = NULL;
+    ss->ret = cmd->ret;
+    ss->declared_size = cmd->size;
+    if (delay == 0) {
+        session_reply(ss, "250 2.1.0 Ok");
+        return;
+    }
+    struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
+
+    session_wait_begin(ss);
+    evtimer_add(ss->delay_ev, &tv);
+}
+
+/* May this client send to address? */
+static int relay_allowed(const struct smtpd_session *ss, const char *address)
+{
+    const char *at = strrchr(address, '@');
+
+    if (smtpd_client_trusted(ss))
+        return 1;
+    if (at == NULL)
+        return strcasecmp(address, "postmaster") == 0;
+    /* a local part that routes on would make us relay for anyone */
+    for (const char *p = address; p < at; p++)
+        if (*p == '%' || *p == '!' || *p == '@')
+            return 0;
+    return smtpd_relay_domain(ss->s, at + 1);
+}
+
+static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    struct smtpd_rcpt *r;
+
+    if (!ss->in_mail) {
+        session_reply(ss, "503 5.5.1 Error: need MAIL command");
+        return;
+    }
+    if (ss->chunking) { /* RFC 3030 2: recipients come before content */
+        session_reply(ss, "503 5.5.1 Error: RCPT after BDAT");
+        return;
+    }
+    if ((long)ss->nrcpt >= ss->s->cf.recipient_limit) {
+        session_reply(ss, "452 4.5.3 Error: too many recipients");
+        return;
+    }
+    if (!relay_allowed(ss, cmd->path)) {
+        session_reply(ss, "554 5.7.1 <%s>: Relay access denied", cmd->path);
+        smtpd_log(ss->s,
+                  "NOQUEUE: reject: RCPT from %s: 554 5.7.1 <%s>: Relay "
+                  "access denied; from=<%s> to=<%s> proto=%s helo=<%s>",
+                  ss->client, cmd->path, ss->sender, cmd->path,
+                  ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+        return;
+    }
+    if (ss->nrcpt == ss->rcpt_size) {
+        ss->rcpt_size = ss->rcpt_size ? 2 * ss->rcpt_size : 8;
+        ss->rcpt = xrealloc(ss->rcpt, ss->rcpt_size * sizeof(*ss->rcpt));
+    }
+    r = &ss->rcpt[ss->nrcpt++];
+    r->address = xstrdup(cmd->path);
+    r->notify = cmd->notify;
+    r->orcpt = cmd->orcpt;
+    cmd->orcpt = NULL;
+    session_reply(ss, "250 2.1.5 Ok");
+}
+
+/* Can a message's content start now? */
+static int content_allowed(struct smtpd_session *ss, char *why, size_t len)
+{
+    if (!ss->in_mail)
+        snprintf(why, len, "503 5.5.1 Error: need MAIL command");
+    else if (ss->nrcpt == 0)
+        snprintf(why, len, "503 5.5.1 Error: need RCPT command");
+    else
+        return 1;
+    return 0;
+}
+
+static void cmd_data(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    char why[160];
+
+    (void)cmd;
+    if (!content_allowed(ss, why, sizeof(why))) {
+        session_reply(ss, "%s", why);
+        return;
+    }
+    if (ss->chunking) {
+        session_reply(ss, "503 5.5.1 Error: DATA after BDAT");
+        return;
+    }
+    content_begin(ss, SMTP_DATA_DOT);
+    ss->state = SESSION_DATA;
+    session_reply(ss, "354 End data with <CR><LF>.<CR><LF>");
+}
+
+static void cmd_bdat(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    ss->chunk_left = cmd->chunk;
+    ss->chunk_last = cmd->last;
+    ss->chunk_skip =
+        !content_allowed(ss, ss->chunk_reply, sizeof(ss->chunk_reply));
+    if (!ss->chunk_skip && !ss->chunking) {
+        content_begin(ss, SMTP_DATA_RAW);
+        ss->chunking = 1;
+    }
+    ss->state = SESSION_BDAT;
+}
+
+static void cmd_rset(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_transaction_reset(ss);
+    session_reply(ss, "250 2.0.0 Ok");
+}
+
+static void cmd_noop(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_reply(ss, "250 2.0.0 Ok");
+}
+
+static void cmd_quit(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_reply_final(ss, "221 2.0.0 Bye");
+}
+
+static void cmd_vrfy(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_reply(ss, "252 2.0.0 Cannot VRFY user, but will accept message and "
+                      "attempt delivery");
+}
+
+static void cmd_help(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_reply(ss,
+                  "214 2.0.0 Commands: EHLO HELO MAIL RCPT DATA BDAT RSET NOOP "
+                  "QUIT VRFY HELP ETRN");
+}
+
+static void cmd_starttls(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    (void)cmd;
+    session_reply(ss, "502 5.5.1 Error: command not implemented");
+}
+
+static void flushed(void *conn, long messages, const char *why)
+{
+    struct smtpd_session *ss = conn;
+
+    if (session_callback_orphaned(ss))
+        return;
+    if (why != NULL)
+        session_reply(ss, "458 4.3.0 Unable to queue messages for node %s",
+                      ss->etrn);
+    else if (messages == 0)
+        session_reply(ss, "251 2.0.0 OK, no messages waiting for node %s",
+                      ss->etrn);
+    else
+        session_reply(ss,
+                      "253 2.0.0 OK, %ld pending messages for node %s started",
+                      messages, ss->etrn);
+    session_wait_end(ss);
+}
+
+static int node_ok(const char *d)
+{
+    size_t n = strlen(d);
+
+    if (n == 0 || n > LOCAL_DOMAIN_MAX)
+        return 0;
+    for (; *d; d++)
+        if (!(*d >= 'a' && *d <= 'z') && !(*d >= 'A' && *d <= 'Z') &&
+            !(*d >= '0' && *d <= '9') && !strchr(".-_[]:", *d))
+            return 0;
+    return 1;
+}
+
+static void cmd_etrn(struct smtpd_session *ss, struct smtp_command *cmd)
+{
+    struct smtpd_server *s = ss->s;
+    const char *node = cmd->arg;
+    int subdomains = node[0] == '@';
+
+    if (ss->helo == NULL) {
+        session_reply(ss, "503 5.5.1 Error: send HELO/EHLO first");
+    } else if (ss->in_mail) {
+        session_reply(ss, "503 5.5.1 Error: MAIL transaction in progress");
+    } else if (s->ops.flush == NULL) {
+        session_reply(ss, "502 5.5.1 Error: command not implemented");
+    } else if (node[0] == '#') {
+        session_reply(ss,
+                      "458 4.3.0 Unable to queue messages for node %s: named "
+                      "queues are not supported",
+                      node);
+    } else if (!node_ok(node + subdomains)) {
+        session_reply(ss, "501 5.5.4 Syntax: ETRN domain");
+    } else if (!smtpd_client_trusted(ss) &&
+               !smtpd_relay_domain(s, node + subdomains)) {
+        session_reply(
+            ss, "459 4.7.1 <%s>: Node not allowed: not in relay_domains", node);
+    } else {
+        /* "@example.com": the domain and its subdomains (qmgr_flush) */
+        snprintf(ss->etrn, sizeof(ss->etrn), "%s%s", subdomains ? "." : "",
+                 node + subdomains);
+        session_wait_begin(ss);
+        ss->pending = 1;
+        s->ops.flush(s->ops.ctx, ss->etrn, flushed, ss);
+    }
+}
+
+/* The verbs, in enum smtp_verb's order. */
+static const struct {
+    const char *name;
+    void (*fn)(struct smtpd_session *, struct smtp_command *);
+    enum session_count count;
+} verbs[] = {
+    [SMTP_CMD_EHLO] = {"EHLO", cmd_ehlo, COUNT_EHLO},
+    [SMTP_CMD_HELO] = {"HELO", cmd_helo, COUNT_HELO},
+    [SMTP_CMD_MAIL] = {"MAIL", cmd_mail, COUNT_MAIL},
+    [SMTP_CMD_RCPT] = {"RCPT", cmd_rcpt, COUNT_RCPT},
+    [SMTP_CMD_DATA] = {"DATA", cmd_data, COUNT_DATA},
+    [SMTP_CMD_BDAT] = {"BDAT", cmd_bdat, COUNT_BDAT},
+    [SMTP_CMD_RSET] = {"RSET", cmd_rset, COUNT_RSET},
+    [SMTP_CMD_NOOP] = {"NOOP", cmd_noop, COUNT_NOOP},
+    [SMTP_CMD_QUIT] = {"QUIT", cmd_quit, COUNT_QUIT},
+    [SMTP_CMD_VRFY] = {"VRFY", cmd_vrfy, COUNT_VRFY},
+    [SMTP_CMD_HELP] = {"HELP", cmd_help, COUNT_HELP},
+    [SMTP_CMD_ETRN] = {"ETRN", cmd_etrn, COUNT_ETRN},
+    [SMTP_CMD_STARTTLS] = {"STARTTLS", cmd_starttls, COUNT_UNKNOWN},
+};
+
+/* Commands RFC 5321 and its predecessors name that sluice leaves out. */
+static int unimplemented(const char *line)
+{
+    static const char *const names[] = {"EXPN", "TURN", "ATRN", "SEND",
+                                        "SOML", "SAML", "AUTH"};
+    size_t n = strcspn(line, " ");
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (n == 4 && strncasecmp(line, names[i], 4) == 0)
+            return 1;
+    return 0;
+}
+
+void command_run(struct smtpd_session *ss, const char *line, size_t len)
+{
+    struct smtp_command cmd;
+    char why[SESSION_REPLY_MAX];
+    enum session_count c = COUNT_UNKNOWN;
+    int rc = smtp_command_parse(line, len, &cmd, why, sizeof(why));
+
+    if (rc == SMTP_PARSE_UNKNOWN && unimplemented(line)) {
+        session_reply(ss, "502 5.5.1 Error: command not implemented");
+        ss->last_verb = "UNIMPLEMENTED";
+    } else if (rc != 0 && cmd.verb == SMTP_CMD_BDAT) {
+        /* a chunk of unknown size: where commands resume is unknown */
+        session_reply_final(ss, "%d %s", rc, why);
+        ss->last_verb = "BDAT";
+        c = COUNT_BDAT;
+    } else if (rc != 0) {
+        session_reply(ss, "%d %s", rc, why);
+        if (cmd.verb != SMTP_CMD_UNKNOWN) {
+            c = verbs[cmd.verb].count;
+            ss->last_verb = verbs[cmd.verb].name;
+        } else {
+            ss->last_verb = "UNKNOWN";
+        }
+    } else {
+        c = verbs[cmd.verb].count;
+        ss->last_verb = verbs[cmd.verb].name;
+        verbs[cmd.verb].fn(ss, &cmd);
+    }
+    /* NOOP, VRFY, ETRN and RSET beyond the junk limit count as errors */
+    if ((c == COUNT_NOOP || c == COUNT_VRFY || c == COUNT_ETRN ||
+         c == COUNT_RSET) &&
+        ++ss->junk > ss->s->cf.junk_limit)
+        ss->errors++;
+    smtp_command_free(&cmd);
+    ss->counts[c][1]++;
+    ss->counts[c][0] += ss->last_code < 400 && ss->state != SESSION_BDAT;
+}
