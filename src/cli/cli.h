@@ -11,8 +11,7 @@
  *	extern const struct cli_command cli_queue_command, cli_show_command;
  *	extern const struct cli_command cli_delete_command, cli_hold_command,
  *			cli_release_command, cli_requeue_command;
- *	extern const struct cli_command cli_sendmail_command,
- *			cli_import_command, cli_recover_command;
+ *	extern const struct cli_command cli_recover_command;
  *	extern const struct cli_command cli_route_command, cli_reload_command,
  *			cli_flush_command;
  *
@@ -32,6 +31,8 @@
  *	and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL, or
  *	CLI_EXIT_USAGE after a usage line on stderr. A new subcommand is a
  *	new file with one struct cli_command, and one line in main.c.
+ *	"sluice sendmail" and "sluice import" are in src/sendmail/, which
+ *	uses the helpers below as the subcommands here do.
  *
  *	cli_conf_open() loads the configuration a subcommand runs with:
  *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
@@ -67,8 +68,6 @@ extern const struct cli_command cli_delete_command;
 extern const struct cli_command cli_hold_command;
 extern const struct cli_command cli_release_command;
 extern const struct cli_command cli_requeue_command;
-extern const struct cli_command cli_sendmail_command;
-extern const struct cli_command cli_import_command;
 extern const struct cli_command cli_recover_command;
 extern const struct cli_command cli_route_command;
 extern const struct cli_command cli_reload_command;
