@@ -11,16 +11,13 @@
  *	extern const struct cli_command cli_queue_command, cli_show_command;
  *	extern const struct cli_command cli_delete_command, cli_hold_command,
  *			cli_release_command, cli_requeue_command;
- *	extern const struct cli_command cli_sendmail_command,
- *			cli_import_command, cli_recover_command;
+ *	extern const struct cli_command cli_import_command, cli_recover_command;
  *	extern const struct cli_command cli_route_command, cli_reload_command,
  *			cli_flush_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
  *			int flags, struct spool **sp)
- *	void	cli_spool_config(const struct conf *conf,
- *			struct spool_config *cf)
  * DESCRIPTION
  *	The sluice command (src/cli/main.c) is a dispatcher: it takes the
  *	global options, then runs one subcommand from its table. A
@@ -32,12 +29,14 @@
  *	and returns the exit status: CLI_EXIT_OK, CLI_EXIT_FAIL, or
  *	CLI_EXIT_USAGE after a usage line on stderr. A new subcommand is a
  *	new file with one struct cli_command, and one line in main.c.
+ *	"sluice sendmail" is in src/sendmail/ (sendmail_main()), below
+ *	this layer: main.c gives it its table entry.
  *
  *	cli_conf_open() loads the configuration a subcommand runs with:
  *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
  *	default file (see conf_path()). On error it prints "sluice: " and
- *	the reason to stderr and returns NULL. cli_spool_open() and
- *	cli_spool_config() are described in spool_open.c.
+ *	the reason to stderr and returns NULL. cli_spool_open() is
+ *	described in spool_open.c.
  */
 
 #include "conf/conf.h"
@@ -67,7 +66,6 @@ extern const struct cli_command cli_delete_command;
 extern const struct cli_command cli_hold_command;
 extern const struct cli_command cli_release_command;
 extern const struct cli_command cli_requeue_command;
-extern const struct cli_command cli_sendmail_command;
 extern const struct cli_command cli_import_command;
 extern const struct cli_command cli_recover_command;
 extern const struct cli_command cli_route_command;
@@ -77,6 +75,5 @@ extern const struct cli_command cli_flush_command;
 struct conf *cli_conf_open(const char *opt_path);
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
                             struct spool **sp);
-void cli_spool_config(const struct conf *conf, struct spool_config *cf);
 
 #endif

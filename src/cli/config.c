@@ -57,17 +57,11 @@ const struct cli_command cli_config_command = {
 
 struct conf *cli_conf_open(const char *opt_path)
 {
-    struct conf *conf = daemon_conf_create();
-    const char *path;
     char why[1024];
-    int must_exist;
+    struct conf *conf = daemon_conf_open(opt_path, why, sizeof(why));
 
-    path = conf_path(opt_path, &must_exist);
-    if (conf_load(conf, path, must_exist, why, sizeof(why)) < 0) {
+    if (conf == NULL)
         fprintf(stderr, "sluice: %s\n", why);
-        conf_free(conf);
-        return NULL;
-    }
     return conf;
 }
 

@@ -27,6 +27,8 @@
  */
 
 #include "cli/cli.h"
+
+#include "daemon/daemon.h"
 #include "ingress/ingress.h"
 
 #include <stdio.h>
@@ -142,7 +144,7 @@ static int flush_run(const struct cli *cli, int argc, char **argv)
     }
     if ((conf = cli_conf_open(cli->config_path)) == NULL)
         return CLI_EXIT_FAIL;
-    cli_spool_config(conf, &cf);
+    daemon_spool_config(conf, &cf);
     rc = local_flush(cf.queue_directory, domain, FLUSH_TIMEOUT * 1000,
                      &messages, why, sizeof(why));
     conf_free(conf);

@@ -9,14 +9,19 @@
  *	argument that is not an option, from the table commands[] below,
  *	and exits with its status. "help" and "version" live here because
  *	they are about the command itself; every other subcommand is a
- *	struct cli_command in its own file (see cli.h). "--help" and
- *	"--version" in the command's place are the same as "help" and
- *	"version", as most commands take them.
+ *	struct cli_command in its own file (see cli.h), except "sendmail",
+ *	whose entry is here and whose work is src/sendmail/'s
+ *	(sendmail_main()). "--help" and "--version"
+ *	in the command's place are the same as "help" and "version", as
+ *	most commands take them. Called sendmail (argv[0]), the program is
+ *	"sluice sendmail".
  *
  *	Exit status: the subcommand's; 64 on a usage error.
  */
 
 #include "cli/cli.h"
+
+#include "sendmail/sendmail.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +29,14 @@
 
 static int help_run(const struct cli *cli, int argc, char **argv);
 static int version_run(const struct cli *cli, int argc, char **argv);
+static int sendmail_run(const struct cli *cli, int argc, char **argv);
+
+static const struct cli_command sendmail_command = {
+    "sendmail",
+    SENDMAIL_ARGS,
+    "submit a message read on standard input",
+    sendmail_run,
+};
 
 static const struct cli_command help_command = {
     "help",
@@ -41,14 +54,19 @@ static const struct cli_command version_command = {
 
 /* The subcommands, in the order "sluice help" lists them. */
 static const struct cli_command *const commands[] = {
-    &cli_sendmail_command, &cli_import_command,  &cli_queue_command,
-    &cli_show_command,     &cli_delete_command,  &cli_hold_command,
-    &cli_release_command,  &cli_requeue_command, &cli_recover_command,
-    &cli_config_command,   &cli_route_command,   &cli_reload_command,
-    &cli_flush_command,    &help_command,        &version_command,
+    &sendmail_command,    &cli_import_command,  &cli_queue_command,
+    &cli_show_command,    &cli_delete_command,  &cli_hold_command,
+    &cli_release_command, &cli_requeue_command, &cli_recover_command,
+    &cli_config_command,  &cli_route_command,   &cli_reload_command,
+    &cli_flush_command,   &help_command,        &version_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int sendmail_run(const struct cli *cli, int argc, char **argv)
+{
+    return sendmail_main(cli->config_path, argc, argv);
+}
 
 static const struct cli_command *command_find(const char *name)
 {
@@ -117,7 +135,7 @@ int main(int argc, char **argv)
 
     /* Installed as the system's sendmail, it is sendmail. */
     if (strcmp(base ? base + 1 : argv[0], "sendmail") == 0)
-        return cli_sendmail_command.run(&cli, argc, argv);
+        return sendmail_command.run(&cli, argc, argv);
 
     opterr = 0;
     while (optind < argc && strncmp(argv[optind], "--", 2) != 0 &&

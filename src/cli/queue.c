@@ -24,6 +24,8 @@
 
 #include "cli/cli.h"
 
+#include "daemon/daemon.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -201,7 +203,7 @@ static int queue_run(const struct cli *cli, int argc, char **argv)
     {
         struct spool_config cf;
 
-        cli_spool_config(conf, &cf);
+        daemon_spool_config(conf, &cf);
         if (spool_open(&sp, &cf, SPOOL_READONLY, why, sizeof(why)) < 0) {
             conf_free(conf);
             if (errno == ENOENT) {

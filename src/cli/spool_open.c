@@ -6,8 +6,6 @@
  *
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
  *			int flags, struct spool **sp)
- *	void	cli_spool_config(const struct conf *conf,
- *			struct spool_config *cf)
  * DESCRIPTION
  *	cli_spool_open() loads the configuration (-c, $SLUICE_CONFIG, the
  *	default file) and opens the spool it names with the spool_open()
@@ -16,22 +14,16 @@
  *	is no spool yet; EACCES: the caller may not use it). On success the
  *	caller closes the spool and frees the configuration.
  *
- *	cli_spool_config() fills a spool configuration from sluice's
- *	parameters (queue_directory, queue_map_size, queue_map_size_limit);
- *	the strings stay the configuration's.
+ *	The spool's configuration comes from daemon_spool_config(), as the
+ *	daemon's does.
  */
 
 #include "cli/cli.h"
 
+#include "daemon/daemon.h"
+
 #include <errno.h>
 #include <stdio.h>
-
-void cli_spool_config(const struct conf *conf, struct spool_config *cf)
-{
-    cf->queue_directory = conf_str(conf, NULL, "queue_directory");
-    cf->map_size = (uint64_t)conf_int(conf, NULL, "queue_map_size");
-    cf->map_size_limit = (uint64_t)conf_int(conf, NULL, "queue_map_size_limit");
-}
 
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
                             struct spool **sp)
@@ -46,7 +38,7 @@ struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
         errno = EINVAL;
         return NULL;
     }
-    cli_spool_config(conf, &cf);
+    daemon_spool_config(conf, &cf);
     if (spool_open(sp, &cf, flags, why, sizeof(why)) < 0) {
         err = errno;
         fprintf(stderr, "sluice: %s: %s\n", cmd, why);

@@ -5,6 +5,10 @@
  *	#include "daemon/daemon.h"
  *
  *	struct conf *daemon_conf_create(void)
+ *	struct conf *daemon_conf_open(const char *opt_path, char *why,
+ *			size_t whylen)
+ *	void	daemon_spool_config(const struct conf *conf,
+ *			struct spool_config *cf)
  *	int	daemon_config_load(const char *opt_path, struct daemon_config *cf,
  *			conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
  *	void	daemon_config_free(struct daemon_config *cf)
@@ -65,6 +69,7 @@
 #include "ingress/ingress.h"
 #include "route/route.h"
 #include "smtp/smtp.h"
+#include "spool/spool.h"
 #include "util/util.h"
 
 #include <stdarg.h>
@@ -86,6 +91,27 @@ struct conf *daemon_conf_create(void)
     if (conf_default_set(conf, "myhostname", host, why, sizeof(why)) < 0)
         abort(); /* a string parameter takes any text */
     return conf;
+}
+
+struct conf *daemon_conf_open(const char *opt_path, char *why, size_t whylen)
+{
+    struct conf *conf = daemon_conf_create();
+    const char *path;
+    int must_exist;
+
+    path = conf_path(opt_path, &must_exist);
+    if (conf_load(conf, path, must_exist, why, whylen) < 0) {
+        conf_free(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+void daemon_spool_config(const struct conf *conf, struct spool_config *cf)
+{
+    cf->queue_directory = conf_str(conf, NULL, "queue_directory");
+    cf->map_size = (uint64_t)conf_int(conf, NULL, "queue_map_size");
+    cf->map_size_limit = (uint64_t)conf_int(conf, NULL, "queue_map_size_limit");
 }
 
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,

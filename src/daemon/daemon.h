@@ -9,6 +9,10 @@
  *	#include "daemon/daemon.h"
  *
  *	struct conf *daemon_conf_create(void)
+ *	struct conf *daemon_conf_open(const char *opt_path, char *why,
+ *			size_t whylen)
+ *	void	daemon_spool_config(const struct conf *conf,
+ *			struct spool_config *cf)
  *	int	daemon_config_load(const char *opt_path,
  *			struct daemon_config *cf, conf_warn_fn *warn,
  *			void *ctx, char *why, size_t whylen)
@@ -33,7 +37,12 @@
  *	daemon_conf_create() and daemon_config_load() give the
  *	configuration as sluiced takes it, with every check sluiced makes
  *	(config.c): sluiced, "sluice config" and "sluice reload" share
- *	them. daemon_smtpd_params() and daemon_dns_servers() turn
+ *	them. daemon_conf_open() is daemon_conf_create() and conf_load() of
+ *	the file conf_path(opt_path) chooses, without the other checks (the
+ *	commands that only read parameters use it); NULL with the reason in
+ *	why. daemon_spool_config() fills the spool's configuration
+ *	(queue_directory, queue_map_size, queue_map_size_limit) from conf;
+ *	strings point into conf. daemon_smtpd_params() and daemon_dns_servers() turn
  *	parameters into what the SMTP server and the resolver take.
  *
  *	One daemon per queue: daemon_pid_lock() takes an exclusive lock on
@@ -57,6 +66,7 @@
 
 struct route_table;
 struct smtpd_params;
+struct spool_config;
 
 /* A configuration that passed every check sluiced makes. */
 struct daemon_config {
@@ -66,6 +76,8 @@ struct daemon_config {
 };
 
 struct conf *daemon_conf_create(void);
+struct conf *daemon_conf_open(const char *opt_path, char *why, size_t whylen);
+void daemon_spool_config(const struct conf *conf, struct spool_config *cf);
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
                        conf_warn_fn *warn, void *ctx, char *why, size_t whylen);
 void daemon_config_free(struct daemon_config *cf);

@@ -407,10 +407,8 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    daemon_spool_config(d->conf, &cf);
     cf.queue_directory = d->queue_directory;
-    cf.map_size = (uint64_t)conf_int(d->conf, NULL, "queue_map_size");
-    cf.map_size_limit =
-        (uint64_t)conf_int(d->conf, NULL, "queue_map_size_limit");
     if (spool_open(&d->sp, &cf, SPOOL_CREATE, why, sizeof(why)) < 0 ||
         spool_recover(d->sp, &rec, why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
