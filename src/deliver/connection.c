@@ -382,10 +382,7 @@ struct deliver_session *deliver_start(struct event_base *base,
     struct deliver_conn conn;
     struct deliver_rcpt *rcpt = xcalloc(req->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = xcalloc(req->naddrs, sizeof(*addrs));
-    char *body = malloc(req->size + 1);
 
-    if (body == NULL)
-        abort();
     s->base = base;
     s->req = *req;
     s->req.helo_name = xstrdup(req->helo_name ? req->helo_name : "");
@@ -402,9 +399,9 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->req.addrs = addrs;
     s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
     s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
-    memcpy(body, req->body, req->size);
-    body[req->size] = 0;
-    s->req.body = body;
+    /* The body is shared with the caller and every other delivery of
+     * the message: a reference, not a copy. */
+    s->req.body = req->body ? util_blob_ref(req->body) : util_blob_copy("", 0);
     s->done = done;
     s->ctx = ctx;
     s->res = xcalloc(1, sizeof(*s->res));
@@ -448,7 +445,7 @@ void deliver_cancel(struct deliver_session *s)
     }
     free((struct deliver_rcpt *)s->req.rcpt);
     free((struct deliver_addr *)s->req.addrs);
-    free((char *)s->req.body);
+    util_blob_unref(s->req.body);
     free(s->decided);
     free(s->accepted_flag);
     free(s);

@@ -27,8 +27,10 @@
  *	deliver_start() delivers one entry (a message to some recipients of
  *	one destination) over SMTP or LMTP, asynchronously on the libevent
  *	loop base, and calls done exactly once with the outcome, never from
- *	inside deliver_start(). The request is copied; the result belongs
- *	to the callback (deliver_result_free()).
+ *	inside deliver_start(). The request is copied, except its body:
+ *	the session takes a reference to that blob (util_blob_ref()),
+ *	shared with the caller and every other delivery of the message.
+ *	The result belongs to the callback (deliver_result_free()).
  *
  *	The addresses of the request are tried in order (the caller puts
  *	them in MX preference order), at most session_limit connections:
@@ -123,6 +125,8 @@
  *	whole seconds above, rounded half up, trailing zeros left out.
  */
 
+#include "util/util.h"
+
 #include <event2/event.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -171,8 +175,7 @@ struct deliver_request {
     int ret;            /* 0 none, 1 FULL, 2 HDRS */
     const struct deliver_rcpt *rcpt;
     size_t nrcpt;
-    const char *body; /* CRLF line ends, not stuffed */
-    size_t size;
+    struct util_blob *body; /* CRLF line ends, not stuffed; NULL: empty */
     const struct deliver_addr *addrs;
     size_t naddrs;
     int session_limit;  /* connections at most (smtp_mx_session_limit) */

@@ -112,14 +112,16 @@ static void send_quit(struct deliver_session *s)
 
 static void send_mail(struct deliver_session *s)
 {
+    const char *body = util_blob_data(s->req.body);
+    size_t size = util_blob_len(s->req.body);
     char extra[512] = "";
     size_t n = 0;
     int eightbit = 0;
 
-    for (size_t i = 0; i < s->req.size && !eightbit; i++)
-        eightbit = (unsigned char)s->req.body[i] >= 0x80;
+    for (size_t i = 0; i < size && !eightbit; i++)
+        eightbit = (unsigned char)body[i] >= 0x80;
     if (s->features & SMTP_EXT_SIZE)
-        n += snprintf(extra + n, sizeof(extra) - n, " SIZE=%zu", s->req.size);
+        n += snprintf(extra + n, sizeof(extra) - n, " SIZE=%zu", size);
     if (eightbit && (s->features & SMTP_EXT_8BITMIME))
         n += snprintf(extra + n, sizeof(extra) - n, " BODY=8BITMIME");
     if ((s->features & SMTP_EXT_DSN) && s->req.ret)
@@ -183,7 +185,8 @@ static void send_body(struct deliver_session *s)
     struct smtp_stuffer st = {0};
     struct evbuffer *out = bufferevent_get_output(s->bev);
 
-    smtp_stuff(&st, s->req.body, s->req.size, emit_body, out);
+    smtp_stuff(&st, util_blob_data(s->req.body), util_blob_len(s->req.body),
+               emit_body, out);
     smtp_stuff_end(&st, emit_body, out);
     s->state = ST_DOT;
     s->dot_replied = 0;
@@ -216,10 +219,11 @@ void protocol_handshake_passed(struct deliver_session *s)
     char reason[600];
 
     if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
-        s->req.size > s->size_limit) {
+        util_blob_len(s->req.body) > s->size_limit) {
         snprintf(reason, sizeof(reason),
                  "message size %zu exceeds size limit %llu of server %s",
-                 s->req.size, (unsigned long long)s->size_limit, s->peer);
+                 util_blob_len(s->req.body), (unsigned long long)s->size_limit,
+                 s->peer);
         gettimeofday(&s->handshake_done, NULL);
         s->handshake_ok = 1;
         s->res->hop_ok = 1;

@@ -122,8 +122,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
     req.rcpt = rcpt;
     req.nrcpt = (size_t)d->nrcpt;
-    req.body = sm->body;
-    req.size = (size_t)sm->size;
+    req.body = d->m->body;
     req.session_limit = set.session_limit;
     req.timeouts = set.timeouts;
     req.reason = r->nexthop;

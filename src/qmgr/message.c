@@ -5,6 +5,7 @@
  *	#include "qmgr/qmgr_impl.h"
  *
  *	struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
+ *	void	qm_message_free(struct qm_msg *m)
  *	void	qm_message_load(struct qmgr *q, const char *id, int expire)
  *	void	qm_message_write(struct qm_msg *m,
  *			const struct spool_change *ch, int final)
@@ -13,6 +14,12 @@
  *	void	qm_core_message_done(void *ctx, struct core_message *cm)
  * DESCRIPTION
  *	qm_message_find() finds a message in memory by queue id.
+ *	qm_message_free() frees one that has left the queue manager's
+ *	lists; its body lives on while deliveries still hold it.
+ *
+ *	A message's body is read from the spool once, when it is loaded,
+ *	and every delivery of it sends that one copy (a util_blob: the
+ *	deliveries hold references, not copies).
  *
  *	qm_message_load() brings message id into memory: each recipient
  *	not yet final is routed to its destination queue; or, with expire,
@@ -56,6 +63,15 @@ struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
     return m;
 }
 
+void qm_message_free(struct qm_msg *m)
+{
+    m->sm->body = NULL; /* the blob's: freed with its last reference */
+    spool_msg_free(m->sm);
+    util_blob_unref(m->body);
+    free(m->relayed);
+    free(m);
+}
+
 static void message_forget(struct qm_msg *m)
 {
     struct qmgr *q = m->q;
@@ -66,9 +82,7 @@ static void message_forget(struct qm_msg *m)
     *pp = m->hnext;
     TAILQ_REMOVE(&q->msgs, m, link);
     q->active--;
-    spool_msg_free(m->sm);
-    free(m->relayed);
-    free(m);
+    qm_message_free(m);
     /*
      * A look at the spool walks past every message already in memory, so
      * it is worth it only when the last one left messages behind and
@@ -272,6 +286,7 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
         return;
     }
     m->q = q;
+    m->body = util_blob_adopt(m->sm->body, (size_t)m->sm->size);
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = qm_now_sec();
     if ((m->relayed = calloc(m->sm->nrcpt + 1, 1)) == NULL)

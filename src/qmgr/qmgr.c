@@ -310,9 +310,7 @@ void qmgr_free(struct qmgr *q)
     }
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
-        spool_msg_free(m->sm);
-        free(m->relayed);
-        free(m);
+        qm_message_free(m);
     }
     deliver_cache_free(q->cache);
     if (q->feed_ev)

@@ -38,6 +38,7 @@ struct qm_msg {
     struct qmgr *q;
     char id[SPOOL_ID_MAX + 1];
     struct spool_msg *sm;
+    struct util_blob *body; /* sm->body, shared with its deliveries */
     struct core_message *cm;
     double active;          /* seconds: entered the active queue */
     int pending;            /* spool writes not yet committed */
@@ -122,6 +123,7 @@ void qm_expire_sweep(struct qmgr *q);
 
 /* message.c */
 struct qm_msg *qm_message_find(struct qmgr *q, const char *id);
+void qm_message_free(struct qm_msg *m);
 void qm_message_load(struct qmgr *q, const char *id, int expire);
 void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
                       int final);

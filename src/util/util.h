@@ -15,6 +15,13 @@
  *
  *	void	util_panic(const char *fmt, ...)
  *	void	util_panic_hook_set(util_panic_hook_fn *hook)
+ *
+ *	struct util_blob *util_blob_adopt(char *data, size_t len)
+ *	struct util_blob *util_blob_copy(const char *data, size_t len)
+ *	struct util_blob *util_blob_ref(struct util_blob *b)
+ *	void	util_blob_unref(struct util_blob *b)
+ *	const char *util_blob_data(const struct util_blob *b)
+ *	size_t	util_blob_len(const struct util_blob *b)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -24,6 +31,9 @@
  *	The allocators (alloc.c) never return NULL: out of memory they
  *	panic. util_panic() (panic.c) reports a bug or an exhausted
  *	resource through the hook the daemon sets, then aborts.
+ *
+ *	A blob (blob.c) is bytes that several owners read, freed with the
+ *	last reference: one copy of a message body for all its deliveries.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -57,5 +67,14 @@ void util_panic(const char *fmt, ...)
 #endif
     ;
 void util_panic_hook_set(util_panic_hook_fn *hook);
+
+struct util_blob;
+
+struct util_blob *util_blob_adopt(char *data, size_t len);
+struct util_blob *util_blob_copy(const char *data, size_t len);
+struct util_blob *util_blob_ref(struct util_blob *b);
+void util_blob_unref(struct util_blob *b);
+const char *util_blob_data(const struct util_blob *b);
+size_t util_blob_len(const struct util_blob *b);
 
 #endif

@@ -198,8 +198,7 @@ static struct deliver_result *deliver(const struct deliver_addr *addrs,
     req.sender = "s@y.test";
     req.rcpt = two_rcpts;
     req.nrcpt = 2;
-    req.body = body;
-    req.size = strlen(body);
+    req.body = util_blob_copy(body, strlen(body));
     req.addrs = addrs;
     req.naddrs = naddrs;
     req.session_limit = 2;
@@ -208,6 +207,7 @@ static struct deliver_result *deliver(const struct deliver_addr *addrs,
                                              timeout_ms, timeout_ms};
     result = NULL;
     deliver_start(base, &req, done_cb, NULL);
+    util_blob_unref(req.body); /* the session holds its own */
     event_base_dispatch(base);
     event_base_free(base);
     assert_non_null(result);
@@ -481,11 +481,11 @@ static struct deliver_result *deliver_local(enum deliver_proto proto,
     req.sender = "s@y.test";
     req.rcpt = two_rcpts;
     req.nrcpt = 2;
-    req.body = "Subject: x\r\n\r\nbody\r\n";
-    req.size = strlen(req.body);
+    req.body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
     req.reason = reason;
     result = NULL;
     s = deliver_start(base, &req, done_cb, NULL);
+    util_blob_unref(req.body); /* the session holds its own */
     assert_non_null(s);
     /* Never from inside deliver_start(). */
     assert_null(result);
@@ -572,8 +572,7 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
     req.sender = "s@y.test";
     req.rcpt = two_rcpts;
     req.nrcpt = 2;
-    req.body = "Subject: x\r\n\r\nbody\r\n";
-    req.size = strlen(req.body);
+    req.body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
     req.addrs = a;
     req.naddrs = 1;
     req.session_limit = 1; /* a dead cached connection must not count */
@@ -584,6 +583,7 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
     req.cache_limits = req_limits;
     result = NULL;
     deliver_start(reuse_base, &req, reuse_done_cb, NULL);
+    util_blob_unref(req.body); /* the session holds its own */
     event_base_dispatch(reuse_base);
     assert_non_null(result);
     return result;
@@ -831,9 +831,10 @@ static void test_local_cancel(void **state)
     req.sender = "";
     req.rcpt = two_rcpts;
     req.nrcpt = 2;
-    req.body = "";
+    req.body = NULL; /* an empty body */
     result = NULL;
     s = deliver_start(base, &req, done_cb, NULL);
+    util_blob_unref(req.body); /* the session holds its own */
     deliver_cancel(s);
     event_base_dispatch(base);
     event_base_free(base);

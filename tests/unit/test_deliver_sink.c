@@ -62,8 +62,7 @@ static struct deliver_result *deliver_on(struct event_base *base,
     req.sender = "sender@client.test";
     req.rcpt = rcpt;
     req.nrcpt = 3;
-    req.body = body;
-    req.size = strlen(body);
+    req.body = util_blob_copy(body, strlen(body));
     req.addrs = &a;
     req.naddrs = 1;
     req.session_limit = 1;
@@ -73,6 +72,7 @@ static struct deliver_result *deliver_on(struct event_base *base,
     req.cache_key = "smtp:sink.test";
     result = NULL;
     deliver_start(base, &req, done_cb, base);
+    util_blob_unref(req.body); /* the session holds its own */
     event_base_dispatch(base);
     assert_non_null(result);
     return result;
