@@ -62,13 +62,8 @@ void conf_panic(const char *fmt, ...)
 {
     va_list ap;
 
-    fflush(stdout);
-    fprintf(stderr, "sluice: conf: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    abort();
+    util_vpanic("conf: ", fmt, ap);
 }
 
 void conf_quote(char *buf, size_t len, const char *text)

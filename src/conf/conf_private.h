@@ -44,7 +44,8 @@
  *	unprintable bytes as \xHH and long text cut short with "...".
  *
  *	Memory comes from util/'s allocators, which never return NULL.
- *	conf_panic() reports a programming error and aborts.
+ *	conf_panic() reports a programming error through util_vpanic(),
+ *	as "sluice: conf: MESSAGE", and aborts.
  */
 
 #include "conf/conf.h"

@@ -31,7 +31,7 @@
 
 struct core *core_create(const struct core_callbacks *cb, void *ctx)
 {
-    struct core *core = core_alloc(sizeof(*core));
+    struct core *core = xmalloc(sizeof(*core));
 
     memset(core, 0, sizeof(*core));
     if (cb)
@@ -114,22 +114,6 @@ void core_timer_disarm(struct core *core, struct core_timer *timer)
     }
 }
 
-void *core_alloc(size_t size)
-{
-    void *p = malloc(size ? size : 1);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-char *core_strdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-
-    return memcpy(core_alloc(len), s, len);
-}
-
 static void core_vlog(struct core *core, enum core_log_level level,
                       const char *fmt, va_list ap)
 {
@@ -153,10 +137,12 @@ void core_log(struct core *core, enum core_log_level level, const char *fmt,
 
 void core_panic(struct core *core, const char *fmt, ...)
 {
+    char text[512];
     va_list ap;
 
     va_start(ap, fmt);
-    core_vlog(core, CORE_LOG_WARNING, fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    abort();
+    core_log(core, CORE_LOG_WARNING, "%s", text);
+    util_panic("%s", text);
 }

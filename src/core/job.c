@@ -66,7 +66,7 @@
 struct core_job *core_job_create(struct core_message *m,
                                  struct core_transport *t)
 {
-    struct core_job *job = core_alloc(sizeof(*job));
+    struct core_job *job = xmalloc(sizeof(*job));
     struct core_job *prev;
 
     memset(job, 0, sizeof(*job));

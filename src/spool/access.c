@@ -106,9 +106,7 @@ static int rcpts_read(struct spool *sp, MDB_txn *txn, const char *id,
             break;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
-            r = realloc(r, cap * sizeof(*r));
-            if (r == NULL)
-                abort();
+            r = xrealloc(r, cap * sizeof(*r));
         }
         if (spool_rcpt_decode(v.mv_data, v.mv_size, &r[n], reason,
                               sizeof(reason)) < 0) {
@@ -154,7 +152,7 @@ static int body_read(struct spool *sp, MDB_txn *txn, struct spool_msg *m,
         errno = EILSEQ;
         return -1;
     }
-    m->body = spool_alloc(v.mv_size + 1);
+    m->body = xcalloc(1, v.mv_size + 1);
     memcpy(m->body, v.mv_data, v.mv_size);
     return 0;
 }
@@ -424,7 +422,7 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
             r.status = res->status;
             r.code = res->code;
             free(r.reason);
-            r.reason = res->reason ? spool_strdup(res->reason) : NULL;
+            r.reason = res->reason ? xstrdup(res->reason) : NULL;
         }
         spool_rcpt_encode(&b, &r);
         spool_rcpt_clear(&r);
@@ -629,7 +627,7 @@ static int corrupt_mark(struct spool *sp, MDB_txn *txn, const char *id,
     if (raw_envelope) {
         /* The value points into the map; copy before writing. */
         copy.mv_size = raw_envelope->mv_size;
-        copy.mv_data = spool_alloc(copy.mv_size + 1);
+        copy.mv_data = xcalloc(1, copy.mv_size + 1);
         memcpy(copy.mv_data, raw_envelope->mv_data, copy.mv_size);
         rc = corrupt_keep(sp, txn, id, "envelope", &copy);
         free(copy.mv_data);
@@ -671,7 +669,7 @@ static int recover_scan(struct spool *sp, struct recover_item **list, char *why,
         struct recover_item *it;
         char reason[200];
 
-        it = spool_alloc(sizeof(*it));
+        it = xcalloc(1, sizeof(*it));
         memcpy(it->id, k.mv_data,
                k.mv_size < SPOOL_KEY_ID ? k.mv_size : SPOOL_KEY_ID);
         if (spool_envelope_decode(v.mv_data, v.mv_size, &m, reason,
@@ -745,7 +743,7 @@ static int recover_apply(struct spool *sp, MDB_txn *txn, const char *id,
         /* A bad recipient record: it stays where it is, untouched. */
         rc = spool_index_del(sp, txn, &m);
         free(m.corrupt_reason);
-        m.corrupt_reason = spool_strdup(it->reason);
+        m.corrupt_reason = xstrdup(it->reason);
         m.state = SPOOL_CORRUPT;
     } else if (m.state == SPOOL_ACTIVE) {
         m.state = SPOOL_INCOMING;

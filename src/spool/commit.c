@@ -277,7 +277,7 @@ int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
 
     if (sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER))
         return -1;
-    p = spool_alloc(sizeof(*p));
+    p = xcalloc(1, sizeof(*p));
     p->kind = PENDING_NEW;
     p->msg = m;
     p->done = done;
@@ -295,17 +295,16 @@ static int submit_change(struct spool *sp, enum pending_kind kind,
     if ((sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER)) ||
         strlen(id) > SPOOL_ID_MAX)
         return -1;
-    p = spool_alloc(sizeof(*p));
+    p = xcalloc(1, sizeof(*p));
     p->kind = kind;
     snprintf(p->id, sizeof(p->id), "%s", id);
     if (ch) {
         p->change = *ch;
-        results = spool_alloc(ch->nresults * sizeof(*results));
+        results = xcalloc(ch->nresults, sizeof(*results));
         for (uint32_t i = 0; i < ch->nresults; i++) {
             results[i] = ch->results[i];
-            results[i].reason = ch->results[i].reason
-                                    ? spool_strdup(ch->results[i].reason)
-                                    : NULL;
+            results[i].reason =
+                ch->results[i].reason ? xstrdup(ch->results[i].reason) : NULL;
         }
         p->change.results = results;
     }

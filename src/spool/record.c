@@ -55,22 +55,6 @@ enum rcpt_tag {
     RCPT_NOTIFIED,
 };
 
-void *spool_alloc(size_t size)
-{
-    void *p = calloc(1, size ? size : 1);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-char *spool_strdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-
-    return memcpy(spool_alloc(len), s, len);
-}
-
 void buf_reset(struct buf *b)
 {
     b->len = 0;
@@ -87,8 +71,7 @@ void buf_add(struct buf *b, const void *p, size_t len)
 {
     if (b->len + len > b->size) {
         b->size = (b->len + len) * 2 + 64;
-        if ((b->data = realloc(b->data, b->size)) == NULL)
-            abort();
+        b->data = xrealloc(b->data, b->size);
     }
     memcpy(b->data + b->len, p, len);
     b->len += len;
@@ -231,7 +214,7 @@ static int field_to_str(struct reader *r, int tag, const unsigned char *data,
         return -1;
     }
     free(*out);
-    *out = spool_alloc(len + 1);
+    *out = xcalloc(1, len + 1);
     memcpy(*out, data, len);
     return 0;
 }

@@ -168,7 +168,7 @@ int spool_open(struct spool **spp, const struct spool_config *cf, int flags,
     *spp = NULL;
     if (spool_dir(cf, flags, path, sizeof(path), why, whylen) < 0)
         return -1;
-    sp = spool_alloc(sizeof(*sp));
+    sp = xcalloc(1, sizeof(*sp));
     sp->flags = flags;
     sp->map_size = cf->map_size ? cf->map_size : 256ULL << 20;
     sp->map_size_limit = cf->map_size_limit;
@@ -305,7 +305,7 @@ int spool_grow(struct spool *sp, char *why, size_t whylen)
 
 struct spool_msg *spool_msg_new(void)
 {
-    return spool_alloc(sizeof(struct spool_msg));
+    return xcalloc(1, sizeof(struct spool_msg));
 }
 
 void spool_msg_free(struct spool_msg *m)
@@ -336,15 +336,13 @@ int spool_msg_add_rcpt(struct spool_msg *m, const char *address,
         return -1;
     if (m->nrcpt == m->rcpt_cap) {
         m->rcpt_cap = m->rcpt_cap ? m->rcpt_cap * 2 : 4;
-        m->rcpt = realloc(m->rcpt, m->rcpt_cap * sizeof(*m->rcpt));
-        if (m->rcpt == NULL)
-            abort();
+        m->rcpt = xrealloc(m->rcpt, m->rcpt_cap * sizeof(*m->rcpt));
     }
     r = &m->rcpt[m->nrcpt++];
     memset(r, 0, sizeof(*r));
-    r->address = spool_strdup(address);
-    r->orig = orig ? spool_strdup(orig) : NULL;
-    r->orcpt = orcpt ? spool_strdup(orcpt) : NULL;
+    r->address = xstrdup(address);
+    r->orig = orig ? xstrdup(orig) : NULL;
+    r->orcpt = orcpt ? xstrdup(orcpt) : NULL;
     r->notify = notify;
     return 0;
 }

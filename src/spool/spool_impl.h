@@ -59,6 +59,7 @@
 #include <pthread.h>
 
 #include "spool/spool.h"
+#include "util/util.h"
 
 #define SPOOL_KEY_ID   16
 #define SPOOL_KEY_RCPT (SPOOL_KEY_ID + 4)
@@ -106,7 +107,6 @@ void spool_key_rcpt(unsigned char key[SPOOL_KEY_RCPT], const char *id,
 void spool_key_time(unsigned char key[SPOOL_KEY_TIME], int64_t when,
                     const char *id);
 
-
 int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
                     size_t whylen);
 void spool_txn_end(struct spool *sp, MDB_txn *txn);
@@ -127,8 +127,5 @@ int spool_apply_delete(struct spool *sp, MDB_txn *txn, const char *id,
 /* Index keys of a message's state (access.c). */
 int spool_index_del(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
 int spool_index_put(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
-
-void *spool_alloc(size_t size);
-char *spool_strdup(const char *s);
 
 #endif

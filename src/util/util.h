@@ -14,6 +14,7 @@
  *	char	*xstrdup(const char *s), *xstrndup(const char *s, size_t n)
  *
  *	void	util_panic(const char *fmt, ...)
+ *	void	util_vpanic(const char *prefix, const char *fmt, va_list ap)
  *	void	util_panic_hook_set(util_panic_hook_fn *hook)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
@@ -23,7 +24,8 @@
  *
  *	The allocators (alloc.c) never return NULL: out of memory they
  *	panic. util_panic() (panic.c) reports a bug or an exhausted
- *	resource through the hook the daemon sets, then aborts.
+ *	resource through the hook the daemon sets, then aborts;
+ *	util_vpanic() lets a layer's own panic keep its stderr prefix.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -35,6 +37,7 @@
  *	remembered: the canonical lookup may consult DNS.
  */
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #ifndef SLUICE_VERSION
@@ -54,6 +57,11 @@ typedef void util_panic_hook_fn(const char *message);
 void util_panic(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+void util_vpanic(const char *prefix, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 0), noreturn))
 #endif
     ;
 void util_panic_hook_set(util_panic_hook_fn *hook);
