@@ -306,28 +306,20 @@ static int line_parse(struct reader *rd, const char *text)
 
 /* A logical line being assembled. */
 struct logical {
-    char *text;
-    size_t len;
-    size_t size;
+    struct util_buf text;
     int line; /* where it starts; 0: none */
 };
 
 static int logical_add(struct reader *rd, struct logical *lg, const char *text,
                        size_t len)
 {
-    if (lg->len + len + 1 > LINE_MAX_BYTES) {
+    if (lg->text.len + len + 1 > LINE_MAX_BYTES) {
         rd->line = lg->line;
         READER_FAIL(rd, "logical line longer than %d bytes", LINE_MAX_BYTES);
     }
-    if (lg->len + len + 2 > lg->size) {
-        lg->size = 2 * (lg->len + len + 2);
-        lg->text = xrealloc(lg->text, lg->size);
-    }
-    if (lg->len > 0)
-        lg->text[lg->len++] = ' ';
-    memcpy(lg->text + lg->len, text, len);
-    lg->len += len;
-    lg->text[lg->len] = 0;
+    if (lg->text.len > 0)
+        util_buf_add(&lg->text, " ", 1);
+    util_buf_add(&lg->text, text, len);
     return 0;
 }
 
@@ -339,8 +331,8 @@ static int logical_end(struct reader *rd, struct logical *lg)
     if (lg->line == 0)
         return 0;
     rd->line = lg->line;
-    status = line_parse(rd, lg->text);
-    lg->len = 0;
+    status = line_parse(rd, lg->text.data);
+    util_buf_reset(&lg->text);
     lg->line = 0;
     return status;
 }
@@ -392,7 +384,7 @@ static int line_get(FILE *fp, char *buf, size_t size, size_t *len)
 
 static int lines_read(struct reader *rd, FILE *fp)
 {
-    struct logical lg = {NULL, 0, 0, 0};
+    struct logical lg = {UTIL_BUF_INIT, 0};
     char *line = xmalloc(LINE_MAX_BYTES + 1);
     size_t n;
     int lineno = 0;
@@ -423,7 +415,7 @@ static int lines_read(struct reader *rd, FILE *fp)
     }
     if (status == 0)
         status = logical_end(rd, &lg);
-    free(lg.text);
+    util_buf_free(&lg.text);
     free(line);
     return status;
 }

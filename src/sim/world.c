@@ -69,18 +69,6 @@ int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
     return lo + (int64_t)(z % (uint64_t)(hi - lo + 1));
 }
 
-static void strbuf_add(struct strbuf *b, const char *text)
-{
-    size_t len = strlen(text);
-
-    if (b->len + len + 1 > b->size) {
-        b->size = (b->len + len + 1) * 2;
-        b->s = xrealloc(b->s, b->size);
-    }
-    memcpy(b->s + b->len, text, len + 1);
-    b->len += len;
-}
-
 /* The event heap: earliest time first, then first scheduled. */
 static int event_before(const struct event *a, const struct event *b)
 {
@@ -182,8 +170,6 @@ static void world_advance(struct world *w, core_time_t when)
 static void domain_start(struct world *w, struct domain *d,
                          struct core_entry *e)
 {
-    char num[24];
-
     /* core_select() started it: busy counts it already. */
     domain_stat(w, d, core_queue_busy(d->q) - 1);
     if (d->first_start < 0)
@@ -196,9 +182,8 @@ static void domain_start(struct world *w, struct domain *d,
     d->measured_integral = d->busy_integral;
     d->measured_integral2 = d->busy2_integral;
     d->measured_until = w->now;
-    snprintf(num, sizeof(num), "%s%llu", d->sequence.len ? " " : "",
-             (unsigned long long)core_message_id(core_entry_message(e)));
-    strbuf_add(&d->sequence, num);
+    util_buf_printf(&d->sequence, "%s%llu", d->sequence.len ? " " : "",
+                    (unsigned long long)core_message_id(core_entry_message(e)));
     w->res->attempts++;
     domain_trace(w, d);
     net_deliver(w, d, e);
@@ -396,8 +381,7 @@ static void world_results(struct world *w)
         struct domain *d = &w->domains[i];
         double span = (d->measured_until - d->first_start) / 1000.0;
 
-        res->sequence[i] = d->sequence.s ? d->sequence.s : xstrdup("");
-        d->sequence.s = NULL;
+        res->sequence[i] = util_buf_take(&d->sequence);
         if (d->first_start < 0)
             continue;
         used++;
@@ -434,7 +418,7 @@ static void world_free(struct world *w)
     }
     for (int i = 0; i < w->sc->ndomains; i++) {
         free(w->domains[i].servers);
-        free(w->domains[i].sequence.s);
+        util_buf_free(&w->domains[i].sequence);
     }
     free(w->domains);
     free(w->dirty);

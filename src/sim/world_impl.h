@@ -96,12 +96,6 @@ struct server {
     struct conn_list accept_queue;
 };
 
-/* A growing string: a domain's sequence of message numbers. */
-struct strbuf {
-    char *s;
-    size_t len, size;
-};
-
 struct domain {
     const struct sim_domain *def;
     struct core_queue *q;
@@ -118,7 +112,7 @@ struct domain {
     /* trace and sequence */
     int trace_window, trace_busy;
     int trace_dirty;
-    struct strbuf sequence;
+    struct util_buf sequence; /* message numbers, in delivery order */
 };
 
 struct event {

@@ -384,7 +384,7 @@ static int envelope_write(struct spool *sp, MDB_txn *txn,
                           const struct spool_msg *m)
 {
     unsigned char key[SPOOL_KEY_ID];
-    struct buf b = {0};
+    struct util_buf b = {0};
     MDB_val k = {SPOOL_KEY_ID, key}, v;
     int rc;
 
@@ -393,7 +393,7 @@ static int envelope_write(struct spool *sp, MDB_txn *txn,
     v.mv_data = b.data;
     v.mv_size = b.len;
     rc = mdb_put(txn, sp->msg, &k, &v, 0);
-    buf_free(&b);
+    util_buf_free(&b);
     return rc;
 }
 
@@ -402,7 +402,7 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
                          size_t whylen)
 {
     unsigned char key[SPOOL_KEY_RCPT];
-    struct buf b = {0};
+    struct util_buf b = {0};
     int rc = 0;
 
     for (uint32_t i = 0; i < ch->nresults && rc == 0; i++) {
@@ -430,7 +430,7 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
         v.mv_size = b.len;
         rc = mdb_put(txn, sp->rcpt, &k, &v, 0);
     }
-    buf_free(&b);
+    util_buf_free(&b);
     return rc;
 }
 

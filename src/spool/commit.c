@@ -83,7 +83,7 @@ static void msg_prepare(struct spool_msg *m, int64_t now)
 int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
 {
     unsigned char key[SPOOL_KEY_RCPT];
-    struct buf b = {0};
+    struct util_buf b = {0};
     MDB_val k, v;
     int rc;
 
@@ -126,7 +126,7 @@ int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
         goto done;
     rc = spool_index_put(sp, txn, m);
 done:
-    buf_free(&b);
+    util_buf_free(&b);
     return rc;
 }
 

@@ -8,10 +8,11 @@
  *	#include "spool/spool_impl.h"
  *
  *	Records (record.c):
- *	void	spool_envelope_encode(struct buf *b, const struct spool_msg *m)
+ *	void	spool_envelope_encode(struct util_buf *b,
+ *			const struct spool_msg *m)
  *	int	spool_envelope_decode(const void *p, size_t len,
  *			struct spool_msg *m, char *why, size_t whylen)
- *	void	spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
+ *	void	spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
  *	int	spool_rcpt_decode(const void *p, size_t len,
  *			struct spool_rcpt *r, char *why, size_t whylen)
  *
@@ -65,16 +66,6 @@
 #define SPOOL_KEY_RCPT (SPOOL_KEY_ID + 4)
 #define SPOOL_KEY_TIME (8 + SPOOL_KEY_ID)
 
-/* A growing byte buffer; never fails (aborts when memory runs out). */
-struct buf {
-    unsigned char *data;
-    size_t len, size;
-};
-
-void buf_reset(struct buf *b);
-void buf_free(struct buf *b);
-void buf_add(struct buf *b, const void *p, size_t len);
-
 struct spool_pending;
 
 struct spool {
@@ -92,10 +83,10 @@ struct spool {
     long commits; /* transactions committed by the committer */
 };
 
-void spool_envelope_encode(struct buf *b, const struct spool_msg *m);
+void spool_envelope_encode(struct util_buf *b, const struct spool_msg *m);
 int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,
                           char *why, size_t whylen);
-void spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r);
+void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r);
 int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *r,
                       char *why, size_t whylen);
 void spool_rcpt_clear(struct spool_rcpt *r);

@@ -16,6 +16,14 @@
  *	void	util_panic(const char *fmt, ...)
  *	void	util_vpanic(const char *prefix, const char *fmt, va_list ap)
  *	void	util_panic_hook_set(util_panic_hook_fn *hook)
+ *
+ *	struct util_buf b = UTIL_BUF_INIT;
+ *	void	util_buf_add(struct util_buf *b, const void *p, size_t n)
+ *	void	util_buf_puts(struct util_buf *b, const char *s)
+ *	void	util_buf_printf(struct util_buf *b, const char *fmt, ...)
+ *	void	util_buf_reset(struct util_buf *b)
+ *	char	*util_buf_take(struct util_buf *b)
+ *	void	util_buf_free(struct util_buf *b)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -26,6 +34,10 @@
  *	panic. util_panic() (panic.c) reports a bug or an exhausted
  *	resource through the hook the daemon sets, then aborts;
  *	util_vpanic() lets a layer's own panic keep its stderr prefix.
+ *
+ *	struct util_buf (buf.c) is the one growing buffer: b->data holds
+ *	b->len bytes and a NUL after them (NULL until something is added),
+ *	for binary records and strings alike.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -65,5 +77,27 @@ void util_vpanic(const char *prefix, const char *fmt, va_list ap)
 #endif
     ;
 void util_panic_hook_set(util_panic_hook_fn *hook);
+
+struct util_buf {
+    char *data; /* len bytes and a NUL; NULL until something is added */
+    size_t len;
+    size_t size;
+};
+
+#define UTIL_BUF_INIT                                                          \
+    {                                                                          \
+        NULL, 0, 0                                                             \
+    }
+
+void util_buf_add(struct util_buf *b, const void *p, size_t n);
+void util_buf_puts(struct util_buf *b, const char *s);
+void util_buf_printf(struct util_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void util_buf_reset(struct util_buf *b);
+char *util_buf_take(struct util_buf *b);
+void util_buf_free(struct util_buf *b);
 
 #endif
