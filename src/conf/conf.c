@@ -55,9 +55,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Messages in why quote names and values at most this long. */
-#define QUOTE_MAX 64
-
 void conf_panic(const char *fmt, ...)
 {
     va_list ap;
@@ -66,32 +63,16 @@ void conf_panic(const char *fmt, ...)
     util_vpanic("conf: ", fmt, ap);
 }
 
+/*
+ * conf's messages have always kept one byte of buf spare: util_quote()
+ * is given one byte less, so that every message reads as it did.
+ */
 void conf_quote(char *buf, size_t len, const char *text)
 {
-    size_t used = 0;
-    size_t n;
-    unsigned char ch;
-    char piece[8];
-
     if (len == 0)
         return;
     buf[0] = 0;
-    for (n = 0; text[n] != 0 && n < QUOTE_MAX; n++) {
-        ch = (unsigned char)text[n];
-        if (ch == '"' || ch == '\\')
-            snprintf(piece, sizeof(piece), "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            snprintf(piece, sizeof(piece), "\\x%02x", ch);
-        else
-            snprintf(piece, sizeof(piece), "%c", ch);
-        if (used + strlen(piece) + 5 >= len)
-            break;
-        used += (size_t)snprintf(buf + used, len - used, "%s%s",
-                                 used ? "" : "\"", piece);
-    }
-    if (used == 0)
-        used += (size_t)snprintf(buf, len, "\"");
-    snprintf(buf + used, len - used, "%s\"", text[n] ? "..." : "");
+    util_quote(buf, len - 1, text, strlen(text), 0);
 }
 
 const char *conf_value_raw(const struct conf_param *p,
@@ -222,7 +203,7 @@ int conf_default_set(struct conf *conf, const char *name, const char *text,
     struct conf_param *p;
     union conf_typed v;
     char expected[256];
-    char quoted[2 * QUOTE_MAX];
+    char quoted[2 * UTIL_QUOTE_MAX];
     size_t param;
     size_t tlen;
 
@@ -359,7 +340,7 @@ int conf_set_at(struct conf *conf, const char *name, const char *value,
     enum conf_name_kind kind;
     union conf_typed v;
     char where[512];
-    char quoted[2 * QUOTE_MAX];
+    char quoted[2 * UTIL_QUOTE_MAX];
     char expected[256];
     size_t param;
     size_t tlen;

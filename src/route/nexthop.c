@@ -16,8 +16,6 @@
  *			struct route_hop *hop, char *why, size_t whylen)
  *	void	route_hop_free(struct route_hop *hop)
  *	int	route_transport_name_valid(const char *name, size_t len)
- *	void	route_quote(char *buf, size_t len, const char *text,
- *			size_t tlen)
  * DESCRIPTION
  *	The syntax of what routing reads and writes; see route.h and
  *	route_impl.h for the contracts. The choices made here:
@@ -54,39 +52,6 @@
 #include <strings.h>
 
 #define LABEL_MAX 63
-
-/* How much of a text a message quotes. */
-#define QUOTE_MAX 64
-
-void route_quote(char *buf, size_t len, const char *text, size_t tlen)
-{
-    size_t used = 0;
-    size_t n;
-    unsigned char ch;
-    char piece[8];
-
-    if (len == 0)
-        return;
-    if (len < 8) {
-        buf[0] = 0;
-        return;
-    }
-    buf[used++] = '"';
-    for (n = 0; n < tlen && n < QUOTE_MAX; n++) {
-        ch = (unsigned char)text[n];
-        if (ch == '"' || ch == '\\')
-            snprintf(piece, sizeof(piece), "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            snprintf(piece, sizeof(piece), "\\x%02x", ch);
-        else
-            snprintf(piece, sizeof(piece), "%c", ch);
-        if (used + strlen(piece) + 5 > len)
-            break;
-        memcpy(buf + used, piece, strlen(piece));
-        used += strlen(piece);
-    }
-    snprintf(buf + used, len - used, "%s\"", n < tlen ? "..." : "");
-}
 
 static int is_label_char(int ch)
 {

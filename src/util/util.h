@@ -24,6 +24,9 @@
  *	void	util_buf_reset(struct util_buf *b)
  *	char	*util_buf_take(struct util_buf *b)
  *	void	util_buf_free(struct util_buf *b)
+ *
+ *	void	util_quote(char *buf, size_t len, const char *text,
+ *			size_t tlen, int flags)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -38,6 +41,11 @@
  *	struct util_buf (buf.c) is the one growing buffer: b->data holds
  *	b->len bytes and a NUL after them (NULL until something is added),
  *	for binary records and strings alike.
+ *
+ *	util_quote() (quote.c) writes text in double quotes for an error
+ *	message, escaping what is not printable and cutting long text
+ *	short with "..."; UTIL_QUOTE_8BIT shows bytes from 0x80 up as they
+ *	are.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -99,5 +107,11 @@ void util_buf_printf(struct util_buf *b, const char *fmt, ...)
 void util_buf_reset(struct util_buf *b);
 char *util_buf_take(struct util_buf *b);
 void util_buf_free(struct util_buf *b);
+
+#define UTIL_QUOTE_MAX  64 /* bytes of text a quote shows at most */
+#define UTIL_QUOTE_8BIT 1  /* show bytes from 0x80 up as they are */
+
+void util_quote(char *buf, size_t len, const char *text, size_t tlen,
+                int flags);
 
 #endif
