@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "spool/spool.h"
+#include "util/util.h"
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -82,10 +83,7 @@ struct worker {
 
 static double now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)util_clock_mono_us() / 1e6;
 }
 
 static const char *const rcpts[3] = {"alice@one.example", "bob@two.example",

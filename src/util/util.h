@@ -27,6 +27,9 @@
  *
  *	void	util_quote(char *buf, size_t len, const char *text,
  *			size_t tlen, int flags)
+ *
+ *	int64_t	util_clock_mono_ms(void), util_clock_mono_us(void)
+ *	int64_t	util_clock_wall_us(void)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -47,6 +50,11 @@
  *	short with "..."; UTIL_QUOTE_8BIT shows bytes from 0x80 up as they
  *	are.
  *
+ *	The clocks (clock.c): util_clock_mono_ms() and _us() read the
+ *	monotonic clock, for intervals and for the time given to core/;
+ *	util_clock_wall_us() reads the wall clock (microseconds since the
+ *	epoch), for timestamps on disk and in logs.
+ *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
  *	that name has no dot, the canonical name getaddrinfo() gives for
@@ -59,6 +67,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.2.0"
@@ -113,5 +122,9 @@ void util_buf_free(struct util_buf *b);
 
 void util_quote(char *buf, size_t len, const char *text, size_t tlen,
                 int flags);
+
+int64_t util_clock_mono_ms(void);
+int64_t util_clock_mono_us(void);
+int64_t util_clock_wall_us(void);
 
 #endif
