@@ -149,8 +149,8 @@ static int file_write(struct run *r, int qfd, int n, long seq, char *why,
         return -1;
     }
     /* Postfix writes the envelope and the content into the same file. */
-    if (write(fd, head, (size_t)len) != len ||
-        write(fd, r->body, r->size) != (ssize_t)r->size || fsync(fd) < 0) {
+    if (util_write_all(fd, head, (size_t)len) < 0 ||
+        util_write_all(fd, r->body, r->size) < 0 || fsync(fd) < 0) {
         snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
         close(fd);
         return -1;

@@ -30,6 +30,9 @@
  *
  *	int64_t	util_clock_mono_ms(void), util_clock_mono_us(void)
  *	int64_t	util_clock_wall_us(void)
+ *
+ *	int	util_write_all(int fd, const void *p, size_t n)
+ *	ssize_t	util_read_all(int fd, void *p, size_t n)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -55,6 +58,10 @@
  *	util_clock_wall_us() reads the wall clock (microseconds since the
  *	epoch), for timestamps on disk and in logs.
  *
+ *	util_write_all() and util_read_all() (io.c) move all n bytes
+ *	through a blocking descriptor (reading stops early only at the end
+ *	of the file), retrying after EINTR and short counts.
+ *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
  *	that name has no dot, the canonical name getaddrinfo() gives for
@@ -68,6 +75,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.2.0"
@@ -126,5 +134,8 @@ void util_quote(char *buf, size_t len, const char *text, size_t tlen,
 int64_t util_clock_mono_ms(void);
 int64_t util_clock_mono_us(void);
 int64_t util_clock_wall_us(void);
+
+int util_write_all(int fd, const void *p, size_t n);
+ssize_t util_read_all(int fd, void *p, size_t n);
 
 #endif
