@@ -50,13 +50,11 @@ void core_free(struct core *core)
 
     /* Entries first (they hang off queues), then messages, then the rest. */
     for (t = core->transports; t; t = t->next) {
-        TAILQ_FOREACH(q, &t->queues, link)
-        {
+        TAILQ_FOREACH(q, &t->queues, link) {
             core_queue_drop_entries(q);
         }
     }
-    TAILQ_FOREACH(m, &core->messages, link)
-    {
+    TAILQ_FOREACH(m, &core->messages, link) {
         for (struct core_job *job = m->jobs; job; job = job->next_of_message)
             job->stack_level = -1; /* no unstacking: all goes */
     }
@@ -95,8 +93,7 @@ void core_timer_arm(struct core *core, struct core_timer *timer,
         core_timer_disarm(core, timer);
     timer->when = when;
     timer->armed = 1;
-    TAILQ_FOREACH_REVERSE(after, &core->timers, core_timer_list, link)
-    {
+    TAILQ_FOREACH_REVERSE(after, &core->timers, core_timer_list, link) {
         if (after->when <= when)
             break;
     }

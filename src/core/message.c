@@ -80,8 +80,7 @@ static struct core_peer *peer_obtain(struct core_job *job, struct core_queue *q)
     struct core_peer *peer = q->last_peer;
 
     if (peer == NULL || peer->job != job) {
-        TAILQ_FOREACH(peer, &job->peers, link)
-        {
+        TAILQ_FOREACH(peer, &job->peers, link) {
             if (peer->queue == q)
                 break;
         }

@@ -92,8 +92,7 @@ static void queue_hash_grow(struct core_transport *t)
     struct core_queue **hash = xcalloc(size, sizeof(*hash));
     struct core_queue *q;
 
-    TAILQ_FOREACH(q, &t->queues, link)
-    {
+    TAILQ_FOREACH(q, &t->queues, link) {
         size_t slot = queue_hash(q->key, size);
 
         q->hash_next = hash[slot];

@@ -158,8 +158,7 @@ void core_transport_update(struct core_transport *t,
                    p->initial_concurrency);
     t->params = *p;
     t->params.scheduler = t->scheduler;
-    TAILQ_FOREACH(q, &t->queues, link)
-    {
+    TAILQ_FOREACH(q, &t->queues, link) {
         limit = core_queue_limit(q);
         if (limit > 0 && q->window > limit)
             q->window = limit;
@@ -204,7 +203,7 @@ void core_transport_suspend(struct core_transport *t, core_time_t now,
     t->suspended = 1;
     core_timer_arm(t->core, &t->suspend_timer, now + duration);
     TAILQ_FOREACH(q, &t->queues, link)
-    core_queue_defer_todo(q, t->suspend_reason);
+        core_queue_defer_todo(q, t->suspend_reason);
 }
 
 void core_transport_resume(struct core_transport *t)
