@@ -391,6 +391,29 @@ static const char *type_name(enum conf_type type)
 }
 
 /*
+ * The parameter that name (a global or an override name) is of, and for
+ * an override name its override (NULL when it is not set).
+ */
+static enum conf_name_kind param_find(const struct conf *conf, const char *name,
+                                      const struct conf_param **p,
+                                      const struct conf_override **ov)
+{
+    enum conf_name_kind kind;
+    size_t param;
+    size_t tlen;
+
+    *p = NULL;
+    *ov = NULL;
+    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    if (kind == CONF_NAME_UNKNOWN)
+        return kind;
+    *p = conf->params + param;
+    if (kind == CONF_NAME_OVERRIDE)
+        *ov = conf_override_find(conf, param, name, tlen);
+    return kind;
+}
+
+/*
  * The value that a getter returns: the override of name for transport
  * when there is one, else the global value. name may itself be an
  * override name. A wrong name or type is the caller's bug.
@@ -400,24 +423,21 @@ static const struct conf_value *value_get(const struct conf *conf,
                                           const char *name, const char *fn,
                                           unsigned types)
 {
-    const struct conf_override *ov = NULL;
+    const struct conf_override *ov;
     const struct conf_param *p;
     const struct conf_value *val;
     enum conf_name_kind kind;
-    size_t param;
-    size_t tlen;
 
-    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    kind = param_find(conf, name, &p, &ov);
     if (kind == CONF_NAME_UNKNOWN)
         conf_panic("%s: unknown parameter \"%s\"", fn, name);
-    p = conf->params + param;
     if ((types & (1u << p->def.type)) == 0)
         conf_panic("%s: parameter %s is of type %s", fn, name,
                    type_name(p->def.type));
-    if (kind == CONF_NAME_OVERRIDE)
-        ov = conf_override_find(conf, param, name, tlen);
-    else if (transport != NULL && p->def.suffix != NULL)
-        ov = conf_override_find(conf, param, transport, strlen(transport));
+    if (kind != CONF_NAME_OVERRIDE && transport != NULL &&
+        p->def.suffix != NULL)
+        ov = conf_override_find(conf, (size_t)(p - conf->params), transport,
+                                strlen(transport));
     val = ov ? &ov->value : &p->value;
     if (!CONF_VALUE_GOOD(val))
         conf_panic("%s: %s%s%s: value is not valid: %s", fn,
@@ -463,19 +483,14 @@ struct conf_feedback conf_feedback(const struct conf *conf,
 int conf_lookup(const struct conf *conf, const char *name,
                 struct conf_info *info)
 {
-    const struct conf_override *ov = NULL;
+    const struct conf_override *ov;
     const struct conf_param *p;
     const struct conf_value *val;
     enum conf_name_kind kind;
-    size_t param;
-    size_t tlen;
 
-    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    kind = param_find(conf, name, &p, &ov);
     if (kind == CONF_NAME_UNKNOWN)
         return -1;
-    p = conf->params + param;
-    if (kind == CONF_NAME_OVERRIDE)
-        ov = conf_override_find(conf, param, name, tlen);
     val = ov ? &ov->value : &p->value;
     memset(info, 0, sizeof(*info));
     info->def = &p->def;
