@@ -385,14 +385,11 @@ static int envelope_write(struct spool *sp, MDB_txn *txn,
 {
     unsigned char key[SPOOL_KEY_ID];
     struct util_buf b = {0};
-    MDB_val k = {SPOOL_KEY_ID, key}, v;
     int rc;
 
     spool_key_id(key, m->id);
     spool_envelope_encode(&b, m);
-    v.mv_data = b.data;
-    v.mv_size = b.len;
-    rc = mdb_put(txn, sp->msg, &k, &v, 0);
+    rc = spool_put(txn, sp->msg, key, sizeof(key), b.data, b.len, 0);
     util_buf_free(&b);
     return rc;
 }
@@ -426,9 +423,7 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
         }
         spool_rcpt_encode(&b, &r);
         spool_rcpt_clear(&r);
-        v.mv_data = b.data;
-        v.mv_size = b.len;
-        rc = mdb_put(txn, sp->rcpt, &k, &v, 0);
+        rc = spool_put(txn, sp->rcpt, key, sizeof(key), b.data, b.len, 0);
     }
     util_buf_free(&b);
     return rc;
@@ -441,33 +436,26 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
 typedef int change_fn(struct spool *sp, MDB_txn *txn, const char *id,
                       const void *arg, char *why, size_t whylen);
 
+struct change_call {
+    const char *id;
+    change_fn *apply;
+    const void *arg;
+};
+
+static int change_write(struct spool *sp, MDB_txn *txn, void *ctx, char *why,
+                        size_t whylen)
+{
+    const struct change_call *c = ctx;
+
+    return c->apply(sp, txn, c->id, c->arg, why, whylen);
+}
+
 static int change_run(struct spool *sp, const char *id, change_fn *apply,
                       const void *arg, char *why, size_t whylen)
 {
-    MDB_txn *txn;
-    int rc;
+    struct change_call c = {id, apply, arg};
 
-    for (;;) {
-        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
-            return -1;
-        rc = apply(sp, txn, id, arg, why, whylen);
-        if (rc == 0) {
-            if (spool_txn_commit(sp, txn, why, whylen) == 0)
-                return 0;
-            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
-                return -1;
-            continue;
-        }
-        spool_txn_end(sp, txn);
-        if (rc == -1)
-            return -1;
-        if (rc != MDB_MAP_FULL) {
-            spool_why_lmdb(why, whylen, id, rc);
-            return -1;
-        }
-        if (spool_grow(sp, why, whylen) < 0)
-            return -1;
-    }
+    return spool_txn_write(sp, change_write, &c, id, why, whylen);
 }
 
 static int update_apply(struct spool *sp, MDB_txn *txn, const char *id,

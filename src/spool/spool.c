@@ -266,6 +266,44 @@ int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen)
     return 0;
 }
 
+int spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+              const void *data, size_t len, unsigned flags)
+{
+    MDB_val k = {klen, (void *)key};
+    MDB_val v = {len, (void *)data};
+
+    return mdb_put(txn, dbi, &k, &v, flags);
+}
+
+int spool_txn_write(struct spool *sp, spool_write_fn *fn, void *ctx,
+                    const char *what, char *why, size_t whylen)
+{
+    MDB_txn *txn;
+    int rc;
+
+    for (;;) {
+        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
+            return -1;
+        if ((rc = fn(sp, txn, ctx, why, whylen)) == 0) {
+            /* The commit itself may need pages the map does not have. */
+            if (spool_txn_commit(sp, txn, why, whylen) == 0)
+                return 0;
+            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
+                return -1;
+            continue;
+        }
+        spool_txn_end(sp, txn);
+        if (rc == -1)
+            return -1;
+        if (rc != MDB_MAP_FULL) {
+            spool_why_lmdb(why, whylen, what, rc);
+            return -1;
+        }
+        if (spool_grow(sp, why, whylen) < 0)
+            return -1;
+    }
+}
+
 /*
  * Before growing, free the slots of dead readers: their old snapshots
  * may be what keeps freed pages from being reused. The size is read and

@@ -32,6 +32,11 @@
  *	int	spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why,
  *			size_t whylen)
  *	int	spool_grow(struct spool *sp, char *why, size_t whylen)
+ *	int	spool_txn_write(struct spool *sp, spool_write_fn *fn,
+ *			void *ctx, const char *what, char *why, size_t whylen)
+ *	int	spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key,
+ *			size_t klen, const void *data, size_t len,
+ *			unsigned flags)
  *	void	spool_why_lmdb(char *why, size_t whylen, const char *what,
  *			int rc)
  * DESCRIPTION
@@ -53,7 +58,11 @@
  *	open, so every transaction holds a read lock on a process-wide
  *	rwlock and spool_grow() takes it for writing. A map grown by
  *	another process (MDB_MAP_RESIZED) is adopted when a transaction
- *	begins.
+ *	begins. spool_txn_write() is that loop, once: it runs fn in a
+ *	write transaction and commits, growing the map and starting over
+ *	while the writes or the commit do not fit; fn returns 0, an MDB
+ *	error (reported as "WHAT: ..."), or -1 with why set. spool_put()
+ *	is mdb_put() of key and data given as pointers and lengths.
  */
 
 #include <lmdb.h>
@@ -103,6 +112,12 @@ int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
 void spool_txn_end(struct spool *sp, MDB_txn *txn);
 int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen);
 int spool_grow(struct spool *sp, char *why, size_t whylen);
+typedef int spool_write_fn(struct spool *sp, MDB_txn *txn, void *ctx, char *why,
+                           size_t whylen);
+int spool_txn_write(struct spool *sp, spool_write_fn *fn, void *ctx,
+                    const char *what, char *why, size_t whylen);
+int spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+              const void *data, size_t len, unsigned flags);
 void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc);
 
 /* Stop the committer after what is queued (commit.c; spool_close()). */
