@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "util/util.h"
 
 #define FLIGHT 100
 
@@ -68,10 +69,7 @@ static void message_done(void *ctx, struct core_message *m)
 
 static double seconds(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)util_clock_mono_us() / 1e6;
 }
 
 int main(int argc, char **argv)

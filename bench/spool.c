@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "spool/spool.h"
+#include "util/util.h"
 
 #define TMPFS_MAGIC 0x01021994
 
@@ -82,10 +83,7 @@ struct worker {
 
 static double now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)util_clock_mono_us() / 1e6;
 }
 
 static const char *const rcpts[3] = {"alice@one.example", "bob@two.example",
@@ -151,8 +149,8 @@ static int file_write(struct run *r, int qfd, int n, long seq, char *why,
         return -1;
     }
     /* Postfix writes the envelope and the content into the same file. */
-    if (write(fd, head, (size_t)len) != len ||
-        write(fd, r->body, r->size) != (ssize_t)r->size || fsync(fd) < 0) {
+    if (util_write_all(fd, head, (size_t)len) < 0 ||
+        util_write_all(fd, r->body, r->size) < 0 || fsync(fd) < 0) {
         snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
         close(fd);
         return -1;

@@ -96,10 +96,7 @@ static int config_print_all(const struct conf *conf, int non_default,
     struct conf_info info;
     size_t i;
 
-    if ((names = malloc(count * sizeof(*names))) == NULL) {
-        fprintf(stderr, "sluice: config: out of memory\n");
-        return CLI_EXIT_FAIL;
-    }
+    names = xcalloc(count, sizeof(*names));
     for (i = 0; i < count; i++)
         names[i] = i < ndefs ? conf_def_at(conf, i)->name
                              : conf_override_at(conf, i - ndefs);

@@ -81,8 +81,7 @@ static int offline_one(void *ctx, const struct spool_msg *env)
         return 0;
     if (o->n == o->cap) {
         o->cap = o->cap ? 2 * o->cap : 64;
-        if ((o->ids = realloc(o->ids, o->cap * sizeof(*o->ids))) == NULL)
-            abort();
+        o->ids = xrealloc(o->ids, o->cap * sizeof(*o->ids));
     }
     snprintf(o->ids[o->n++], sizeof(o->ids[0]), "%s", env->id);
     return 0;

@@ -137,9 +137,7 @@ static int collect(void *ctx, const struct spool_msg *m)
 
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
-        l->ids = realloc(l->ids, l->cap * sizeof(*l->ids));
-        if (l->ids == NULL)
-            abort();
+        l->ids = xrealloc(l->ids, l->cap * sizeof(*l->ids));
     }
     memcpy(l->ids[l->n++], m->id, sizeof(l->ids[0]));
     return 0;

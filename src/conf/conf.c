@@ -55,48 +55,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Messages in why quote names and values at most this long. */
-#define QUOTE_MAX 64
-
 void conf_panic(const char *fmt, ...)
 {
     va_list ap;
 
-    fflush(stdout);
-    fprintf(stderr, "sluice: conf: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    abort();
+    util_vpanic("conf: ", fmt, ap);
 }
 
+/*
+ * conf's messages have always kept one byte of buf spare: util_quote()
+ * is given one byte less, so that every message reads as it did.
+ */
 void conf_quote(char *buf, size_t len, const char *text)
 {
-    size_t used = 0;
-    size_t n;
-    unsigned char ch;
-    char piece[8];
-
     if (len == 0)
         return;
     buf[0] = 0;
-    for (n = 0; text[n] != 0 && n < QUOTE_MAX; n++) {
-        ch = (unsigned char)text[n];
-        if (ch == '"' || ch == '\\')
-            snprintf(piece, sizeof(piece), "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            snprintf(piece, sizeof(piece), "\\x%02x", ch);
-        else
-            snprintf(piece, sizeof(piece), "%c", ch);
-        if (used + strlen(piece) + 5 >= len)
-            break;
-        used += (size_t)snprintf(buf + used, len - used, "%s%s",
-                                 used ? "" : "\"", piece);
-    }
-    if (used == 0)
-        used += (size_t)snprintf(buf, len, "\"");
-    snprintf(buf + used, len - used, "%s\"", text[n] ? "..." : "");
+    util_quote(buf, len - 1, text, strlen(text), 0);
 }
 
 const char *conf_value_raw(const struct conf_param *p,
@@ -227,7 +203,7 @@ int conf_default_set(struct conf *conf, const char *name, const char *text,
     struct conf_param *p;
     union conf_typed v;
     char expected[256];
-    char quoted[2 * QUOTE_MAX];
+    char quoted[2 * UTIL_QUOTE_MAX];
     size_t param;
     size_t tlen;
 
@@ -364,7 +340,7 @@ int conf_set_at(struct conf *conf, const char *name, const char *value,
     enum conf_name_kind kind;
     union conf_typed v;
     char where[512];
-    char quoted[2 * QUOTE_MAX];
+    char quoted[2 * UTIL_QUOTE_MAX];
     char expected[256];
     size_t param;
     size_t tlen;
@@ -415,6 +391,29 @@ static const char *type_name(enum conf_type type)
 }
 
 /*
+ * The parameter that name (a global or an override name) is of, and for
+ * an override name its override (NULL when it is not set).
+ */
+static enum conf_name_kind param_find(const struct conf *conf, const char *name,
+                                      const struct conf_param **p,
+                                      const struct conf_override **ov)
+{
+    enum conf_name_kind kind;
+    size_t param;
+    size_t tlen;
+
+    *p = NULL;
+    *ov = NULL;
+    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    if (kind == CONF_NAME_UNKNOWN)
+        return kind;
+    *p = conf->params + param;
+    if (kind == CONF_NAME_OVERRIDE)
+        *ov = conf_override_find(conf, param, name, tlen);
+    return kind;
+}
+
+/*
  * The value that a getter returns: the override of name for transport
  * when there is one, else the global value. name may itself be an
  * override name. A wrong name or type is the caller's bug.
@@ -424,24 +423,21 @@ static const struct conf_value *value_get(const struct conf *conf,
                                           const char *name, const char *fn,
                                           unsigned types)
 {
-    const struct conf_override *ov = NULL;
+    const struct conf_override *ov;
     const struct conf_param *p;
     const struct conf_value *val;
     enum conf_name_kind kind;
-    size_t param;
-    size_t tlen;
 
-    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    kind = param_find(conf, name, &p, &ov);
     if (kind == CONF_NAME_UNKNOWN)
         conf_panic("%s: unknown parameter \"%s\"", fn, name);
-    p = conf->params + param;
     if ((types & (1u << p->def.type)) == 0)
         conf_panic("%s: parameter %s is of type %s", fn, name,
                    type_name(p->def.type));
-    if (kind == CONF_NAME_OVERRIDE)
-        ov = conf_override_find(conf, param, name, tlen);
-    else if (transport != NULL && p->def.suffix != NULL)
-        ov = conf_override_find(conf, param, transport, strlen(transport));
+    if (kind != CONF_NAME_OVERRIDE && transport != NULL &&
+        p->def.suffix != NULL)
+        ov = conf_override_find(conf, (size_t)(p - conf->params), transport,
+                                strlen(transport));
     val = ov ? &ov->value : &p->value;
     if (!CONF_VALUE_GOOD(val))
         conf_panic("%s: %s%s%s: value is not valid: %s", fn,
@@ -487,19 +483,14 @@ struct conf_feedback conf_feedback(const struct conf *conf,
 int conf_lookup(const struct conf *conf, const char *name,
                 struct conf_info *info)
 {
-    const struct conf_override *ov = NULL;
+    const struct conf_override *ov;
     const struct conf_param *p;
     const struct conf_value *val;
     enum conf_name_kind kind;
-    size_t param;
-    size_t tlen;
 
-    kind = conf_name_find(conf, name, strlen(name), &param, &tlen);
+    kind = param_find(conf, name, &p, &ov);
     if (kind == CONF_NAME_UNKNOWN)
         return -1;
-    p = conf->params + param;
-    if (kind == CONF_NAME_OVERRIDE)
-        ov = conf_override_find(conf, param, name, tlen);
     val = ov ? &ov->value : &p->value;
     memset(info, 0, sizeof(*info));
     info->def = &p->def;

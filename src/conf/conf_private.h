@@ -40,11 +40,13 @@
  *	expansion, which marks it used. conf_unknown_free() drops them all.
  *	conf_value_clear() frees what a value holds.
  *
- *	conf_quote() writes text in double quotes for a message, with
- *	unprintable bytes as \xHH and long text cut short with "...".
+ *	conf_quote() is util_quote() for conf's messages: bytes from 0x80
+ *	up escaped too, and one byte of buf kept spare, as these messages
+ *	have always been written.
  *
  *	Memory comes from util/'s allocators, which never return NULL.
- *	conf_panic() reports a programming error and aborts.
+ *	conf_panic() reports a programming error through util_vpanic(),
+ *	as "sluice: conf: MESSAGE", and aborts.
  */
 
 #include "conf/conf.h"

@@ -65,23 +65,6 @@ struct resolve {
     size_t depth;
 };
 
-struct buf {
-    char *data;
-    size_t len;
-    size_t size;
-};
-
-static void buf_append(struct buf *b, const char *text, size_t len)
-{
-    if (b->len + len + 1 > b->size) {
-        b->size = 2 * (b->len + len + 1);
-        b->data = xrealloc(b->data, b->size);
-    }
-    memcpy(b->data + b->len, text, len);
-    b->len += len;
-    b->data[b->len] = 0;
-}
-
 /* Record why val is wrong: "NAME: bad value "RAW": REASON". */
 static void value_fail(struct conf_value *val, const char *name,
                        const char *raw, const char *fmt, ...)
@@ -179,7 +162,7 @@ static int value_expand(struct resolve *r, const char *as, const char *name,
  */
 static int ref_expand(struct resolve *r, const char *name,
                       struct conf_value *val, const char *raw, const char **cp,
-                      struct buf *out)
+                      struct util_buf *out)
 {
     const char *start = *cp;
     int braced = (*start == '{');
@@ -192,7 +175,7 @@ static int ref_expand(struct resolve *r, const char *name,
     int status;
 
     if (*start == '$') {
-        buf_append(out, "$", 1);
+        util_buf_add(out, "$", 1);
         *cp = start + 1;
         return 0;
     }
@@ -216,7 +199,7 @@ static int ref_expand(struct resolve *r, const char *name,
     } else if (value_expand(r, refname, canon, ref, refraw) < 0) {
         status = -1;
     } else {
-        buf_append(out, ref->text, strlen(ref->text));
+        util_buf_add(out, ref->text, strlen(ref->text));
         status = 0;
     }
     free(refname);
@@ -232,7 +215,7 @@ static int ref_expand(struct resolve *r, const char *name,
 static int value_expand(struct resolve *r, const char *as, const char *name,
                         struct conf_value *val, const char *raw)
 {
-    struct buf out = {NULL, 0, 0};
+    struct util_buf out = UTIL_BUF_INIT;
     const char *cp;
     const char *dollar;
 
@@ -250,9 +233,8 @@ static int value_expand(struct resolve *r, const char *as, const char *name,
     r->stack[r->depth].name = as;
     r->stack[r->depth].value = val;
     r->depth++;
-    buf_append(&out, "", 0);
     for (cp = raw; (dollar = strchr(cp, '$')) != NULL;) {
-        buf_append(&out, cp, (size_t)(dollar - cp));
+        util_buf_add(&out, cp, (size_t)(dollar - cp));
         cp = dollar + 1;
         if (ref_expand(r, name, val, raw, &cp, &out) < 0)
             break;
@@ -266,11 +248,11 @@ static int value_expand(struct resolve *r, const char *as, const char *name,
     if (dollar != NULL) {
         /* Bad by itself (message recorded) or through a reference. */
         val->state = CONF_STATE_BAD;
-        free(out.data);
+        util_buf_free(&out);
         return -1;
     }
-    buf_append(&out, cp, strlen(cp));
-    val->text = out.data;
+    util_buf_add(&out, cp, strlen(cp));
+    val->text = util_buf_take(&out);
     val->state = CONF_STATE_OK;
     return 0;
 }

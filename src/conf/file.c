@@ -120,23 +120,15 @@ fail:
 
 /* A logical line being assembled. */
 struct logical {
-    char *text;
-    size_t len;
-    size_t size;
+    struct util_buf text;
     int line; /* where it starts; 0: none */
 };
 
 static void logical_add(struct logical *lg, const char *text, size_t len)
 {
-    if (lg->len + len + 2 > lg->size) {
-        lg->size = 2 * (lg->len + len + 2);
-        lg->text = xrealloc(lg->text, lg->size);
-    }
-    if (lg->len > 0)
-        lg->text[lg->len++] = ' ';
-    memcpy(lg->text + lg->len, text, len);
-    lg->len += len;
-    lg->text[lg->len] = 0;
+    if (lg->text.len > 0)
+        util_buf_add(&lg->text, " ", 1);
+    util_buf_add(&lg->text, text, len);
 }
 
 static int is_blank(int ch)
@@ -155,7 +147,10 @@ static char *trim(char *s, size_t *len)
     return s;
 }
 
-/* Apply one complete logical line "name = value". */
+/*
+ * Apply one complete logical line "name = value". The name and value
+ * are cut out of lg->text in place: the caller empties it afterwards.
+ */
 static int logical_apply(struct conf *conf, const char *path,
                          struct logical *lg, char *why, size_t whylen)
 {
@@ -170,15 +165,15 @@ static int logical_apply(struct conf *conf, const char *path,
 
     if (lg->line == 0)
         return 0;
-    if ((eq = strchr(lg->text, '=')) == NULL) {
-        conf_quote(quoted, sizeof(quoted), lg->text);
+    if ((eq = strchr(lg->text.data, '=')) == NULL) {
+        conf_quote(quoted, sizeof(quoted), lg->text.data);
         snprintf(why, whylen, "%s, line %d: expected \"name = value\": %s",
                  path, lg->line, quoted);
         return -1;
     }
-    nlen = (size_t)(eq - lg->text);
-    vlen = lg->len - nlen - 1;
-    name = trim(lg->text, &nlen);
+    nlen = (size_t)(eq - lg->text.data);
+    vlen = lg->text.len - nlen - 1;
+    name = trim(lg->text.data, &nlen);
     value = trim(eq + 1, &vlen);
     if (nlen == 0) {
         snprintf(why, whylen, "%s, line %d: no parameter name before \"=\"",
@@ -186,7 +181,6 @@ static int logical_apply(struct conf *conf, const char *path,
         return -1;
     }
     line = lg->line;
-    lg->len = 0;
     lg->line = 0;
     if (conf_name_find(conf, name, nlen, &param, &tlen) != CONF_NAME_UNKNOWN)
         return conf_set_at(conf, name, value, path, line, why, whylen);
@@ -203,7 +197,7 @@ static int logical_apply(struct conf *conf, const char *path,
 static int lines_parse(struct conf *conf, const char *path, char *data,
                        size_t len, char *why, size_t whylen)
 {
-    struct logical lg = {NULL, 0, 0, 0};
+    struct logical lg = {UTIL_BUF_INIT, 0};
     char *line = data;
     char *end = data + len;
     char *nl;
@@ -229,6 +223,7 @@ static int lines_parse(struct conf *conf, const char *path, char *data,
             if (line[0] == '#' || line[0] == 0)
                 continue;
             status = logical_apply(conf, path, &lg, why, whylen);
+            util_buf_reset(&lg.text); /* name and value pointed into it */
             lg.line = lineno;
             logical_add(&lg, line, llen);
             continue;
@@ -248,7 +243,7 @@ static int lines_parse(struct conf *conf, const char *path, char *data,
     }
     if (status == 0)
         status = logical_apply(conf, path, &lg, why, whylen);
-    free(lg.text);
+    util_buf_free(&lg.text);
     return status;
 }
 

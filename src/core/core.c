@@ -31,7 +31,7 @@
 
 struct core *core_create(const struct core_callbacks *cb, void *ctx)
 {
-    struct core *core = core_alloc(sizeof(*core));
+    struct core *core = xmalloc(sizeof(*core));
 
     memset(core, 0, sizeof(*core));
     if (cb)
@@ -50,13 +50,11 @@ void core_free(struct core *core)
 
     /* Entries first (they hang off queues), then messages, then the rest. */
     for (t = core->transports; t; t = t->next) {
-        TAILQ_FOREACH(q, &t->queues, link)
-        {
+        TAILQ_FOREACH(q, &t->queues, link) {
             core_queue_drop_entries(q);
         }
     }
-    TAILQ_FOREACH(m, &core->messages, link)
-    {
+    TAILQ_FOREACH(m, &core->messages, link) {
         for (struct core_job *job = m->jobs; job; job = job->next_of_message)
             job->stack_level = -1; /* no unstacking: all goes */
     }
@@ -95,8 +93,7 @@ void core_timer_arm(struct core *core, struct core_timer *timer,
         core_timer_disarm(core, timer);
     timer->when = when;
     timer->armed = 1;
-    TAILQ_FOREACH_REVERSE(after, &core->timers, core_timer_list, link)
-    {
+    TAILQ_FOREACH_REVERSE(after, &core->timers, core_timer_list, link) {
         if (after->when <= when)
             break;
     }
@@ -112,22 +109,6 @@ void core_timer_disarm(struct core *core, struct core_timer *timer)
         TAILQ_REMOVE(&core->timers, timer, link);
         timer->armed = 0;
     }
-}
-
-void *core_alloc(size_t size)
-{
-    void *p = malloc(size ? size : 1);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-char *core_strdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-
-    return memcpy(core_alloc(len), s, len);
 }
 
 static void core_vlog(struct core *core, enum core_log_level level,
@@ -153,10 +134,12 @@ void core_log(struct core *core, enum core_log_level level, const char *fmt,
 
 void core_panic(struct core *core, const char *fmt, ...)
 {
+    char text[512];
     va_list ap;
 
     va_start(ap, fmt);
-    core_vlog(core, CORE_LOG_WARNING, fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    abort();
+    core_log(core, CORE_LOG_WARNING, "%s", text);
+    util_panic("%s", text);
 }

@@ -7,8 +7,6 @@
  * SYNOPSIS
  *	#include "core/core_impl.h"
  *
- *	void	*core_alloc(size_t size)
- *	char	*core_strdup(const char *s)
  *	void	core_log(struct core *core, enum core_log_level level,
  *			const char *fmt, ...)
  *	void	core_panic(struct core *core, const char *fmt, ...)
@@ -43,13 +41,14 @@
  *	void	core_entry_free_rcpts(struct core_entry *e)
  *	void	core_message_free(struct core_message *m)
  * DESCRIPTION
- *	core_alloc() and core_strdup() never return NULL: running out of
- *	memory aborts, so call sites stay short. core_log() formats a line
- *	and hands it to the log callback. core_panic() reports a broken
- *	invariant (a bug, never bad input) through the log callback and
- *	aborts. Timers are kept in one list sorted by time; arming searches
- *	from the tail, because most timers are set to "now + a fixed
- *	delay" and so belong at the end.
+ *	Memory comes from util/'s allocators, which never return NULL
+ *	(util/ is libc-only and deterministic, so core/ may use it).
+ *	core_log() formats a line and hands it to the log callback.
+ *	core_panic() reports a broken invariant (a bug, never bad input)
+ *	through the log callback, then util_panic() aborts. Timers are
+ *	kept in one list sorted by time; arming searches from the tail,
+ *	because most timers are set to "now + a fixed delay" and so belong
+ *	at the end.
  *
  *	The transport functions are the transport's half of a delivery
  *	start and end (queue.c calls them); core_queue_limit() is the
@@ -62,13 +61,12 @@
  */
 
 #include "core/core.h"
+#include "util/util.h"
 
 #include <sys/queue.h>
 
 struct core_timer;
 
-void *core_alloc(size_t size);
-char *core_strdup(const char *s);
 void core_log(struct core *core, enum core_log_level level, const char *fmt,
               ...) __attribute__((format(printf, 3, 4)));
 void core_panic(struct core *core, const char *fmt, ...)

@@ -66,7 +66,7 @@
 struct core_job *core_job_create(struct core_message *m,
                                  struct core_transport *t)
 {
-    struct core_job *job = core_alloc(sizeof(*job));
+    struct core_job *job = xmalloc(sizeof(*job));
     struct core_job *prev;
 
     memset(job, 0, sizeof(*job));
@@ -75,8 +75,7 @@ struct core_job *core_job_create(struct core_message *m,
     job->stack_level = -1;
     TAILQ_INIT(&job->peers);
     TAILQ_INIT(&job->stack_children);
-    TAILQ_FOREACH_REVERSE(prev, &t->jobs_bytime, core_job_list, bytime)
-    {
+    TAILQ_FOREACH_REVERSE(prev, &t->jobs_bytime, core_job_list, bytime) {
         if (prev->message->queued <= m->queued)
             break;
     }
@@ -109,8 +108,7 @@ static void job_link(struct core_job *job)
     struct core_transport *t = job->transport;
     struct core_job *prev, *current = t->current;
 
-    TAILQ_FOREACH_REVERSE(prev, &t->jobs, core_job_list, list)
-    {
+    TAILQ_FOREACH_REVERSE(prev, &t->jobs, core_job_list, list) {
         if (prev->stack_parent == NULL &&
             prev->message->queued <= job->message->queued)
             break;
@@ -202,8 +200,7 @@ void core_job_block(struct core_job *job)
     struct core_peer *peer;
 
     job->blocker_tag = t->blocker_tag;
-    TAILQ_FOREACH(peer, &job->peers, link)
-    {
+    TAILQ_FOREACH(peer, &job->peers, link) {
         if (!TAILQ_EMPTY(&peer->todo) && !core_queue_open(peer->queue))
             peer->queue->blocker_tag = t->blocker_tag;
     }

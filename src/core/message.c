@@ -50,7 +50,7 @@
 struct core_message *core_message_create(struct core *core, uint64_t id,
                                          core_time_t queued, void *ctx)
 {
-    struct core_message *m = core_alloc(sizeof(*m));
+    struct core_message *m = xmalloc(sizeof(*m));
 
     memset(m, 0, sizeof(*m));
     m->id = id;
@@ -80,13 +80,12 @@ static struct core_peer *peer_obtain(struct core_job *job, struct core_queue *q)
     struct core_peer *peer = q->last_peer;
 
     if (peer == NULL || peer->job != job) {
-        TAILQ_FOREACH(peer, &job->peers, link)
-        {
+        TAILQ_FOREACH(peer, &job->peers, link) {
             if (peer->queue == q)
                 break;
         }
         if (peer == NULL) {
-            peer = core_alloc(sizeof(*peer));
+            peer = xmalloc(sizeof(*peer));
             memset(peer, 0, sizeof(*peer));
             peer->job = job;
             peer->queue = q;
@@ -109,10 +108,8 @@ static void entry_add_rcpt(struct core_entry *e, uint64_t rcpt)
         e->rcpt = &e->rcpt_one;
         e->cap = 1;
     } else if (e->nrcpt == e->cap) {
-        uint64_t *grown = malloc(e->cap * 2 * sizeof(*grown));
+        uint64_t *grown = xmalloc(e->cap * 2 * sizeof(*grown));
 
-        if (grown == NULL)
-            abort();
         memcpy(grown, e->rcpt, e->nrcpt * sizeof(*grown));
         core_entry_free_rcpts(e);
         e->rcpt = grown;
@@ -143,7 +140,7 @@ int core_message_add(struct core_message *m, struct core_queue *q,
     peer = peer_obtain(job, q);
     e = TAILQ_LAST(&peer->todo, core_entry_list);
     if (e == NULL || e->nrcpt >= limit) {
-        e = core_alloc(sizeof(*e));
+        e = xmalloc(sizeof(*e));
         memset(e, 0, sizeof(*e));
         e->peer = peer;
         TAILQ_INSERT_TAIL(&peer->todo, e, peer_link);

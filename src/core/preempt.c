@@ -146,8 +146,7 @@ static struct core_peer *job_peer_select(struct core_job *job)
 {
     struct core_peer *peer;
 
-    TAILQ_FOREACH(peer, &job->peers, link)
-    {
+    TAILQ_FOREACH(peer, &job->peers, link) {
         if (!TAILQ_EMPTY(&peer->todo) && core_queue_open(peer->queue)) {
             TAILQ_REMOVE(&job->peers, peer, link);
             TAILQ_INSERT_TAIL(&job->peers, peer, link);

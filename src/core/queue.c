@@ -89,13 +89,10 @@ static size_t queue_hash(const char *key, size_t size)
 static void queue_hash_grow(struct core_transport *t)
 {
     size_t size = t->hash_size * 2;
-    struct core_queue **hash = calloc(size, sizeof(*hash));
+    struct core_queue **hash = xcalloc(size, sizeof(*hash));
     struct core_queue *q;
 
-    if (hash == NULL)
-        abort();
-    TAILQ_FOREACH(q, &t->queues, link)
-    {
+    TAILQ_FOREACH(q, &t->queues, link) {
         size_t slot = queue_hash(q->key, size);
 
         q->hash_next = hash[slot];
@@ -133,9 +130,9 @@ struct core_queue *core_queue_create(struct core_transport *t, const char *key)
         core_panic(t->core, "queue %s:%s: created twice", t->name, key);
     if (t->queue_count >= t->hash_size)
         queue_hash_grow(t);
-    q = core_alloc(sizeof(*q));
+    q = xmalloc(sizeof(*q));
     memset(q, 0, sizeof(*q));
-    q->key = core_strdup(key);
+    q->key = xstrdup(key);
     q->transport = t;
     q->state = CORE_QUEUE_READY;
     q->window = queue_initial_window(q);
@@ -279,7 +276,7 @@ static void queue_die(struct core_queue *q, core_time_t now, const char *reason)
 
     q->state = CORE_QUEUE_DEAD;
     free(q->dead_reason);
-    q->dead_reason = core_strdup(reason ? reason : "connection failure");
+    q->dead_reason = xstrdup(reason ? reason : "connection failure");
     core_timer_arm(t->core, &q->timer, now + t->params.dead_backoff);
     core_log(t->core, CORE_LOG_INFO,
              "%s:%s: destination dead after %.2f failed pseudo-cohorts "

@@ -25,8 +25,7 @@ static struct core_entry *round_robin_select(struct core_transport *t,
 {
     struct core_queue *q;
 
-    TAILQ_FOREACH(q, &t->queues, link)
-    {
+    TAILQ_FOREACH(q, &t->queues, link) {
         if (q->todo_count > 0 && core_queue_open(q)) {
             struct core_entry *e = TAILQ_FIRST(&q->todo);
 

@@ -127,9 +127,9 @@ core_transport_create(struct core *core, const char *name,
     if (p->initial_concurrency < 1)
         core_panic(core, "transport %s: initial concurrency %d < 1", name,
                    p->initial_concurrency);
-    t = core_alloc(sizeof(*t));
+    t = xmalloc(sizeof(*t));
     memset(t, 0, sizeof(*t));
-    t->name = core_strdup(name);
+    t->name = xstrdup(name);
     t->core = core;
     t->params = *p;
     t->policy = &core_policy_feedback;
@@ -141,9 +141,7 @@ core_transport_create(struct core *core, const char *name,
     TAILQ_INIT(&t->jobs);
     TAILQ_INIT(&t->jobs_bytime);
     t->hash_size = 64;
-    t->hash = calloc(t->hash_size, sizeof(*t->hash));
-    if (t->hash == NULL)
-        abort();
+    t->hash = xcalloc(t->hash_size, sizeof(*t->hash));
     t->next = core->transports;
     core->transports = t;
     return t;
@@ -160,8 +158,7 @@ void core_transport_update(struct core_transport *t,
                    p->initial_concurrency);
     t->params = *p;
     t->params.scheduler = t->scheduler;
-    TAILQ_FOREACH(q, &t->queues, link)
-    {
+    TAILQ_FOREACH(q, &t->queues, link) {
         limit = core_queue_limit(q);
         if (limit > 0 && q->window > limit)
             q->window = limit;
@@ -198,7 +195,7 @@ void core_transport_suspend(struct core_transport *t, core_time_t now,
     struct core_queue *q;
 
     free(t->suspend_reason);
-    t->suspend_reason = core_strdup(reason ? reason : "transport unavailable");
+    t->suspend_reason = xstrdup(reason ? reason : "transport unavailable");
     if (!t->suspended)
         core_log(t->core, CORE_LOG_INFO,
                  "%s: transport suspended for %llds: %s", t->name,
@@ -206,7 +203,7 @@ void core_transport_suspend(struct core_transport *t, core_time_t now,
     t->suspended = 1;
     core_timer_arm(t->core, &t->suspend_timer, now + duration);
     TAILQ_FOREACH(q, &t->queues, link)
-    core_queue_defer_todo(q, t->suspend_reason);
+        core_queue_defer_todo(q, t->suspend_reason);
 }
 
 void core_transport_resume(struct core_transport *t)

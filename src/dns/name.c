@@ -137,12 +137,8 @@ void dns_panic(const char *fmt, ...)
 {
     va_list ap;
 
-    fputs("sluice: dns: panic: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    abort();
+    util_vpanic("dns: panic: ", fmt, ap);
 }
 
 char *dns_xprintf(const char *fmt, ...)

@@ -165,9 +165,7 @@ static int take_record(const unsigned char *buf, int len, const struct rr *rr,
         if (rr->len < 3 ||
             (name = name_at(buf, len, rr->data + 2, &enclen)) == NULL)
             return -1;
-        rep->mx = realloc(rep->mx, (n + 1) * sizeof(*rep->mx));
-        if (rep->mx == NULL)
-            dns_panic("out of memory for %zu MX records", n + 1);
+        rep->mx = xrealloc(rep->mx, (n + 1) * sizeof(*rep->mx));
         rep->mx[n].pref = (int)get16(rr->data);
         rep->mx[n].name = name;
         if (*name == 0)
@@ -177,9 +175,7 @@ static int take_record(const unsigned char *buf, int len, const struct rr *rr,
 
         if (rr->len != (family == AF_INET ? 4 : 16))
             return -1;
-        rep->addr = realloc(rep->addr, (n + 1) * sizeof(*rep->addr));
-        if (rep->addr == NULL)
-            dns_panic("out of memory for %zu addresses", n + 1);
+        rep->addr = xrealloc(rep->addr, (n + 1) * sizeof(*rep->addr));
         dns_addr_set(&rep->addr[n], family, rr->data);
     }
     rep->count = n + 1;

@@ -136,12 +136,9 @@ void dns_rearm(struct dns_resolver *r)
 
 int64_t dns_now(struct dns_resolver *r)
 {
-    struct timespec ts;
-
     if (r->now)
         return r->now(r->now_ctx);
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return util_clock_mono_ms();
 }
 
 uint32_t dns_random(struct dns_resolver *r)

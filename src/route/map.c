@@ -162,7 +162,7 @@ static int pattern_parse(struct reader *rd, const char *text, size_t len,
     enum route_domain kind;
     char quoted[QUOTED];
 
-    route_quote(quoted, sizeof(quoted), text, len);
+    util_quote(quoted, sizeof(quoted), text, len, UTIL_QUOTE_8BIT);
     if (len == 1 && text[0] == '*') {
         strcpy(key, "*");
         return 0;
@@ -235,7 +235,7 @@ static int result_parse(struct reader *rd, const char *text,
     if (nlen == 0) {
         e->transport = rd->t->default_transport;
     } else if ((e->transport = transport_find(rd->t, text, nlen)) < 0) {
-        route_quote(quoted, sizeof(quoted), text, nlen);
+        util_quote(quoted, sizeof(quoted), text, nlen, UTIL_QUOTE_8BIT);
         READER_FAIL(rd, "unknown transport %s%s", quoted,
                     colon ? "" : " (a result is transport:nexthop)");
     }
@@ -244,7 +244,7 @@ static int result_parse(struct reader *rd, const char *text,
                              &e->hop, problem, sizeof(problem));
     free(copy);
     if (status < 0) {
-        route_quote(quoted, sizeof(quoted), hop, hlen);
+        util_quote(quoted, sizeof(quoted), hop, hlen, UTIL_QUOTE_8BIT);
         READER_FAIL(rd, "bad nexthop %s for transport %s: %s", quoted,
                     rd->t->transports[e->transport].name, problem);
     }
@@ -268,7 +268,7 @@ static int line_parse(struct reader *rd, const char *text)
     while (is_blank((unsigned char)text[plen]))
         plen++;
     if (text[plen] == 0) {
-        route_quote(quoted, sizeof(quoted), text, strlen(text));
+        util_quote(quoted, sizeof(quoted), text, strlen(text), UTIL_QUOTE_8BIT);
         READER_FAIL(rd,
                     "no result after pattern %s: expected PATTERN "
                     "TRANSPORT:NEXTHOP",
@@ -277,7 +277,7 @@ static int line_parse(struct reader *rd, const char *text)
     dup = key[0] == '*' ? (m->wildcard >= 0 ? m->entries + m->wildcard : NULL)
                         : route_map_find(m, key);
     if (dup != NULL) {
-        route_quote(quoted, sizeof(quoted), key, strlen(key));
+        util_quote(quoted, sizeof(quoted), key, strlen(key), UTIL_QUOTE_8BIT);
         READER_FAIL(rd, "duplicate pattern %s (first on line %d)", quoted,
                     dup->line);
     }
@@ -306,28 +306,20 @@ static int line_parse(struct reader *rd, const char *text)
 
 /* A logical line being assembled. */
 struct logical {
-    char *text;
-    size_t len;
-    size_t size;
+    struct util_buf text;
     int line; /* where it starts; 0: none */
 };
 
 static int logical_add(struct reader *rd, struct logical *lg, const char *text,
                        size_t len)
 {
-    if (lg->len + len + 1 > LINE_MAX_BYTES) {
+    if (lg->text.len + len + 1 > LINE_MAX_BYTES) {
         rd->line = lg->line;
         READER_FAIL(rd, "logical line longer than %d bytes", LINE_MAX_BYTES);
     }
-    if (lg->len + len + 2 > lg->size) {
-        lg->size = 2 * (lg->len + len + 2);
-        lg->text = xrealloc(lg->text, lg->size);
-    }
-    if (lg->len > 0)
-        lg->text[lg->len++] = ' ';
-    memcpy(lg->text + lg->len, text, len);
-    lg->len += len;
-    lg->text[lg->len] = 0;
+    if (lg->text.len > 0)
+        util_buf_add(&lg->text, " ", 1);
+    util_buf_add(&lg->text, text, len);
     return 0;
 }
 
@@ -339,8 +331,8 @@ static int logical_end(struct reader *rd, struct logical *lg)
     if (lg->line == 0)
         return 0;
     rd->line = lg->line;
-    status = line_parse(rd, lg->text);
-    lg->len = 0;
+    status = line_parse(rd, lg->text.data);
+    util_buf_reset(&lg->text);
     lg->line = 0;
     return status;
 }
@@ -392,7 +384,7 @@ static int line_get(FILE *fp, char *buf, size_t size, size_t *len)
 
 static int lines_read(struct reader *rd, FILE *fp)
 {
-    struct logical lg = {NULL, 0, 0, 0};
+    struct logical lg = {UTIL_BUF_INIT, 0};
     char *line = xmalloc(LINE_MAX_BYTES + 1);
     size_t n;
     int lineno = 0;
@@ -423,7 +415,7 @@ static int lines_read(struct reader *rd, FILE *fp)
     }
     if (status == 0)
         status = logical_end(rd, &lg);
-    free(lg.text);
+    util_buf_free(&lg.text);
     free(line);
     return status;
 }
@@ -473,7 +465,7 @@ static int path_get(const char *value, char **path, char *why, size_t whylen)
             text += type + 1;
             len -= type + 1;
         } else {
-            route_quote(quoted, sizeof(quoted), text, type);
+            util_quote(quoted, sizeof(quoted), text, type, UTIL_QUOTE_8BIT);
             snprintf(why, whylen,
                      "transport_maps: table type %s is not supported: "
                      "expected the path of a text file",
@@ -482,7 +474,8 @@ static int path_get(const char *value, char **path, char *why, size_t whylen)
         }
     }
     if (len == 0 || strcspn(text, ", \t") < len) {
-        route_quote(quoted, sizeof(quoted), value, strlen(value));
+        util_quote(quoted, sizeof(quoted), value, strlen(value),
+                   UTIL_QUOTE_8BIT);
         snprintf(why, whylen,
                  "transport_maps: bad value %s: expected the path of one "
                  "text file",

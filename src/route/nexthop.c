@@ -16,16 +16,14 @@
  *			struct route_hop *hop, char *why, size_t whylen)
  *	void	route_hop_free(struct route_hop *hop)
  *	int	route_transport_name_valid(const char *name, size_t len)
- *	void	route_quote(char *buf, size_t len, const char *text,
- *			size_t tlen)
  * DESCRIPTION
  *	The syntax of what routing reads and writes; see route.h and
  *	route_impl.h for the contracts. The choices made here:
  *
- *	Domain names follow what smtp/ accepts in an address (labels of
- *	letters, digits, "-", "_" and 8-bit bytes), so that every address
- *	the daemon took in can be routed; a trailing dot or an empty label
- *	is an error. Address literals are compared in the canonical form
+ *	Domain names are checked by smtp_domain_valid(), what smtp/ accepts
+ *	in an address (labels of letters, digits, "-", "_" and 8-bit
+ *	bytes), so that every address the daemon took in can be routed; a
+ *	trailing dot or an empty label is an error. Address literals are compared in the canonical form
  *	inet_ntop() gives, so [IPv6:2001:DB8:0::1] and [ipv6:2001:db8::1]
  *	are one destination.
  *
@@ -46,6 +44,7 @@
 
 #include "route/route.h"
 #include "route/route_impl.h"
+#include "smtp/smtp.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -53,73 +52,26 @@
 #include <string.h>
 #include <strings.h>
 
-#define LABEL_MAX 63
-
-/* How much of a text a message quotes. */
-#define QUOTE_MAX 64
-
-void route_quote(char *buf, size_t len, const char *text, size_t tlen)
-{
-    size_t used = 0;
-    size_t n;
-    unsigned char ch;
-    char piece[8];
-
-    if (len == 0)
-        return;
-    if (len < 8) {
-        buf[0] = 0;
-        return;
-    }
-    buf[used++] = '"';
-    for (n = 0; n < tlen && n < QUOTE_MAX; n++) {
-        ch = (unsigned char)text[n];
-        if (ch == '"' || ch == '\\')
-            snprintf(piece, sizeof(piece), "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            snprintf(piece, sizeof(piece), "\\x%02x", ch);
-        else
-            snprintf(piece, sizeof(piece), "%c", ch);
-        if (used + strlen(piece) + 5 > len)
-            break;
-        memcpy(buf + used, piece, strlen(piece));
-        used += strlen(piece);
-    }
-    snprintf(buf + used, len - used, "%s\"", n < tlen ? "..." : "");
-}
-
-static int is_label_char(int ch)
-{
-    return ch >= 0x80 || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-           (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-}
-
 static int lower(int ch)
 {
     return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
 }
 
-/* A domain name of text[0..len), lower-cased into out. */
+/*
+ * A domain name of text[0..len), lower-cased into out; its syntax is
+ * smtp/'s, so that every domain an address may have can be routed.
+ */
 static int name_parse(const char *text, size_t len, char *out)
 {
-    size_t label = 0;
     size_t i;
 
-    if (len == 0 || len > ROUTE_DOMAIN_MAX)
+    if (len == 0 || len > ROUTE_DOMAIN_MAX || text[0] == '[' ||
+        memchr(text, 0, len) != NULL)
         return -1;
-    for (i = 0; i < len; i++) {
-        if (text[i] == '.') {
-            if (label == 0)
-                return -1;
-            label = 0;
-        } else if (!is_label_char((unsigned char)text[i]) ||
-                   ++label > LABEL_MAX) {
-            return -1;
-        }
+    for (i = 0; i < len; i++)
         out[i] = (char)lower((unsigned char)text[i]);
-    }
     out[len] = 0;
-    return label == 0 ? -1 : 0;
+    return smtp_domain_valid(out) ? 0 : -1;
 }
 
 /*

@@ -103,7 +103,7 @@ static int transport_add(struct route_table *t, const char *word, size_t len,
     size_t nlen;
     size_t i;
 
-    route_quote(quoted, sizeof(quoted), word, len);
+    util_quote(quoted, sizeof(quoted), word, len, UTIL_QUOTE_8BIT);
     if (colon == NULL) {
         snprintf(why, whylen, "transports: bad entry %s: expected NAME:TYPE",
                  quoted);
@@ -169,7 +169,7 @@ static int default_load(struct route_table *t, const char *value, char *why,
     char problem[256];
 
     if ((t->default_transport = transport_index(t, value, nlen)) < 0) {
-        route_quote(quoted, sizeof(quoted), value, nlen);
+        util_quote(quoted, sizeof(quoted), value, nlen, UTIL_QUOTE_8BIT);
         snprintf(why, whylen,
                  "default_transport: %s is not a declared transport (see "
                  "transports)",
@@ -179,7 +179,8 @@ static int default_load(struct route_table *t, const char *value, char *why,
     type = t->transports[t->default_transport].type;
     if (colon != NULL && route_hop_parse(colon + 1, type, &t->default_hop,
                                          problem, sizeof(problem)) < 0) {
-        route_quote(quoted, sizeof(quoted), colon + 1, strlen(colon + 1));
+        util_quote(quoted, sizeof(quoted), colon + 1, strlen(colon + 1),
+                   UTIL_QUOTE_8BIT);
         snprintf(why, whylen,
                  "default_transport: bad next hop %s for transport %s: %s",
                  quoted, t->transports[t->default_transport].name, problem);
@@ -200,7 +201,8 @@ static int defaults_load(struct route_table *t, const struct conf *conf,
         return -1;
     if (route_hop_parse(relay, ROUTE_SMTP, &t->relay, problem,
                         sizeof(problem)) < 0) {
-        route_quote(quoted, sizeof(quoted), relay, strlen(relay));
+        util_quote(quoted, sizeof(quoted), relay, strlen(relay),
+                   UTIL_QUOTE_8BIT);
         snprintf(why, whylen, "relayhost: bad value %s: %s", quoted, problem);
         return -1;
     }
@@ -272,7 +274,8 @@ static int address_parse(const char *address, struct domain *d, char *why,
                                : "bad domain";
     else
         return 0;
-    route_quote(quoted, sizeof(quoted), address, strlen(address));
+    util_quote(quoted, sizeof(quoted), address, strlen(address),
+               UTIL_QUOTE_8BIT);
     snprintf(why, whylen, "bad address %s: %s", quoted, problem);
     return -1;
 }

@@ -14,8 +14,6 @@
  *			struct route_hop *hop, char *why, size_t whylen)
  *	void	route_hop_free(struct route_hop *hop)
  *	int	route_transport_name_valid(const char *name, size_t len)
- *	void	route_quote(char *buf, size_t len, const char *text,
- *			size_t tlen)
  *
  *	The transport table (map.c):
  *	int	route_map_load(struct route_table *t, const char *value,
@@ -46,9 +44,8 @@
  *	route_transport_name_valid() accepts 1 to ROUTE_NAME_MAX bytes of
  *	[a-z0-9_-]: names that can prefix a per-transport override.
  *
- *	route_quote() writes text (tlen bytes) in double quotes for a
- *	message, with '"', '\\' and unprintable bytes escaped and long
- *	text cut short with "...".
+ *	Messages quote what they refuse with util_quote(), bytes from 0x80
+ *	up as they are (UTF-8 domain names read as written).
  *
  *	route_map_load() reads the transport table named by the value of
  *	transport_maps into t->map (see map.c for the format and the
@@ -114,7 +111,6 @@ int route_hop_parse(const char *text, enum route_type type,
                     struct route_hop *hop, char *why, size_t whylen);
 void route_hop_free(struct route_hop *hop);
 int route_transport_name_valid(const char *name, size_t len);
-void route_quote(char *buf, size_t len, const char *text, size_t tlen);
 
 int route_map_load(struct route_table *t, const char *value, char *why,
                    size_t whylen);

@@ -164,7 +164,7 @@ static void server_syn(struct world *w, struct conn *c)
 
 static void conn_open(struct world *w, struct domain *d, struct core_entry *e)
 {
-    struct conn *c = world_alloc(sizeof(*c));
+    struct conn *c = xcalloc(1, sizeof(*c));
 
     c->domain = d;
     c->entry = e;
@@ -245,7 +245,7 @@ void net_domain_init(struct world *w, struct domain *d)
     const struct sim_model *m = &d->def->model;
 
     (void)w;
-    d->servers = world_alloc(sizeof(*d->servers) * m->servers);
+    d->servers = xcalloc(m->servers, sizeof(*d->servers));
     for (int j = 0; j < m->servers; j++) {
         TAILQ_INIT(&d->servers[j].accept_queue);
         d->servers[j].bad = j < m->bad_servers;

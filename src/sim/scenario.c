@@ -42,6 +42,7 @@
 #include "conf/conf.h"
 #include "core/core.h"
 #include "sim/sim.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -104,17 +105,6 @@ struct conf *sim_conf_create(char *why, size_t whylen)
     return conf;
 }
 
-static void *scenario_alloc(size_t size)
-{
-    void *p = calloc(1, size ? size : 1);
-
-    if (p == NULL) {
-        fprintf(stderr, "sluice-sim: out of memory\n");
-        exit(75);
-    }
-    return p;
-}
-
 /* The server model of a domain: the sim_* keys, or its overrides. */
 static int model_load(struct sim_model *m, const struct conf *conf,
                       const char *scenario, const char *domain, char *why,
@@ -164,11 +154,7 @@ static int domain_find(struct sim_scenario *sc, const char *name, size_t len,
             return i;
     if (sc->ndomains == *cap) {
         *cap = *cap ? *cap * 2 : 8;
-        sc->domains = realloc(sc->domains, *cap * sizeof(*sc->domains));
-        if (sc->domains == NULL) {
-            fprintf(stderr, "sluice-sim: out of memory\n");
-            exit(75);
-        }
+        sc->domains = xrealloc(sc->domains, *cap * sizeof(*sc->domains));
     }
     memset(&sc->domains[sc->ndomains], 0, sizeof(sc->domains[0]));
     memcpy(sc->domains[sc->ndomains].name, name, len);
@@ -227,21 +213,13 @@ static int workload_line(struct sim_scenario *sc, char *line, int *dcap,
     }
     if (sc->nmessages == *mcap) {
         *mcap = *mcap ? *mcap * 2 : 64;
-        sc->messages = realloc(sc->messages, *mcap * sizeof(*sc->messages));
-        if (sc->messages == NULL) {
-            fprintf(stderr, "sluice-sim: out of memory\n");
-            exit(75);
-        }
+        sc->messages = xrealloc(sc->messages, *mcap * sizeof(*sc->messages));
     }
     m = &sc->messages[sc->nmessages];
     memset(m, 0, sizeof(*m));
     m->arrival = (core_time_t)(arrival * 1000 + 0.5);
     while ((word = strtok_r(NULL, " \t\r\n", &save)) != NULL && *word != '#') {
-        m->parts = realloc(m->parts, (m->nparts + 1) * sizeof(*m->parts));
-        if (m->parts == NULL) {
-            fprintf(stderr, "sluice-sim: out of memory\n");
-            exit(75);
-        }
+        m->parts = xrealloc(m->parts, (m->nparts + 1) * sizeof(*m->parts));
         if (workload_part(sc, word, &m->parts[m->nparts], dcap, err) < 0) {
             free(m->parts);
             return -1;
@@ -294,10 +272,10 @@ static void workload_default(struct sim_scenario *sc, const struct conf *conf)
     struct sim_message *m;
 
     sc->ndomains = (int)conf_int(conf, NULL, "sim_destinations");
-    sc->domains = scenario_alloc(sc->ndomains * sizeof(*sc->domains));
-    sc->messages = m = scenario_alloc(sizeof(*m));
+    sc->domains = xcalloc(1, sc->ndomains * sizeof(*sc->domains));
+    sc->messages = m = xcalloc(1, sizeof(*m));
     sc->nmessages = 1;
-    m->parts = scenario_alloc(sc->ndomains * sizeof(*m->parts));
+    m->parts = xcalloc(1, sc->ndomains * sizeof(*m->parts));
     m->nparts = sc->ndomains;
     for (int i = 0; i < sc->ndomains; i++) {
         snprintf(sc->domains[i].name, sizeof(sc->domains[i].name), "d%d.sim",

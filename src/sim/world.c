@@ -58,17 +58,6 @@ int sim_size_class(long rcpts)
                            : 4;
 }
 
-void *world_alloc(size_t size)
-{
-    void *p = calloc(1, size ? size : 1);
-
-    if (p == NULL) {
-        fprintf(stderr, "sluice-sim: out of memory\n");
-        exit(75);
-    }
-    return p;
-}
-
 /* splitmix64: small, fast, and the same sequence on every platform. */
 int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
 {
@@ -78,21 +67,6 @@ int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return lo + (int64_t)(z % (uint64_t)(hi - lo + 1));
-}
-
-static void strbuf_add(struct strbuf *b, const char *text)
-{
-    size_t len = strlen(text);
-
-    if (b->len + len + 1 > b->size) {
-        b->size = (b->len + len + 1) * 2;
-        if ((b->s = realloc(b->s, b->size)) == NULL) {
-            fprintf(stderr, "sluice-sim: out of memory\n");
-            exit(75);
-        }
-    }
-    memcpy(b->s + b->len, text, len + 1);
-    b->len += len;
 }
 
 /* The event heap: earliest time first, then first scheduled. */
@@ -108,11 +82,7 @@ void world_event(struct world *w, core_time_t when, enum ev_type type,
 
     if (w->heap_len == w->heap_size) {
         w->heap_size = w->heap_size ? w->heap_size * 2 : 256;
-        w->heap = realloc(w->heap, w->heap_size * sizeof(*w->heap));
-        if (w->heap == NULL) {
-            fprintf(stderr, "sluice-sim: out of memory\n");
-            exit(75);
-        }
+        w->heap = xrealloc(w->heap, w->heap_size * sizeof(*w->heap));
     }
     i = w->heap_len++;
     w->heap[i] = (struct event){when, w->seq++, type, c, gen};
@@ -200,8 +170,6 @@ static void world_advance(struct world *w, core_time_t when)
 static void domain_start(struct world *w, struct domain *d,
                          struct core_entry *e)
 {
-    char num[24];
-
     /* core_select() started it: busy counts it already. */
     domain_stat(w, d, core_queue_busy(d->q) - 1);
     if (d->first_start < 0)
@@ -214,9 +182,8 @@ static void domain_start(struct world *w, struct domain *d,
     d->measured_integral = d->busy_integral;
     d->measured_integral2 = d->busy2_integral;
     d->measured_until = w->now;
-    snprintf(num, sizeof(num), "%s%llu", d->sequence.len ? " " : "",
-             (unsigned long long)core_message_id(core_entry_message(e)));
-    strbuf_add(&d->sequence, num);
+    util_buf_printf(&d->sequence, "%s%llu", d->sequence.len ? " " : "",
+                    (unsigned long long)core_message_id(core_entry_message(e)));
     w->res->attempts++;
     domain_trace(w, d);
     net_deliver(w, d, e);
@@ -338,9 +305,9 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
     w->rng = sc->seed;
     w->core = core_create(&cb, w);
     w->t = core_transport_create(w->core, sc->transport, &sc->params);
-    w->domains = world_alloc(sizeof(*w->domains) * sc->ndomains);
-    w->dirty = world_alloc(sizeof(*w->dirty) * sc->ndomains);
-    w->msgs = world_alloc(sizeof(*w->msgs) * sc->nmessages);
+    w->domains = xcalloc(sc->ndomains, sizeof(*w->domains));
+    w->dirty = xcalloc(sc->ndomains, sizeof(*w->dirty));
+    w->msgs = xcalloc(sc->nmessages, sizeof(*w->msgs));
     res->sc = sc;
     for (int i = 0; i < sc->nmessages; i++)
         res->recipients += sc->messages[i].rcpts;
@@ -376,7 +343,7 @@ static double percentile(const double *v, long n, double p)
 static void world_latency(struct world *w)
 {
     const struct sim_scenario *sc = w->sc;
-    double *v = world_alloc(sizeof(*v) * sc->nmessages);
+    double *v = xcalloc(sc->nmessages, sizeof(*v));
 
     for (int c = 0; c < SIM_SIZE_CLASSES; c++) {
         struct sim_latency *l = &w->res->latency[c];
@@ -409,13 +376,12 @@ static void world_results(struct world *w)
     int n = w->sc->ndomains, used = 0;
     double avg = 0, var = 0, tavg = 0, tvar = 0;
 
-    res->sequence = world_alloc(sizeof(*res->sequence) * n);
+    res->sequence = xcalloc(n, sizeof(*res->sequence));
     for (int i = 0; i < n; i++) {
         struct domain *d = &w->domains[i];
         double span = (d->measured_until - d->first_start) / 1000.0;
 
-        res->sequence[i] = d->sequence.s ? d->sequence.s : strdup("");
-        d->sequence.s = NULL;
+        res->sequence[i] = util_buf_take(&d->sequence);
         if (d->first_start < 0)
             continue;
         used++;
@@ -452,7 +418,7 @@ static void world_free(struct world *w)
     }
     for (int i = 0; i < w->sc->ndomains; i++) {
         free(w->domains[i].servers);
-        free(w->domains[i].sequence.s);
+        util_buf_free(&w->domains[i].sequence);
     }
     free(w->domains);
     free(w->dirty);

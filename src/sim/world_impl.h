@@ -8,7 +8,6 @@
  * SYNOPSIS
  *	#include "sim/world_impl.h"
  *
- *	void	*world_alloc(size_t size)
  *	int64_t world_rand(struct world *w, int64_t lo, int64_t hi)
  *	void	world_event(struct world *w, core_time_t when,
  *			enum ev_type type, struct conn *c, uint32_t gen)
@@ -21,7 +20,8 @@
  *	void	net_event(struct world *w, const struct event *ev)
  *	void	net_domain_init(struct world *w, struct domain *d)
  * DESCRIPTION
- *	world_alloc() never returns NULL. world_rand() is uniform in
+ *	Memory comes from util/'s allocators, which never return NULL
+ *	(out of memory, the simulator panics). world_rand() is uniform in
  *	[lo, hi] from the run's seeded generator. world_event() schedules an
  *	event; events carry a generation number so that a connection's
  *	stale events are ignored. world_delivery_done() ends the delivery a
@@ -37,6 +37,7 @@
 #include <sys/queue.h>
 
 #include "sim/sim.h"
+#include "util/util.h"
 
 enum conn_state {
     CONN_SYN_SENT,    /* SYN dropped, client retransmitting */
@@ -95,12 +96,6 @@ struct server {
     struct conn_list accept_queue;
 };
 
-/* A growing string: a domain's sequence of message numbers. */
-struct strbuf {
-    char *s;
-    size_t len, size;
-};
-
 struct domain {
     const struct sim_domain *def;
     struct core_queue *q;
@@ -117,7 +112,7 @@ struct domain {
     /* trace and sequence */
     int trace_window, trace_busy;
     int trace_dirty;
-    struct strbuf sequence;
+    struct util_buf sequence; /* message numbers, in delivery order */
 };
 
 struct event {
@@ -154,7 +149,6 @@ struct world {
     int ndirty;
 };
 
-void *world_alloc(size_t size);
 int64_t world_rand(struct world *w, int64_t lo, int64_t hi);
 void world_event(struct world *w, core_time_t when, enum ev_type type,
                  struct conn *c, uint32_t gen);

@@ -70,46 +70,14 @@
 #define LABEL_MAX  63
 #define DOMAIN_MAX 255
 
-/* A growing string, always NUL-terminated once anything was added. */
-struct sbuf {
-    char *s;
-    size_t len;
-    size_t size;
-};
-
-static void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->size) {
-        b->size = 2 * (b->len + n + 1);
-        b->s = xrealloc(b->s, b->size);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
 /* Append s[0..n) without CR and LF: what unfolding leaves of a token. */
-static void sbuf_add_unfolded(struct sbuf *b, const char *s, size_t n)
+static void buf_add_unfolded(struct util_buf *b, const char *s, size_t n)
 {
     size_t i;
 
     for (i = 0; i < n; i++)
         if (s[i] != '\r' && s[i] != '\n')
-            sbuf_add(b, s + i, 1);
-}
-
-/* Take the string out of b, leaving b empty. */
-static char *sbuf_take(struct sbuf *b)
-{
-    char *s = b->s;
-
-    if (s == NULL) {
-        s = xrealloc(NULL, 1);
-        s[0] = 0;
-    }
-    b->s = NULL;
-    b->len = b->size = 0;
-    return s;
+            util_buf_add(b, s + i, 1);
 }
 
 /* The list takes ownership of addr. */
@@ -124,11 +92,7 @@ static void list_append(struct smtp_addr_list *l, char *addr)
 
 void smtp_addr_list_add(struct smtp_addr_list *l, const char *addr)
 {
-    size_t n = strlen(addr);
-    char *copy = xrealloc(NULL, n + 1);
-
-    memcpy(copy, addr, n + 1);
-    list_append(l, copy);
+    list_append(l, xstrdup(addr));
 }
 
 /* Quadratic, but lists are short; keeping the order matters more. */
@@ -186,11 +150,11 @@ struct tok {
 };
 
 struct parse {
-    const char *p;    /* next unread byte */
-    const char *end;  /* end of the text */
-    struct tok tok;   /* the current token */
-    struct sbuf word; /* local part or phrase being read */
-    struct sbuf addr; /* addr-spec being built */
+    const char *p;        /* next unread byte */
+    const char *end;      /* end of the text */
+    struct tok tok;       /* the current token */
+    struct util_buf word; /* local part or phrase being read */
+    struct util_buf addr; /* addr-spec being built */
     struct smtp_addr_list *out;
     char *why;
     size_t whylen;
@@ -356,17 +320,17 @@ static int read_words(struct parse *ps, enum words *what)
     int last = 0; /* 0: nothing, 'w': a word, '.': a dot */
     int local = 1;
 
-    ps->word.len = 0;
+    util_buf_reset(&ps->word);
     while (tok_is_word(ps) || tok_is(ps, '.')) {
         if (tok_is(ps, '.')) {
             if (last != 'w')
                 local = 0;
-            sbuf_add(&ps->word, ".", 1);
+            util_buf_add(&ps->word, ".", 1);
             last = '.';
         } else {
             if (last == 'w')
                 local = 0;
-            sbuf_add_unfolded(&ps->word, ps->tok.start, ps->tok.len);
+            buf_add_unfolded(&ps->word, ps->tok.start, ps->tok.len);
             last = 'w';
         }
         if (lex_next(ps) < 0)
@@ -383,18 +347,18 @@ static int read_words(struct parse *ps, enum words *what)
 static int read_domain(struct parse *ps)
 {
     if (ps->tok.kind == TOK_LITERAL) {
-        sbuf_add_unfolded(&ps->addr, ps->tok.start, ps->tok.len);
+        buf_add_unfolded(&ps->addr, ps->tok.start, ps->tok.len);
         return lex_next(ps);
     }
     for (;;) {
         if (ps->tok.kind != TOK_ATOM)
             return parse_fail(ps, ps->tok.start, "expected a domain");
-        sbuf_add(&ps->addr, ps->tok.start, ps->tok.len);
+        util_buf_add(&ps->addr, ps->tok.start, ps->tok.len);
         if (lex_next(ps) < 0)
             return -1;
         if (!tok_is(ps, '.'))
             return 0;
-        sbuf_add(&ps->addr, ".", 1);
+        util_buf_add(&ps->addr, ".", 1);
         if (lex_next(ps) < 0)
             return -1;
     }
@@ -403,14 +367,14 @@ static int read_domain(struct parse *ps)
 /* After a local part in ps->word: ["@" domain], then emit the address. */
 static int finish_addr_spec(struct parse *ps)
 {
-    ps->addr.len = 0;
-    sbuf_add(&ps->addr, ps->word.s, ps->word.len);
+    util_buf_reset(&ps->addr);
+    util_buf_add(&ps->addr, ps->word.data, ps->word.len);
     if (tok_is(ps, '@')) {
-        sbuf_add(&ps->addr, "@", 1);
+        util_buf_add(&ps->addr, "@", 1);
         if (lex_next(ps) < 0 || read_domain(ps) < 0)
             return -1;
     }
-    list_append(ps->out, sbuf_take(&ps->addr));
+    list_append(ps->out, util_buf_take(&ps->addr));
     return 0;
 }
 
@@ -418,7 +382,7 @@ static int finish_addr_spec(struct parse *ps)
 static int skip_route(struct parse *ps)
 {
     while (tok_is(ps, '@')) {
-        ps->addr.len = 0;
+        util_buf_reset(&ps->addr);
         if (lex_next(ps) < 0 || read_domain(ps) < 0)
             return -1;
         while (tok_is(ps, ','))
@@ -538,8 +502,8 @@ int smtp_address_list_parse(const char *text, size_t len,
     ps.why = why;
     ps.whylen = whylen;
     status = read_list(&ps);
-    free(ps.word.s);
-    free(ps.addr.s);
+    util_buf_free(&ps.word);
+    util_buf_free(&ps.addr);
     if (status < 0)
         list_truncate(out, keep);
     return status;

@@ -49,6 +49,7 @@
  */
 
 #include "smtp/smtp.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -90,10 +91,8 @@ static int refuse(char *why, size_t whylen, int code, const char *fmt, ...)
 
 static char *dup_n(const char *p, size_t n)
 {
-    char *s = malloc(n + 1);
+    char *s = xmalloc(n + 1);
 
-    if (s == NULL)
-        abort();
     memcpy(s, p, n);
     s[n] = 0;
     return s;
@@ -126,11 +125,9 @@ static int hexval(int c)
  */
 static char *xtext_decode(const char *p, size_t n, size_t max)
 {
-    char *out = malloc(n + 1);
+    char *out = xmalloc(n + 1);
     size_t o = 0;
 
-    if (out == NULL)
-        abort();
     for (size_t i = 0; i < n; i++) {
         int c = (unsigned char)p[i];
 
@@ -312,9 +309,7 @@ static int rcpt_param(struct params *ps, const char *key, const char *val,
                                               ORCPT_MAX)) == NULL)
             return refuse(why, whylen, SMTP_PARSE_SYNTAX,
                           "5.5.4 Bad ORCPT parameter");
-        c->orcpt = malloc(tlen + 1 + strlen(addr) + 1);
-        if (c->orcpt == NULL)
-            abort();
+        c->orcpt = xmalloc(tlen + 1 + strlen(addr) + 1);
         sprintf(c->orcpt, "%.*s;%s", (int)tlen, val, addr);
         free(addr);
     } else {

@@ -43,6 +43,7 @@
  */
 
 #include "smtp/smtp.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -88,10 +89,8 @@ size_t smtp_enhanced_code(const char *p, size_t len)
 static void text_add(struct smtp_reply *r, const char *p, size_t len)
 {
     size_t need = r->text_len + (r->text_len ? 1 : 0) + len + 1;
-    char *t = realloc(r->text, need);
+    char *t = xrealloc(r->text, need);
 
-    if (t == NULL)
-        abort();
     r->text = t;
     if (r->text_len)
         r->text[r->text_len++] = ' ';

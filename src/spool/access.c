@@ -106,9 +106,7 @@ static int rcpts_read(struct spool *sp, MDB_txn *txn, const char *id,
             break;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
-            r = realloc(r, cap * sizeof(*r));
-            if (r == NULL)
-                abort();
+            r = xrealloc(r, cap * sizeof(*r));
         }
         if (spool_rcpt_decode(v.mv_data, v.mv_size, &r[n], reason,
                               sizeof(reason)) < 0) {
@@ -154,7 +152,7 @@ static int body_read(struct spool *sp, MDB_txn *txn, struct spool_msg *m,
         errno = EILSEQ;
         return -1;
     }
-    m->body = spool_alloc(v.mv_size + 1);
+    m->body = xcalloc(1, v.mv_size + 1);
     memcpy(m->body, v.mv_data, v.mv_size);
     return 0;
 }
@@ -386,16 +384,13 @@ static int envelope_write(struct spool *sp, MDB_txn *txn,
                           const struct spool_msg *m)
 {
     unsigned char key[SPOOL_KEY_ID];
-    struct buf b = {0};
-    MDB_val k = {SPOOL_KEY_ID, key}, v;
+    struct util_buf b = {0};
     int rc;
 
     spool_key_id(key, m->id);
     spool_envelope_encode(&b, m);
-    v.mv_data = b.data;
-    v.mv_size = b.len;
-    rc = mdb_put(txn, sp->msg, &k, &v, 0);
-    buf_free(&b);
+    rc = spool_put(txn, sp->msg, key, sizeof(key), b.data, b.len, 0);
+    util_buf_free(&b);
     return rc;
 }
 
@@ -404,7 +399,7 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
                          size_t whylen)
 {
     unsigned char key[SPOOL_KEY_RCPT];
-    struct buf b = {0};
+    struct util_buf b = {0};
     int rc = 0;
 
     for (uint32_t i = 0; i < ch->nresults && rc == 0; i++) {
@@ -424,15 +419,13 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
             r.status = res->status;
             r.code = res->code;
             free(r.reason);
-            r.reason = res->reason ? spool_strdup(res->reason) : NULL;
+            r.reason = res->reason ? xstrdup(res->reason) : NULL;
         }
         spool_rcpt_encode(&b, &r);
         spool_rcpt_clear(&r);
-        v.mv_data = b.data;
-        v.mv_size = b.len;
-        rc = mdb_put(txn, sp->rcpt, &k, &v, 0);
+        rc = spool_put(txn, sp->rcpt, key, sizeof(key), b.data, b.len, 0);
     }
-    buf_free(&b);
+    util_buf_free(&b);
     return rc;
 }
 
@@ -443,33 +436,26 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
 typedef int change_fn(struct spool *sp, MDB_txn *txn, const char *id,
                       const void *arg, char *why, size_t whylen);
 
+struct change_call {
+    const char *id;
+    change_fn *apply;
+    const void *arg;
+};
+
+static int change_write(struct spool *sp, MDB_txn *txn, void *ctx, char *why,
+                        size_t whylen)
+{
+    const struct change_call *c = ctx;
+
+    return c->apply(sp, txn, c->id, c->arg, why, whylen);
+}
+
 static int change_run(struct spool *sp, const char *id, change_fn *apply,
                       const void *arg, char *why, size_t whylen)
 {
-    MDB_txn *txn;
-    int rc;
+    struct change_call c = {id, apply, arg};
 
-    for (;;) {
-        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
-            return -1;
-        rc = apply(sp, txn, id, arg, why, whylen);
-        if (rc == 0) {
-            if (spool_txn_commit(sp, txn, why, whylen) == 0)
-                return 0;
-            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
-                return -1;
-            continue;
-        }
-        spool_txn_end(sp, txn);
-        if (rc == -1)
-            return -1;
-        if (rc != MDB_MAP_FULL) {
-            spool_why_lmdb(why, whylen, id, rc);
-            return -1;
-        }
-        if (spool_grow(sp, why, whylen) < 0)
-            return -1;
-    }
+    return spool_txn_write(sp, change_write, &c, id, why, whylen);
 }
 
 static int update_apply(struct spool *sp, MDB_txn *txn, const char *id,
@@ -629,7 +615,7 @@ static int corrupt_mark(struct spool *sp, MDB_txn *txn, const char *id,
     if (raw_envelope) {
         /* The value points into the map; copy before writing. */
         copy.mv_size = raw_envelope->mv_size;
-        copy.mv_data = spool_alloc(copy.mv_size + 1);
+        copy.mv_data = xcalloc(1, copy.mv_size + 1);
         memcpy(copy.mv_data, raw_envelope->mv_data, copy.mv_size);
         rc = corrupt_keep(sp, txn, id, "envelope", &copy);
         free(copy.mv_data);
@@ -671,7 +657,7 @@ static int recover_scan(struct spool *sp, struct recover_item **list, char *why,
         struct recover_item *it;
         char reason[200];
 
-        it = spool_alloc(sizeof(*it));
+        it = xcalloc(1, sizeof(*it));
         memcpy(it->id, k.mv_data,
                k.mv_size < SPOOL_KEY_ID ? k.mv_size : SPOOL_KEY_ID);
         if (spool_envelope_decode(v.mv_data, v.mv_size, &m, reason,
@@ -745,7 +731,7 @@ static int recover_apply(struct spool *sp, MDB_txn *txn, const char *id,
         /* A bad recipient record: it stays where it is, untouched. */
         rc = spool_index_del(sp, txn, &m);
         free(m.corrupt_reason);
-        m.corrupt_reason = spool_strdup(it->reason);
+        m.corrupt_reason = xstrdup(it->reason);
         m.state = SPOOL_CORRUPT;
     } else if (m.state == SPOOL_ACTIVE) {
         m.state = SPOOL_INCOMING;

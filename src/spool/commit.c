@@ -83,8 +83,7 @@ static void msg_prepare(struct spool_msg *m, int64_t now)
 int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
 {
     unsigned char key[SPOOL_KEY_RCPT];
-    struct buf b = {0};
-    MDB_val k, v;
+    struct util_buf b = {0};
     int rc;
 
     /*
@@ -97,11 +96,8 @@ int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
             spool_id_new(m->id, m->created);
         spool_key_id(key, m->id);
         spool_envelope_encode(&b, m);
-        k.mv_data = key;
-        k.mv_size = SPOOL_KEY_ID;
-        v.mv_data = b.data;
-        v.mv_size = b.len;
-        rc = mdb_put(txn, sp->msg, &k, &v, MDB_NOOVERWRITE);
+        rc = spool_put(txn, sp->msg, key, SPOOL_KEY_ID, b.data, b.len,
+                       MDB_NOOVERWRITE);
         if (rc != MDB_KEYEXIST)
             break;
     }
@@ -110,23 +106,17 @@ int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
     for (uint32_t i = 0; i < m->nrcpt; i++) {
         spool_key_rcpt(key, m->id, i);
         spool_rcpt_encode(&b, &m->rcpt[i]);
-        k.mv_data = key;
-        k.mv_size = SPOOL_KEY_RCPT;
-        v.mv_data = b.data;
-        v.mv_size = b.len;
-        if ((rc = mdb_put(txn, sp->rcpt, &k, &v, 0)))
+        if ((rc = spool_put(txn, sp->rcpt, key, SPOOL_KEY_RCPT, b.data, b.len,
+                            0)))
             goto done;
     }
     spool_key_id(key, m->id);
-    k.mv_data = key;
-    k.mv_size = SPOOL_KEY_ID;
-    v.mv_data = m->body ? m->body : "";
-    v.mv_size = m->size;
-    if ((rc = mdb_put(txn, sp->body, &k, &v, 0)))
+    if ((rc = spool_put(txn, sp->body, key, SPOOL_KEY_ID,
+                        m->body ? m->body : "", m->size, 0)))
         goto done;
     rc = spool_index_put(sp, txn, m);
 done:
-    buf_free(&b);
+    util_buf_free(&b);
     return rc;
 }
 
@@ -161,6 +151,21 @@ static int item_apply(struct spool *sp, MDB_txn *txn, struct spool_pending *p)
     return mdb_txn_commit(child);
 }
 
+/* Every item of a batch in txn: 0, or an MDB error for the batch. */
+static int batch_apply(struct spool *sp, MDB_txn *txn, void *ctx, char *why,
+                       size_t whylen)
+{
+    struct spool_pending *p;
+    int rc;
+
+    (void)why;
+    (void)whylen;
+    for (p = ctx; p; p = p->next)
+        if ((rc = item_apply(sp, txn, p)) != 0)
+            return rc;
+    return 0;
+}
+
 /*
  * Write a batch in one transaction, growing the map as needed. 0, or -1
  * with the reason.
@@ -170,34 +175,12 @@ static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
 {
     int64_t now = spool_now();
     struct spool_pending *p;
-    MDB_txn *txn;
-    int rc = 0;
 
     for (p = batch; p; p = p->next)
         if (p->kind == PENDING_NEW)
             msg_prepare(p->msg, now);
-    for (;;) {
-        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
-            return -1;
-        for (p = batch; p; p = p->next)
-            if ((rc = item_apply(sp, txn, p)) != 0)
-                break;
-        if (rc == 0) {
-            /* The commit itself may need pages the map does not have. */
-            if (spool_txn_commit(sp, txn, why, whylen) == 0)
-                return 0;
-            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
-                return -1;
-            continue;
-        }
-        spool_txn_end(sp, txn);
-        if (rc != MDB_MAP_FULL) {
-            spool_why_lmdb(why, whylen, "spool: storing a message", rc);
-            return -1;
-        }
-        if (spool_grow(sp, why, whylen) < 0)
-            return -1;
-    }
+    return spool_txn_write(sp, batch_apply, batch, "spool: storing a message",
+                           why, whylen);
 }
 
 static void pending_free(struct spool_pending *p)
@@ -277,7 +260,7 @@ int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
 
     if (sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER))
         return -1;
-    p = spool_alloc(sizeof(*p));
+    p = xcalloc(1, sizeof(*p));
     p->kind = PENDING_NEW;
     p->msg = m;
     p->done = done;
@@ -295,17 +278,16 @@ static int submit_change(struct spool *sp, enum pending_kind kind,
     if ((sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER)) ||
         strlen(id) > SPOOL_ID_MAX)
         return -1;
-    p = spool_alloc(sizeof(*p));
+    p = xcalloc(1, sizeof(*p));
     p->kind = kind;
     snprintf(p->id, sizeof(p->id), "%s", id);
     if (ch) {
         p->change = *ch;
-        results = spool_alloc(ch->nresults * sizeof(*results));
+        results = xcalloc(ch->nresults, sizeof(*results));
         for (uint32_t i = 0; i < ch->nresults; i++) {
             results[i] = ch->results[i];
-            results[i].reason = ch->results[i].reason
-                                    ? spool_strdup(ch->results[i].reason)
-                                    : NULL;
+            results[i].reason =
+                ch->results[i].reason ? xstrdup(ch->results[i].reason) : NULL;
         }
         p->change.results = results;
     }

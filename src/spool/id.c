@@ -16,22 +16,19 @@
  *	message with an id it already has (MDB_NOOVERWRITE) and the
  *	committer then draws another.
  *
- *	spool_now() reads the clock, in microseconds.
+ *	spool_now() reads the wall clock (util_clock_wall_us()), in
+ *	microseconds since the epoch.
  */
 
 #include "spool/spool_impl.h"
 
 #include <sys/random.h>
-#include <time.h>
 
 static const char alphabet[] = "0123456789ABCDEFGHJKLMNPQRSTVWXZ";
 
 int64_t spool_now(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return util_clock_wall_us();
 }
 
 void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)

@@ -4,10 +4,11 @@
  * SYNOPSIS
  *	#include "spool/spool_impl.h"
  *
- *	void	spool_envelope_encode(struct buf *b, const struct spool_msg *m)
+ *	void	spool_envelope_encode(struct util_buf *b,
+ *			const struct spool_msg *m)
  *	int	spool_envelope_decode(const void *p, size_t len,
  *			struct spool_msg *m, char *why, size_t whylen)
- *	void	spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
+ *	void	spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
  *	int	spool_rcpt_decode(const void *p, size_t len,
  *			struct spool_rcpt *r, char *why, size_t whylen)
  *	void	spool_key_id(), spool_key_rcpt(), spool_key_time()
@@ -55,46 +56,7 @@ enum rcpt_tag {
     RCPT_NOTIFIED,
 };
 
-void *spool_alloc(size_t size)
-{
-    void *p = calloc(1, size ? size : 1);
-
-    if (p == NULL)
-        abort();
-    return p;
-}
-
-char *spool_strdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-
-    return memcpy(spool_alloc(len), s, len);
-}
-
-void buf_reset(struct buf *b)
-{
-    b->len = 0;
-}
-
-void buf_free(struct buf *b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->len = b->size = 0;
-}
-
-void buf_add(struct buf *b, const void *p, size_t len)
-{
-    if (b->len + len > b->size) {
-        b->size = (b->len + len) * 2 + 64;
-        if ((b->data = realloc(b->data, b->size)) == NULL)
-            abort();
-    }
-    memcpy(b->data + b->len, p, len);
-    b->len += len;
-}
-
-static void buf_leb(struct buf *b, uint64_t v)
+static void buf_leb(struct util_buf *b, uint64_t v)
 {
     unsigned char c[10];
     size_t n = 0;
@@ -106,39 +68,39 @@ static void buf_leb(struct buf *b, uint64_t v)
             c[n] |= 0x80;
         n++;
     } while (v);
-    buf_add(b, c, n);
+    util_buf_add(b, c, n);
 }
 
-static void field_bytes(struct buf *b, int tag, const void *p, size_t len)
+static void field_bytes(struct util_buf *b, int tag, const void *p, size_t len)
 {
     unsigned char t = (unsigned char)tag;
 
-    buf_add(b, &t, 1);
+    util_buf_add(b, &t, 1);
     buf_leb(b, len);
-    buf_add(b, p, len);
+    util_buf_add(b, p, len);
 }
 
-static void field_str(struct buf *b, int tag, const char *s)
+static void field_str(struct util_buf *b, int tag, const char *s)
 {
     if (s)
         field_bytes(b, tag, s, strlen(s));
 }
 
-static void field_num(struct buf *b, int tag, uint64_t v)
+static void field_num(struct util_buf *b, int tag, uint64_t v)
 {
-    struct buf tmp = {0};
+    struct util_buf tmp = {0};
 
     buf_leb(&tmp, v);
     field_bytes(b, tag, tmp.data, tmp.len);
-    buf_free(&tmp);
+    util_buf_free(&tmp);
 }
 
-void spool_envelope_encode(struct buf *b, const struct spool_msg *m)
+void spool_envelope_encode(struct util_buf *b, const struct spool_msg *m)
 {
     unsigned char version = RECORD_VERSION;
 
-    buf_reset(b);
-    buf_add(b, &version, 1);
+    util_buf_reset(b);
+    util_buf_add(b, &version, 1);
     field_str(b, ENV_SENDER, m->sender ? m->sender : "");
     field_str(b, ENV_ENVID, m->envid);
     field_num(b, ENV_RET, m->ret);
@@ -153,12 +115,12 @@ void spool_envelope_encode(struct buf *b, const struct spool_msg *m)
     field_str(b, ENV_CORRUPT_REASON, m->corrupt_reason);
 }
 
-void spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
+void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
 {
     unsigned char version = RECORD_VERSION;
 
-    buf_reset(b);
-    buf_add(b, &version, 1);
+    util_buf_reset(b);
+    util_buf_add(b, &version, 1);
     field_str(b, RCPT_ADDRESS, r->address);
     field_str(b, RCPT_ORIG, r->orig);
     field_str(b, RCPT_ORCPT, r->orcpt);
@@ -231,7 +193,7 @@ static int field_to_str(struct reader *r, int tag, const unsigned char *data,
         return -1;
     }
     free(*out);
-    *out = spool_alloc(len + 1);
+    *out = xcalloc(1, len + 1);
     memcpy(*out, data, len);
     return 0;
 }

@@ -168,7 +168,7 @@ int spool_open(struct spool **spp, const struct spool_config *cf, int flags,
     *spp = NULL;
     if (spool_dir(cf, flags, path, sizeof(path), why, whylen) < 0)
         return -1;
-    sp = spool_alloc(sizeof(*sp));
+    sp = xcalloc(1, sizeof(*sp));
     sp->flags = flags;
     sp->map_size = cf->map_size ? cf->map_size : 256ULL << 20;
     sp->map_size_limit = cf->map_size_limit;
@@ -266,6 +266,44 @@ int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen)
     return 0;
 }
 
+int spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+              const void *data, size_t len, unsigned flags)
+{
+    MDB_val k = {klen, (void *)key};
+    MDB_val v = {len, (void *)data};
+
+    return mdb_put(txn, dbi, &k, &v, flags);
+}
+
+int spool_txn_write(struct spool *sp, spool_write_fn *fn, void *ctx,
+                    const char *what, char *why, size_t whylen)
+{
+    MDB_txn *txn;
+    int rc;
+
+    for (;;) {
+        if (spool_txn_begin(sp, 1, &txn, why, whylen) < 0)
+            return -1;
+        if ((rc = fn(sp, txn, ctx, why, whylen)) == 0) {
+            /* The commit itself may need pages the map does not have. */
+            if (spool_txn_commit(sp, txn, why, whylen) == 0)
+                return 0;
+            if (errno != MDB_MAP_FULL || spool_grow(sp, why, whylen) < 0)
+                return -1;
+            continue;
+        }
+        spool_txn_end(sp, txn);
+        if (rc == -1)
+            return -1;
+        if (rc != MDB_MAP_FULL) {
+            spool_why_lmdb(why, whylen, what, rc);
+            return -1;
+        }
+        if (spool_grow(sp, why, whylen) < 0)
+            return -1;
+    }
+}
+
 /*
  * Before growing, free the slots of dead readers: their old snapshots
  * may be what keeps freed pages from being reused. The size is read and
@@ -305,7 +343,7 @@ int spool_grow(struct spool *sp, char *why, size_t whylen)
 
 struct spool_msg *spool_msg_new(void)
 {
-    return spool_alloc(sizeof(struct spool_msg));
+    return xcalloc(1, sizeof(struct spool_msg));
 }
 
 void spool_msg_free(struct spool_msg *m)
@@ -336,15 +374,13 @@ int spool_msg_add_rcpt(struct spool_msg *m, const char *address,
         return -1;
     if (m->nrcpt == m->rcpt_cap) {
         m->rcpt_cap = m->rcpt_cap ? m->rcpt_cap * 2 : 4;
-        m->rcpt = realloc(m->rcpt, m->rcpt_cap * sizeof(*m->rcpt));
-        if (m->rcpt == NULL)
-            abort();
+        m->rcpt = xrealloc(m->rcpt, m->rcpt_cap * sizeof(*m->rcpt));
     }
     r = &m->rcpt[m->nrcpt++];
     memset(r, 0, sizeof(*r));
-    r->address = spool_strdup(address);
-    r->orig = orig ? spool_strdup(orig) : NULL;
-    r->orcpt = orcpt ? spool_strdup(orcpt) : NULL;
+    r->address = xstrdup(address);
+    r->orig = orig ? xstrdup(orig) : NULL;
+    r->orcpt = orcpt ? xstrdup(orcpt) : NULL;
     r->notify = notify;
     return 0;
 }

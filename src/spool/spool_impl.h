@@ -8,10 +8,11 @@
  *	#include "spool/spool_impl.h"
  *
  *	Records (record.c):
- *	void	spool_envelope_encode(struct buf *b, const struct spool_msg *m)
+ *	void	spool_envelope_encode(struct util_buf *b,
+ *			const struct spool_msg *m)
  *	int	spool_envelope_decode(const void *p, size_t len,
  *			struct spool_msg *m, char *why, size_t whylen)
- *	void	spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r)
+ *	void	spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
  *	int	spool_rcpt_decode(const void *p, size_t len,
  *			struct spool_rcpt *r, char *why, size_t whylen)
  *
@@ -31,6 +32,11 @@
  *	int	spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why,
  *			size_t whylen)
  *	int	spool_grow(struct spool *sp, char *why, size_t whylen)
+ *	int	spool_txn_write(struct spool *sp, spool_write_fn *fn,
+ *			void *ctx, const char *what, char *why, size_t whylen)
+ *	int	spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key,
+ *			size_t klen, const void *data, size_t len,
+ *			unsigned flags)
  *	void	spool_why_lmdb(char *why, size_t whylen, const char *what,
  *			int rc)
  * DESCRIPTION
@@ -52,27 +58,22 @@
  *	open, so every transaction holds a read lock on a process-wide
  *	rwlock and spool_grow() takes it for writing. A map grown by
  *	another process (MDB_MAP_RESIZED) is adopted when a transaction
- *	begins.
+ *	begins. spool_txn_write() is that loop, once: it runs fn in a
+ *	write transaction and commits, growing the map and starting over
+ *	while the writes or the commit do not fit; fn returns 0, an MDB
+ *	error (reported as "WHAT: ..."), or -1 with why set. spool_put()
+ *	is mdb_put() of key and data given as pointers and lengths.
  */
 
 #include <lmdb.h>
 #include <pthread.h>
 
 #include "spool/spool.h"
+#include "util/util.h"
 
 #define SPOOL_KEY_ID   16
 #define SPOOL_KEY_RCPT (SPOOL_KEY_ID + 4)
 #define SPOOL_KEY_TIME (8 + SPOOL_KEY_ID)
-
-/* A growing byte buffer; never fails (aborts when memory runs out). */
-struct buf {
-    unsigned char *data;
-    size_t len, size;
-};
-
-void buf_reset(struct buf *b);
-void buf_free(struct buf *b);
-void buf_add(struct buf *b, const void *p, size_t len);
 
 struct spool_pending;
 
@@ -91,10 +92,10 @@ struct spool {
     long commits; /* transactions committed by the committer */
 };
 
-void spool_envelope_encode(struct buf *b, const struct spool_msg *m);
+void spool_envelope_encode(struct util_buf *b, const struct spool_msg *m);
 int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,
                           char *why, size_t whylen);
-void spool_rcpt_encode(struct buf *b, const struct spool_rcpt *r);
+void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r);
 int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *r,
                       char *why, size_t whylen);
 void spool_rcpt_clear(struct spool_rcpt *r);
@@ -106,12 +107,17 @@ void spool_key_rcpt(unsigned char key[SPOOL_KEY_RCPT], const char *id,
 void spool_key_time(unsigned char key[SPOOL_KEY_TIME], int64_t when,
                     const char *id);
 
-
 int spool_txn_begin(struct spool *sp, int write, MDB_txn **txn, char *why,
                     size_t whylen);
 void spool_txn_end(struct spool *sp, MDB_txn *txn);
 int spool_txn_commit(struct spool *sp, MDB_txn *txn, char *why, size_t whylen);
 int spool_grow(struct spool *sp, char *why, size_t whylen);
+typedef int spool_write_fn(struct spool *sp, MDB_txn *txn, void *ctx, char *why,
+                           size_t whylen);
+int spool_txn_write(struct spool *sp, spool_write_fn *fn, void *ctx,
+                    const char *what, char *why, size_t whylen);
+int spool_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+              const void *data, size_t len, unsigned flags);
 void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc);
 
 /* Stop the committer after what is queued (commit.c; spool_close()). */
@@ -127,8 +133,5 @@ int spool_apply_delete(struct spool *sp, MDB_txn *txn, const char *id,
 /* Index keys of a message's state (access.c). */
 int spool_index_del(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
 int spool_index_put(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
-
-void *spool_alloc(size_t size);
-char *spool_strdup(const char *s);
 
 #endif

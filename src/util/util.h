@@ -14,7 +14,25 @@
  *	char	*xstrdup(const char *s), *xstrndup(const char *s, size_t n)
  *
  *	void	util_panic(const char *fmt, ...)
+ *	void	util_vpanic(const char *prefix, const char *fmt, va_list ap)
  *	void	util_panic_hook_set(util_panic_hook_fn *hook)
+ *
+ *	struct util_buf b = UTIL_BUF_INIT;
+ *	void	util_buf_add(struct util_buf *b, const void *p, size_t n)
+ *	void	util_buf_puts(struct util_buf *b, const char *s)
+ *	void	util_buf_printf(struct util_buf *b, const char *fmt, ...)
+ *	void	util_buf_reset(struct util_buf *b)
+ *	char	*util_buf_take(struct util_buf *b)
+ *	void	util_buf_free(struct util_buf *b)
+ *
+ *	void	util_quote(char *buf, size_t len, const char *text,
+ *			size_t tlen, int flags)
+ *
+ *	int64_t	util_clock_mono_ms(void), util_clock_mono_us(void)
+ *	int64_t	util_clock_wall_us(void)
+ *
+ *	int	util_write_all(int fd, const void *p, size_t n)
+ *	ssize_t	util_read_all(int fd, void *p, size_t n)
  *
  *	struct util_blob *util_blob_adopt(char *data, size_t len)
  *	struct util_blob *util_blob_copy(const char *data, size_t len)
@@ -30,7 +48,26 @@
  *
  *	The allocators (alloc.c) never return NULL: out of memory they
  *	panic. util_panic() (panic.c) reports a bug or an exhausted
- *	resource through the hook the daemon sets, then aborts.
+ *	resource through the hook the daemon sets, then aborts;
+ *	util_vpanic() lets a layer's own panic keep its stderr prefix.
+ *
+ *	struct util_buf (buf.c) is the one growing buffer: b->data holds
+ *	b->len bytes and a NUL after them (NULL until something is added),
+ *	for binary records and strings alike.
+ *
+ *	util_quote() (quote.c) writes text in double quotes for an error
+ *	message, escaping what is not printable and cutting long text
+ *	short with "..."; UTIL_QUOTE_8BIT shows bytes from 0x80 up as they
+ *	are.
+ *
+ *	The clocks (clock.c): util_clock_mono_ms() and _us() read the
+ *	monotonic clock, for intervals and for the time given to core/;
+ *	util_clock_wall_us() reads the wall clock (microseconds since the
+ *	epoch), for timestamps on disk and in logs.
+ *
+ *	util_write_all() and util_read_all() (io.c) move all n bytes
+ *	through a blocking descriptor (reading stops early only at the end
+ *	of the file), retrying after EINTR and short counts.
  *
  *	A blob (blob.c) is bytes that several owners read, freed with the
  *	last reference: one copy of a message body for all its deliveries.
@@ -45,7 +82,10 @@
  *	remembered: the canonical lookup may consult DNS.
  */
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.2.0"
@@ -66,7 +106,47 @@ void util_panic(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn))
 #endif
     ;
+void util_vpanic(const char *prefix, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 0), noreturn))
+#endif
+    ;
 void util_panic_hook_set(util_panic_hook_fn *hook);
+
+struct util_buf {
+    char *data; /* len bytes and a NUL; NULL until something is added */
+    size_t len;
+    size_t size;
+};
+
+#define UTIL_BUF_INIT                                                          \
+    {                                                                          \
+        NULL, 0, 0                                                             \
+    }
+
+void util_buf_add(struct util_buf *b, const void *p, size_t n);
+void util_buf_puts(struct util_buf *b, const char *s);
+void util_buf_printf(struct util_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void util_buf_reset(struct util_buf *b);
+char *util_buf_take(struct util_buf *b);
+void util_buf_free(struct util_buf *b);
+
+#define UTIL_QUOTE_MAX  64 /* bytes of text a quote shows at most */
+#define UTIL_QUOTE_8BIT 1  /* show bytes from 0x80 up as they are */
+
+void util_quote(char *buf, size_t len, const char *text, size_t tlen,
+                int flags);
+
+int64_t util_clock_mono_ms(void);
+int64_t util_clock_mono_us(void);
+int64_t util_clock_wall_us(void);
+
+int util_write_all(int fd, const void *p, size_t n);
+ssize_t util_read_all(int fd, void *p, size_t n);
 
 struct util_blob;
 

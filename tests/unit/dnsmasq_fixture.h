@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "dns/dns.h"
+#include "util/util.h"
 
 #define DNSMASQ_MAX_ARGS 256
 
@@ -110,10 +111,7 @@ static inline void probe_done(void *ctx, struct dns_result *res)
 
 static inline int64_t monotonic_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return util_clock_mono_ms();
 }
 
 /*

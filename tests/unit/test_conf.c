@@ -20,6 +20,8 @@
 
 #include "conf/conf.h"
 
+#include "abort_fixture.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1301,69 +1303,30 @@ static void test_conf_path(void **state)
     assert_string_equal(conf_path(NULL, NULL), SLUICE_CONFIG_FILE);
 }
 
-/*
- * Run fn in a child with stderr captured; it must abort, with exactly
- * this message.
- */
-static void expect_abort(void (*fn)(struct conf *), struct conf *conf,
-                         const char *expected)
+static void get_unknown(void *arg)
 {
-    char out[WHY_SIZE];
-    char scratch[512];
-    size_t len = 0;
-    size_t copy;
-    ssize_t n;
-    int fds[2];
-    int status;
-    pid_t pid;
-
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    if ((pid = fork()) == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        fn(conf);
-        _exit(0);
-    }
-    assert_true(pid > 0);
-    close(fds[1]);
-    /* Read to the end, so that the child never blocks on a full pipe. */
-    while ((n = read(fds[0], scratch, sizeof(scratch))) > 0) {
-        copy = (size_t)n < sizeof(out) - 1 - len ? (size_t)n
-                                                 : sizeof(out) - 1 - len;
-        memcpy(out + len, scratch, copy);
-        len += copy;
-    }
-    close(fds[0]);
-    out[len] = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
-    assert_int_equal(WTERMSIG(status), SIGABRT);
-    /* Valgrind, if it runs the child, adds its own lines after ours. */
-    assert_true(strncmp(out, expected, strlen(expected)) == 0);
-}
-
-static void get_unknown(struct conf *conf)
-{
+    struct conf *conf = arg;
     conf_int(conf, NULL, "nope");
 }
 
-static void get_wrong_type(struct conf *conf)
+static void get_wrong_type(void *arg)
 {
+    struct conf *conf = arg;
     conf_int(conf, NULL, "minimal_backoff_time");
 }
 
-static void get_bad_value(struct conf *conf)
+static void get_bad_value(void *arg)
 {
+    struct conf *conf = arg;
     char why[WHY_SIZE];
 
     conf_set(conf, "default_process_limit", "$nope", why, sizeof(why));
     conf_int(conf, "smtp", "default_process_limit");
 }
 
-static void get_str_of_int(struct conf *conf)
+static void get_str_of_int(void *arg)
 {
+    struct conf *conf = arg;
     conf_str(conf, NULL, "default_process_limit");
 }
 

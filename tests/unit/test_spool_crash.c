@@ -72,6 +72,7 @@
 #include <unistd.h>
 
 #include "spool/spool.h"
+#include "util/util.h"
 
 #define KILLS           500 /* writers, each one killed */
 #define SUBMITTERS      3   /* spool_submit() threads per writer */
@@ -444,10 +445,7 @@ static uint64_t run_rand(struct run *r)
 
 static double now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)util_clock_mono_us() / 1e6;
 }
 
 static struct entry *log_entry(uint32_t c, uint32_t s)
