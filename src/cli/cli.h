@@ -16,6 +16,7 @@
  *			cli_flush_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
+ *	void	cli_option_error(const char *cmd, int ch)
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
  *			int flags, struct spool **sp)
  * DESCRIPTION
@@ -35,7 +36,12 @@
  *	cli_conf_open() loads the configuration a subcommand runs with:
  *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
  *	default file (see conf_path()). On error it prints "sluice: " and
- *	the reason to stderr and returns NULL. cli_spool_open() is
+ *	the reason to stderr and returns NULL. cli_option_error() reports
+ *	what getopt() returned as ch (':' a missing argument, else an
+ *	unknown option; optopt names it) as "sluice: CMD: option -x needs
+ *	an argument" or "sluice: CMD: unknown option -x" (without "CMD: "
+ *	for a NULL cmd). A subcommand is defined with CLI_COMMAND(variable,
+ *	name, args, summary, run function). cli_spool_open() is
  *	described in spool_open.c.
  */
 
@@ -46,6 +52,11 @@
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 64 /* EX_USAGE of sysexits.h */
+
+/* Defines subcommand var; its function run follows in the same file. */
+#define CLI_COMMAND(var, name, args, summary, run)                             \
+    static int run(const struct cli *cli, int argc, char **argv);              \
+    const struct cli_command var = {name, args, summary, run}
 
 /* Options given before the subcommand. */
 struct cli {
@@ -73,6 +84,7 @@ extern const struct cli_command cli_reload_command;
 extern const struct cli_command cli_flush_command;
 
 struct conf *cli_conf_open(const char *opt_path);
+void cli_option_error(const char *cmd, int ch);
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
                             struct spool **sp);
 

@@ -7,6 +7,7 @@
  *	extern const struct cli_command cli_config_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
+ *	void	cli_option_error(const char *cmd, int ch)
  * DESCRIPTION
  *	sluice config [-c FILE] [-n] [-x] [NAME...]
  *
@@ -32,8 +33,8 @@
  *	NAME is unknown (the other names are still printed); 64 on a usage
  *	error.
  *
- *	cli_conf_open() is here because this is the first subcommand that
- *	needs the configuration; see cli.h.
+ *	cli_conf_open() and cli_option_error() are here because this is the
+ *	first subcommand that needs them; see cli.h.
  */
 
 #include "cli/cli.h"
@@ -46,14 +47,16 @@
 #include <string.h>
 #include <unistd.h>
 
-static int config_run(const struct cli *cli, int argc, char **argv);
+CLI_COMMAND(cli_config_command, "config", "[-c FILE] [-n] [-x] [NAME...]",
+            "print parameter settings", config_run);
 
-const struct cli_command cli_config_command = {
-    "config",
-    "[-c FILE] [-n] [-x] [NAME...]",
-    "print parameter settings",
-    config_run,
-};
+void cli_option_error(const char *cmd, int ch)
+{
+    fprintf(stderr,
+            ch == ':' ? "sluice: %s%soption -%c needs an argument\n"
+                      : "sluice: %s%sunknown option -%c\n",
+            cmd ? cmd : "", cmd ? ": " : "", optopt);
+}
 
 struct conf *cli_conf_open(const char *opt_path)
 {
@@ -192,12 +195,8 @@ static int config_run(const struct cli *cli, int argc, char **argv)
         case 'x':
             expand = 1;
             break;
-        case ':':
-            fprintf(stderr, "sluice: config: option -%c needs an argument\n",
-                    optopt);
-            return config_usage();
         default:
-            fprintf(stderr, "sluice: config: unknown option -%c\n", optopt);
+            cli_option_error("config", ch);
             return config_usage();
         }
     }

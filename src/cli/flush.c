@@ -38,14 +38,9 @@
 
 #define FLUSH_TIMEOUT 100 /* seconds to wait for the daemon's answer */
 
-static int flush_run(const struct cli *cli, int argc, char **argv);
-
-const struct cli_command cli_flush_command = {
-    "flush",
-    "[DOMAIN]",
-    "make deferred mail (for DOMAIN) due now; revive its destinations",
-    flush_run,
-};
+CLI_COMMAND(cli_flush_command, "flush", "[DOMAIN]",
+            "make deferred mail (for DOMAIN) due now; revive its destinations",
+            flush_run);
 
 struct offline {
     struct spool *sp;

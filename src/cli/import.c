@@ -21,14 +21,8 @@
 
 #include <stdio.h>
 
-static int import_run(const struct cli *cli, int argc, char **argv);
-
-const struct cli_command cli_import_command = {
-    "import",
-    "",
-    "move messages from the maildrop into the spool",
-    import_run,
-};
+CLI_COMMAND(cli_import_command, "import", "",
+            "move messages from the maildrop into the spool", import_run);
 
 struct import_ctx {
     struct spool *sp;

@@ -144,12 +144,8 @@ int main(int argc, char **argv)
         case 'c':
             cli.config_path = optarg;
             break;
-        case ':':
-            fprintf(stderr, "sluice: option -%c needs an argument\n", optopt);
-            usage_all(stderr);
-            return CLI_EXIT_USAGE;
         default:
-            fprintf(stderr, "sluice: unknown option -%c\n", optopt);
+            cli_option_error(NULL, ch);
             usage_all(stderr);
             return CLI_EXIT_USAGE;
         }

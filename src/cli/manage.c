@@ -227,37 +227,18 @@ static int recover_run(const struct cli *cli, int argc, char **argv)
     return rc < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-const struct cli_command cli_recover_command = {
-    "recover",
-    "",
-    "start-up recovery of the spool (active mail, corrupt records)",
-    recover_run,
-};
+CLI_COMMAND(cli_recover_command, "recover", "",
+            "start-up recovery of the spool (active mail, corrupt records)",
+            recover_run);
 
-const struct cli_command cli_delete_command = {
-    "delete",
-    "ID...|ALL",
-    "remove messages from the queue",
-    delete_run,
-};
+CLI_COMMAND(cli_delete_command, "delete", "ID...|ALL",
+            "remove messages from the queue", delete_run);
 
-const struct cli_command cli_hold_command = {
-    "hold",
-    "ID...|ALL",
-    "keep messages from being delivered",
-    hold_run,
-};
+CLI_COMMAND(cli_hold_command, "hold", "ID...|ALL",
+            "keep messages from being delivered", hold_run);
 
-const struct cli_command cli_release_command = {
-    "release",
-    "ID...|ALL",
-    "undo hold",
-    release_run,
-};
+CLI_COMMAND(cli_release_command, "release", "ID...|ALL", "undo hold",
+            release_run);
 
-const struct cli_command cli_requeue_command = {
-    "requeue",
-    "ID...|ALL",
-    "make deferred messages due now",
-    requeue_run,
-};
+CLI_COMMAND(cli_requeue_command, "requeue", "ID...|ALL",
+            "make deferred messages due now", requeue_run);

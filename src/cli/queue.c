@@ -33,22 +33,12 @@
 #include <string.h>
 #include <time.h>
 
-static int queue_run(const struct cli *cli, int argc, char **argv);
-static int show_run(const struct cli *cli, int argc, char **argv);
+CLI_COMMAND(cli_queue_command, "queue", "[--json]",
+            "list the queued messages, like mailq", queue_run);
 
-const struct cli_command cli_queue_command = {
-    "queue",
-    "[--json]",
-    "list the queued messages, like mailq",
-    queue_run,
-};
-
-const struct cli_command cli_show_command = {
-    "show",
-    "[--body] ID",
-    "show a message's envelope and headers (--body: all of it)",
-    show_run,
-};
+CLI_COMMAND(cli_show_command, "show", "[--body] ID",
+            "show a message's envelope and headers (--body: all of it)",
+            show_run);
 
 static void time_text(char *buf, size_t len, int64_t usec)
 {

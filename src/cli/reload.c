@@ -25,14 +25,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static int reload_run(const struct cli *cli, int argc, char **argv);
-
-const struct cli_command cli_reload_command = {
-    "reload",
-    "",
-    "check the configuration and make the running sluiced reload it",
-    reload_run,
-};
+CLI_COMMAND(cli_reload_command, "reload", "",
+            "check the configuration and make the running sluiced reload it",
+            reload_run);
 
 static void reload_warn(void *ctx, const char *text)
 {
@@ -58,7 +53,7 @@ static int reload_run(const struct cli *cli, int argc, char **argv)
         fprintf(stderr, "sluice: reload: %s; nothing sent\n", why);
         return CLI_EXIT_FAIL;
     }
-    queue = conf_str(cf.conf, NULL, "queue_directory");
+    queue = conf_str(cf.conf, NULL, CONF_queue_directory);
     if ((pid = daemon_pid_running(queue)) == 0) {
         fprintf(stderr, "sluice: reload: no sluiced is running on queue %s\n",
                 queue);

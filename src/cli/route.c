@@ -38,14 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int route_run(const struct cli *cli, int argc, char **argv);
-
-const struct cli_command cli_route_command = {
-    "route",
-    "[-c FILE] [ADDRESS...]",
-    "show the transport, next hop and queue of addresses",
-    route_run,
-};
+CLI_COMMAND(cli_route_command, "route", "[-c FILE] [ADDRESS...]",
+            "show the transport, next hop and queue of addresses", route_run);
 
 static int route_usage(void)
 {
@@ -116,12 +110,8 @@ static int route_run(const struct cli *cli, int argc, char **argv)
         case 'c':
             path = optarg;
             break;
-        case ':':
-            fprintf(stderr, "sluice: route: option -%c needs an argument\n",
-                    optopt);
-            return route_usage();
         default:
-            fprintf(stderr, "sluice: route: unknown option -%c\n", optopt);
+            cli_option_error("route", ch);
             return route_usage();
         }
     }

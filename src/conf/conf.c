@@ -414,28 +414,21 @@ static enum conf_name_kind param_find(const struct conf *conf, const char *name,
 }
 
 /*
- * The value that a getter returns: the override of name for transport
- * when there is one, else the global value. name may itself be an
- * override name. A wrong name or type is the caller's bug.
+ * The value that a getter returns: the override (ov, or that of p for
+ * transport) when there is one, else the global value of p. A wrong
+ * name or type is the caller's bug.
  */
-static const struct conf_value *value_get(const struct conf *conf,
-                                          const char *transport,
-                                          const char *name, const char *fn,
-                                          unsigned types)
+static const struct conf_value *
+value_pick(const struct conf *conf, const char *transport,
+           const struct conf_param *p, const struct conf_override *ov,
+           const char *name, const char *fn, unsigned types)
 {
-    const struct conf_override *ov;
-    const struct conf_param *p;
     const struct conf_value *val;
-    enum conf_name_kind kind;
 
-    kind = param_find(conf, name, &p, &ov);
-    if (kind == CONF_NAME_UNKNOWN)
-        conf_panic("%s: unknown parameter \"%s\"", fn, name);
     if ((types & (1u << p->def.type)) == 0)
         conf_panic("%s: parameter %s is of type %s", fn, name,
                    type_name(p->def.type));
-    if (kind != CONF_NAME_OVERRIDE && transport != NULL &&
-        p->def.suffix != NULL)
+    if (ov == NULL && transport != NULL && p->def.suffix != NULL)
         ov = conf_override_find(conf, (size_t)(p - conf->params), transport,
                                 strlen(transport));
     val = ov ? &ov->value : &p->value;
@@ -446,37 +439,104 @@ static const struct conf_value *value_get(const struct conf *conf,
     return val;
 }
 
-long conf_int(const struct conf *conf, const char *transport, const char *name)
+/* A built-in parameter, by its symbol: an index into the table. */
+static const struct conf_value *value_get(const struct conf *conf,
+                                          const char *transport,
+                                          enum conf_param_id param,
+                                          const char *fn, unsigned types)
 {
-    return value_get(conf, transport, name, "conf_int", 1u << CONF_INT)->v.i;
+    const struct conf_param *p;
+
+    if ((size_t)param >= CONF_PARAM_COUNT || (size_t)param >= conf->nparams)
+        conf_panic("%s: no parameter number %d", fn, (int)param);
+    p = conf->params + param;
+    return value_pick(conf, transport, p, NULL, p->def.name, fn, types);
+}
+
+/* Any parameter or override, by its name. */
+static const struct conf_value *value_named(const struct conf *conf,
+                                            const char *transport,
+                                            const char *name, const char *fn,
+                                            unsigned types)
+{
+    const struct conf_override *ov;
+    const struct conf_param *p;
+
+    if (param_find(conf, name, &p, &ov) == CONF_NAME_UNKNOWN)
+        conf_panic("%s: unknown parameter \"%s\"", fn, name);
+    if (ov != NULL || strcmp(p->def.name, name) != 0)
+        transport = NULL; /* an override name: that value, set or not */
+    return value_pick(conf, transport, p, ov, name, fn, types);
+}
+
+#define TYPES_INT  (1u << CONF_INT)
+#define TYPES_TIME (1u << CONF_TIME)
+#define TYPES_BOOL (1u << CONF_BOOL)
+#define TYPES_STR                                                              \
+    ((1u << CONF_STRING) | (1u << CONF_LIST) | (1u << CONF_CHOICE))
+#define TYPES_FEEDBACK (1u << CONF_FEEDBACK)
+
+long conf_int(const struct conf *conf, const char *transport,
+              enum conf_param_id param)
+{
+    return value_get(conf, transport, param, "conf_int", TYPES_INT)->v.i;
 }
 
 int64_t conf_time_ms(const struct conf *conf, const char *transport,
-                     const char *name)
+                     enum conf_param_id param)
 {
-    return value_get(conf, transport, name, "conf_time_ms", 1u << CONF_TIME)
-        ->v.ms;
+    return value_get(conf, transport, param, "conf_time_ms", TYPES_TIME)->v.ms;
 }
 
-int conf_bool(const struct conf *conf, const char *transport, const char *name)
+int conf_bool(const struct conf *conf, const char *transport,
+              enum conf_param_id param)
 {
-    return value_get(conf, transport, name, "conf_bool", 1u << CONF_BOOL)->v.b;
+    return value_get(conf, transport, param, "conf_bool", TYPES_BOOL)->v.b;
 }
 
 const char *conf_str(const struct conf *conf, const char *transport,
-                     const char *name)
+                     enum conf_param_id param)
 {
-    return value_get(conf, transport, name, "conf_str",
-                     (1u << CONF_STRING) | (1u << CONF_LIST) |
-                         (1u << CONF_CHOICE))
-        ->text;
+    return value_get(conf, transport, param, "conf_str", TYPES_STR)->text;
 }
 
 struct conf_feedback conf_feedback(const struct conf *conf,
-                                   const char *transport, const char *name)
+                                   const char *transport,
+                                   enum conf_param_id param)
 {
-    return value_get(conf, transport, name, "conf_feedback",
-                     1u << CONF_FEEDBACK)
+    return value_get(conf, transport, param, "conf_feedback", TYPES_FEEDBACK)
+        ->v.fb;
+}
+
+long conf_int_named(const struct conf *conf, const char *transport,
+                    const char *name)
+{
+    return value_named(conf, transport, name, "conf_int", TYPES_INT)->v.i;
+}
+
+int64_t conf_time_ms_named(const struct conf *conf, const char *transport,
+                           const char *name)
+{
+    return value_named(conf, transport, name, "conf_time_ms", TYPES_TIME)->v.ms;
+}
+
+int conf_bool_named(const struct conf *conf, const char *transport,
+                    const char *name)
+{
+    return value_named(conf, transport, name, "conf_bool", TYPES_BOOL)->v.b;
+}
+
+const char *conf_str_named(const struct conf *conf, const char *transport,
+                           const char *name)
+{
+    return value_named(conf, transport, name, "conf_str", TYPES_STR)->text;
+}
+
+struct conf_feedback conf_feedback_named(const struct conf *conf,
+                                         const char *transport,
+                                         const char *name)
+{
+    return value_named(conf, transport, name, "conf_feedback", TYPES_FEEDBACK)
         ->v.fb;
 }
 

@@ -25,11 +25,15 @@
  *			char *buf, size_t len)
  *
  *	long	conf_int(const struct conf *conf, const char *transport,
- *			const char *name)
+ *			enum conf_param_id param)
  *	int64_t conf_time_ms(const struct conf *conf, const char *transport,
- *			const char *name)
+ *			enum conf_param_id param)
  *	int	conf_bool(...), const char *conf_str(...),
  *	struct conf_feedback conf_feedback(...)	(same arguments)
+ *	long	conf_int_named(const struct conf *conf, const char *transport,
+ *			const char *name)
+ *	conf_time_ms_named(), conf_bool_named(), conf_str_named(),
+ *	conf_feedback_named()	(same arguments)
  *
  *	int	conf_feedback_parse(const char *text, struct conf_feedback *fb,
  *			char *why, size_t whylen)
@@ -43,8 +47,9 @@
  *	size_t	conf_override_count(const struct conf *conf)
  *	const char *conf_override_at(const struct conf *conf, size_t i)
  * DESCRIPTION
- *	The parameter table (conf_params[]) lists every parameter sluice
- *	knows: its name, type, default value (text, may refer to other
+ *	The parameter table (conf_params[], written once in params.def)
+ *	lists every parameter sluice knows, in the order of enum
+ *	conf_param: CONF_<name> is its symbol and its index. Its name, type, default value (text, may refer to other
  *	parameters as $name or ${name}), and, for parameters that a
  *	transport may override, the suffix of the <transport>_<suffix>
  *	override name (e.g. "_destination_concurrency_limit" for
@@ -86,13 +91,17 @@
  *	NULL, else $SLUICE_CONFIG if set, else the built-in default path;
  *	must_exist is set for the first two.
  *
- *	The typed getters return the effective value of a parameter. With
- *	transport non-NULL and the parameter overridable, the value of
- *	<transport><suffix> is used when it is set, else the global one.
- *	name may also be an override name (transport is then ignored).
- *	Asking for an unknown name or the wrong type, or for a value that
- *	conf_validate() would reject, is a programming error and aborts
- *	with a message naming both.
+ *	The typed getters return the effective value of a parameter of the
+ *	built-in table, named by its symbol (conf_int(conf, NULL,
+ *	CONF_queue_run_delay)): a misspelt name does not compile, and the
+ *	lookup is an index. With transport non-NULL and the parameter
+ *	overridable, the value of <transport><suffix> is used when it is
+ *	set, else the global one. The _named getters take the name as
+ *	text, for parameters added at run time (conf_add_params()) and for
+ *	override names (transport is then ignored). Asking for an unknown
+ *	name or the wrong type, or for a value that conf_validate() would
+ *	reject, is a programming error and aborts with a message naming
+ *	both.
  *
  *	Types: integers; times (a number with an optional unit: ms, s, m,
  *	h, d, w; the parameter's default unit when none; fractions such as
@@ -166,6 +175,14 @@ struct conf_def {
     const char *summary; /* one line, for humans */
 };
 
+/* Every built-in parameter's symbol, in the order of conf_params[]. */
+enum conf_param_id {
+#define CONF_PARAM(name, type, ...) CONF_##name,
+#include "conf/params.def"
+#undef CONF_PARAM
+    CONF_PARAM_COUNT
+};
+
 extern const struct conf_def conf_params[];
 extern const size_t conf_param_count;
 
@@ -190,14 +207,28 @@ void conf_unknown_warn(const struct conf *conf, conf_warn_fn *fn, void *ctx);
 size_t conf_suggest(const struct conf *conf, const char *name, char *buf,
                     size_t len);
 
-long conf_int(const struct conf *conf, const char *transport, const char *name);
+long conf_int(const struct conf *conf, const char *transport,
+              enum conf_param_id param);
 int64_t conf_time_ms(const struct conf *conf, const char *transport,
-                     const char *name);
-int conf_bool(const struct conf *conf, const char *transport, const char *name);
+                     enum conf_param_id param);
+int conf_bool(const struct conf *conf, const char *transport,
+              enum conf_param_id param);
 const char *conf_str(const struct conf *conf, const char *transport,
-                     const char *name);
+                     enum conf_param_id param);
 struct conf_feedback conf_feedback(const struct conf *conf,
-                                   const char *transport, const char *name);
+                                   const char *transport,
+                                   enum conf_param_id param);
+long conf_int_named(const struct conf *conf, const char *transport,
+                    const char *name);
+int64_t conf_time_ms_named(const struct conf *conf, const char *transport,
+                           const char *name);
+int conf_bool_named(const struct conf *conf, const char *transport,
+                    const char *name);
+const char *conf_str_named(const struct conf *conf, const char *transport,
+                           const char *name);
+struct conf_feedback conf_feedback_named(const struct conf *conf,
+                                         const char *transport,
+                                         const char *name);
 
 int conf_feedback_parse(const char *text, struct conf_feedback *fb, char *why,
                         size_t whylen);

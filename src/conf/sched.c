@@ -33,7 +33,8 @@ static enum core_feedback_form feedback_form(enum conf_feedback_form form)
 }
 
 static struct core_feedback feedback(const struct conf *conf,
-                                     const char *transport, const char *name)
+                                     const char *transport,
+                                     enum conf_param_id name)
 {
     struct conf_feedback fb = conf_feedback(conf, transport, name);
     struct core_feedback out = {feedback_form(fb.form), fb.value};
@@ -48,35 +49,36 @@ void conf_core_params(const struct conf *conf, const char *transport,
 
     core_transport_params_init(p);
     p->initial_concurrency =
-        (int)conf_int(conf, t, "initial_destination_concurrency");
+        (int)conf_int(conf, t, CONF_initial_destination_concurrency);
     p->concurrency_limit =
-        (int)conf_int(conf, t, "default_destination_concurrency_limit");
-    p->positive =
-        feedback(conf, t, "default_destination_concurrency_positive_feedback");
-    p->negative =
-        feedback(conf, t, "default_destination_concurrency_negative_feedback");
+        (int)conf_int(conf, t, CONF_default_destination_concurrency_limit);
+    p->positive = feedback(
+        conf, t, CONF_default_destination_concurrency_positive_feedback);
+    p->negative = feedback(
+        conf, t, CONF_default_destination_concurrency_negative_feedback);
     p->failed_cohort_limit = (int)conf_int(
-        conf, t, "default_destination_concurrency_failed_cohort_limit");
-    p->rounding = strcmp(conf_str(conf, t, "concurrency_feedback_rounding"),
+        conf, t, CONF_default_destination_concurrency_failed_cohort_limit);
+    p->rounding = strcmp(conf_str(conf, t, CONF_concurrency_feedback_rounding),
                          "postfix3") == 0
                       ? CORE_ROUNDING_POSTFIX3
                       : CORE_ROUNDING_SEED;
     p->destination_rate_delay =
-        conf_time_ms(conf, t, "default_destination_rate_delay");
+        conf_time_ms(conf, t, CONF_default_destination_rate_delay);
     p->transport_rate_delay =
-        conf_time_ms(conf, t, "default_transport_rate_delay");
-    p->dead_backoff = conf_time_ms(conf, NULL, "minimal_backoff_time");
-    p->process_limit = (int)conf_int(conf, t, "default_process_limit");
+        conf_time_ms(conf, t, CONF_default_transport_rate_delay);
+    p->dead_backoff = conf_time_ms(conf, NULL, CONF_minimal_backoff_time);
+    p->process_limit = (int)conf_int(conf, t, CONF_default_process_limit);
     p->feedback_debug =
-        conf_bool(conf, NULL, "destination_concurrency_feedback_debug");
+        conf_bool(conf, NULL, CONF_destination_concurrency_feedback_debug);
     p->recipient_limit =
-        (int)conf_int(conf, t, "default_destination_recipient_limit");
-    p->slot_cost = (int)conf_int(conf, t, "default_delivery_slot_cost");
-    p->slot_loan = (int)conf_int(conf, t, "default_delivery_slot_loan");
-    p->slot_discount = (int)conf_int(conf, t, "default_delivery_slot_discount");
-    p->min_slots = (int)conf_int(conf, t, "default_minimum_delivery_slots");
+        (int)conf_int(conf, t, CONF_default_destination_recipient_limit);
+    p->slot_cost = (int)conf_int(conf, t, CONF_default_delivery_slot_cost);
+    p->slot_loan = (int)conf_int(conf, t, CONF_default_delivery_slot_loan);
+    p->slot_discount =
+        (int)conf_int(conf, t, CONF_default_delivery_slot_discount);
+    p->min_slots = (int)conf_int(conf, t, CONF_default_minimum_delivery_slots);
     p->scheduler =
-        strcmp(conf_str(conf, t, "default_scheduler"), "round_robin") == 0
+        strcmp(conf_str(conf, t, CONF_default_scheduler), "round_robin") == 0
             ? &core_policy_round_robin
             : &core_policy_preemptive;
 }

@@ -109,51 +109,53 @@ struct conf *daemon_conf_open(const char *opt_path, char *why, size_t whylen)
 
 void daemon_spool_config(const struct conf *conf, struct spool_config *cf)
 {
-    cf->queue_directory = conf_str(conf, NULL, "queue_directory");
-    cf->map_size = (uint64_t)conf_int(conf, NULL, "queue_map_size");
-    cf->map_size_limit = (uint64_t)conf_int(conf, NULL, "queue_map_size_limit");
+    cf->queue_directory = conf_str(conf, NULL, CONF_queue_directory);
+    cf->map_size = (uint64_t)conf_int(conf, NULL, CONF_queue_map_size);
+    cf->map_size_limit =
+        (uint64_t)conf_int(conf, NULL, CONF_queue_map_size_limit);
 }
 
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
                          struct smtpd_params *p)
 {
     memset(p, 0, sizeof(*p));
-    p->listen = conf_str(conf, NULL, "smtpd_listen");
-    p->hostname = conf_str(conf, NULL, "myhostname");
-    p->mynetworks = conf_str(conf, NULL, "mynetworks");
-    p->relay_domains = conf_str(conf, NULL, "relay_domains");
+    p->listen = conf_str(conf, NULL, CONF_smtpd_listen);
+    p->hostname = conf_str(conf, NULL, CONF_myhostname);
+    p->mynetworks = conf_str(conf, NULL, CONF_mynetworks);
+    p->relay_domains = conf_str(conf, NULL, CONF_relay_domains);
     p->queue_directory = queue_directory;
-    p->size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
-    p->queue_minfree = (uint64_t)conf_int(conf, NULL, "queue_minfree");
-    p->recipient_limit = conf_int(conf, NULL, "smtpd_recipient_limit");
+    p->size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
+    p->queue_minfree = (uint64_t)conf_int(conf, NULL, CONF_queue_minfree);
+    p->recipient_limit = conf_int(conf, NULL, CONF_smtpd_recipient_limit);
     p->connection_limit =
-        conf_int(conf, NULL, "smtpd_client_connection_count_limit");
-    p->exempt = conf_str(conf, NULL, "smtpd_client_event_limit_exceptions");
-    p->error_limit = conf_int(conf, NULL, "smtpd_hard_error_limit");
-    p->line_limit = conf_int(conf, NULL, "line_length_limit");
-    p->timeout_ms = (long)conf_time_ms(conf, NULL, "smtpd_timeout");
+        conf_int(conf, NULL, CONF_smtpd_client_connection_count_limit);
+    p->exempt = conf_str(conf, NULL, CONF_smtpd_client_event_limit_exceptions);
+    p->error_limit = conf_int(conf, NULL, CONF_smtpd_hard_error_limit);
+    p->line_limit = conf_int(conf, NULL, CONF_line_length_limit);
+    p->timeout_ms = (long)conf_time_ms(conf, NULL, CONF_smtpd_timeout);
     p->stress_timeout_ms =
-        (long)conf_time_ms(conf, NULL, "smtpd_stress_timeout");
-    p->per_record_deadline = conf_bool(conf, NULL, "smtpd_per_record_deadline");
-    p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, "in_flow_delay");
-    p->active_limit = conf_int(conf, NULL, "qmgr_message_active_limit");
-    p->backlog_limit = conf_int(conf, NULL, "in_flow_backlog_limit");
-    p->hopcount_limit = conf_int(conf, NULL, "hopcount_limit");
-    p->junk_limit = conf_int(conf, NULL, "smtpd_junk_command_limit");
-    p->memory_limit = (uint64_t)conf_int(conf, NULL, "smtpd_memory_limit");
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_stress_timeout);
+    p->per_record_deadline =
+        conf_bool(conf, NULL, CONF_smtpd_per_record_deadline);
+    p->in_flow_delay_ms = (long)conf_time_ms(conf, NULL, CONF_in_flow_delay);
+    p->active_limit = conf_int(conf, NULL, CONF_qmgr_message_active_limit);
+    p->backlog_limit = conf_int(conf, NULL, CONF_in_flow_backlog_limit);
+    p->hopcount_limit = conf_int(conf, NULL, CONF_hopcount_limit);
+    p->junk_limit = conf_int(conf, NULL, CONF_smtpd_junk_command_limit);
+    p->memory_limit = (uint64_t)conf_int(conf, NULL, CONF_smtpd_memory_limit);
     p->add_missing_headers =
-        conf_bool(conf, NULL, "always_add_missing_headers");
-    p->strip_chars = conf_str(conf, NULL, "message_strip_characters");
-    p->bare_newline = conf_str(conf, NULL, "smtpd_forbid_bare_newline");
+        conf_bool(conf, NULL, CONF_always_add_missing_headers);
+    p->strip_chars = conf_str(conf, NULL, CONF_message_strip_characters);
+    p->bare_newline = conf_str(conf, NULL, CONF_smtpd_forbid_bare_newline);
     p->bare_exempt =
-        conf_str(conf, NULL, "smtpd_forbid_bare_newline_exclusions");
+        conf_str(conf, NULL, CONF_smtpd_forbid_bare_newline_exclusions);
     p->bare_code =
-        conf_int(conf, NULL, "smtpd_forbid_bare_newline_reject_code");
+        conf_int(conf, NULL, CONF_smtpd_forbid_bare_newline_reject_code);
 }
 
 char *daemon_dns_servers(const struct conf *conf)
 {
-    const char *in = conf_str(conf, NULL, "dns_servers");
+    const char *in = conf_str(conf, NULL, CONF_dns_servers);
     char *out = calloc(1, strlen(in) + 1), *p = out;
 
     if (out == NULL)
@@ -208,9 +210,9 @@ static int names_check(const struct conf *conf,
 {
     char buf[NAME_BYTES];
 
-    if (helo_check("myhostname", conf_str(conf, NULL, "myhostname"), why,
+    if (helo_check("myhostname", conf_str(conf, NULL, CONF_myhostname), why,
                    whylen) < 0 ||
-        helo_check("smtp_helo_name", conf_str(conf, NULL, "smtp_helo_name"),
+        helo_check("smtp_helo_name", conf_str(conf, NULL, CONF_smtp_helo_name),
                    why, whylen) < 0)
         return -1;
     for (int i = 0; i < route_transport_count(routes); i++) {
@@ -218,7 +220,7 @@ static int names_check(const struct conf *conf,
 
         if (helo_check(source_name(conf, t, "smtp_helo_name", "_helo_name", buf,
                                    sizeof(buf)),
-                       conf_str(conf, t, "smtp_helo_name"), why, whylen) < 0)
+                       conf_str(conf, t, CONF_smtp_helo_name), why, whylen) < 0)
             return -1;
     }
     return 0;
@@ -275,47 +277,48 @@ static void say(const struct warner *w, const char *fmt, ...)
 }
 
 /* A value as written, for a message. */
-static const char *written(const struct conf *conf, const char *name)
+static const char *written(const struct conf *conf, enum conf_param_id id)
 {
     struct conf_info info;
 
-    return conf_lookup(conf, name, &info) == 0 ? info.value : "?";
+    return conf_lookup(conf, conf_params[id].name, &info) == 0 ? info.value
+                                                               : "?";
 }
 
 static void times_warn(const struct conf *conf, const struct warner *w)
 {
-    int64_t min = conf_time_ms(conf, NULL, "minimal_backoff_time");
-    int64_t max = conf_time_ms(conf, NULL, "maximal_backoff_time");
-    int64_t life = conf_time_ms(conf, NULL, "maximal_queue_lifetime");
-    int64_t bounce = conf_time_ms(conf, NULL, "bounce_queue_lifetime");
-    int64_t delay = conf_time_ms(conf, NULL, "delay_warning_time");
+    int64_t min = conf_time_ms(conf, NULL, CONF_minimal_backoff_time);
+    int64_t max = conf_time_ms(conf, NULL, CONF_maximal_backoff_time);
+    int64_t life = conf_time_ms(conf, NULL, CONF_maximal_queue_lifetime);
+    int64_t bounce = conf_time_ms(conf, NULL, CONF_bounce_queue_lifetime);
+    int64_t delay = conf_time_ms(conf, NULL, CONF_delay_warning_time);
 
     if (min > max)
         say(w,
             "minimal_backoff_time (%s) is longer than maximal_backoff_time "
             "(%s): every retry waits minimal_backoff_time",
-            written(conf, "minimal_backoff_time"),
-            written(conf, "maximal_backoff_time"));
+            written(conf, CONF_minimal_backoff_time),
+            written(conf, CONF_maximal_backoff_time));
     if (bounce > life)
         say(w,
             "bounce_queue_lifetime (%s) is longer than maximal_queue_lifetime "
             "(%s)",
-            written(conf, "bounce_queue_lifetime"),
-            written(conf, "maximal_queue_lifetime"));
+            written(conf, CONF_bounce_queue_lifetime),
+            written(conf, CONF_maximal_queue_lifetime));
     if (delay > 0 && delay >= life)
         say(w,
             "delay_warning_time (%s) is not shorter than "
             "maximal_queue_lifetime (%s): no delay notice can be sent",
-            written(conf, "delay_warning_time"),
-            written(conf, "maximal_queue_lifetime"));
+            written(conf, CONF_delay_warning_time),
+            written(conf, CONF_maximal_queue_lifetime));
 }
 
 static void sizes_warn(const struct conf *conf, const struct warner *w)
 {
-    long minfree = conf_int(conf, NULL, "queue_minfree");
-    long size = conf_int(conf, NULL, "message_size_limit");
-    long rmin = conf_int(conf, NULL, "qmgr_message_recipient_minimum");
-    long rlimit = conf_int(conf, NULL, "qmgr_message_recipient_limit");
+    long minfree = conf_int(conf, NULL, CONF_queue_minfree);
+    long size = conf_int(conf, NULL, CONF_message_size_limit);
+    long rmin = conf_int(conf, NULL, CONF_qmgr_message_recipient_minimum);
+    long rlimit = conf_int(conf, NULL, CONF_qmgr_message_recipient_limit);
 
     if (minfree > 0 && (size == 0 || minfree / 3 * 2 < size))
         say(w,
@@ -333,10 +336,11 @@ static void sizes_warn(const struct conf *conf, const struct warner *w)
 static void transport_warn(const struct conf *conf, const char *t,
                            const struct warner *w)
 {
-    long initial = conf_int(conf, t, "initial_destination_concurrency");
-    long limit = conf_int(conf, t, "default_destination_concurrency_limit");
-    int64_t idle = conf_time_ms(conf, t, "smtp_connection_cache_time_limit");
-    int64_t reuse = conf_time_ms(conf, t, "smtp_connection_reuse_time_limit");
+    long initial = conf_int(conf, t, CONF_initial_destination_concurrency);
+    long limit = conf_int(conf, t, CONF_default_destination_concurrency_limit);
+    int64_t idle = conf_time_ms(conf, t, CONF_smtp_connection_cache_time_limit);
+    int64_t reuse =
+        conf_time_ms(conf, t, CONF_smtp_connection_reuse_time_limit);
     char a[NAME_BYTES], b[NAME_BYTES];
 
     if (limit > 0 && initial > limit)
@@ -365,7 +369,7 @@ static void combos_warn(const struct conf *conf,
                         const struct route_table *routes,
                         const struct warner *w)
 {
-    const char *host = conf_str(conf, NULL, "myhostname");
+    const char *host = conf_str(conf, NULL, CONF_myhostname);
 
     if (strchr(host, '.') == NULL && host[0] != '[')
         say(w,

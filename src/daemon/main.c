@@ -271,19 +271,19 @@ static int load_config(const char *config, struct conf **conf,
 /* Parameters read once at start: a change waits for a restart. */
 static void restart_only(const struct conf *old, const struct conf *new)
 {
-    static const char *const strs[] = {"queue_directory", "dns_servers",
-                                       "smtpd_listen", NULL};
-    static const char *const ints[] = {"queue_map_size", "queue_map_size_limit",
-                                       NULL};
+    static const enum conf_param_id strs[] = {
+        CONF_queue_directory, CONF_dns_servers, CONF_smtpd_listen};
+    static const enum conf_param_id ints[] = {CONF_queue_map_size,
+                                              CONF_queue_map_size_limit};
     const char *changed[5];
     int n = 0;
 
-    for (int i = 0; strs[i]; i++)
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         if (strcmp(conf_str(old, NULL, strs[i]), conf_str(new, NULL, strs[i])))
-            changed[n++] = strs[i];
-    for (int i = 0; ints[i]; i++)
+            changed[n++] = conf_params[strs[i]].name;
+    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         if (conf_int(old, NULL, ints[i]) != conf_int(new, NULL, ints[i]))
-            changed[n++] = ints[i];
+            changed[n++] = conf_params[ints[i]].name;
     for (int i = 0; i < n; i++)
         say(LOG_WARNING,
             "reload: %s changed; the new value takes effect when sluiced "
@@ -319,7 +319,7 @@ static void reload(struct daemon *d)
     }
     restart_only(d->conf, conf);
     qmgr_reload(d->q, conf, routes);
-    lp.size_limit = (uint64_t)conf_int(conf, NULL, "message_size_limit");
+    lp.size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
     local_server_params_set(d->local, &lp);
@@ -395,7 +395,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    d->queue_directory = strdup(conf_str(d->conf, NULL, "queue_directory"));
+    d->queue_directory = strdup(conf_str(d->conf, NULL, CONF_queue_directory));
     if (d->queue_directory == NULL)
         abort();
     if (mkdir(d->queue_directory, 0755) < 0 && errno != EEXIST) {
@@ -441,7 +441,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "cannot start the queue manager (out of resources)");
         return -1;
     }
-    lp.size_limit = (uint64_t)conf_int(d->conf, NULL, "message_size_limit");
+    lp.size_limit = (uint64_t)conf_int(d->conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
     d->local = local_server_create(d->base, d->queue_directory, &lp,

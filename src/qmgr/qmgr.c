@@ -136,22 +136,23 @@ static void settings_apply(struct qmgr *q)
     struct deliver_cache_params cp = {0};
     struct timeval scan;
 
-    q->limit = conf_int(conf, NULL, "qmgr_message_active_limit");
+    q->limit = conf_int(conf, NULL, CONF_qmgr_message_active_limit);
     q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
-    q->scan_delay_ms = conf_time_ms(conf, NULL, "queue_run_delay");
+    q->scan_delay_ms = conf_time_ms(conf, NULL, CONF_queue_run_delay);
     qmgr_retry_params(conf, &q->retry);
-    q->delay_warning = conf_time_ms(conf, NULL, "delay_warning_time") * 1000;
-    q->transport_retry_ms = conf_time_ms(conf, NULL, "transport_retry_time");
-    q->bounce_size_limit = (uint64_t)conf_int(conf, NULL, "bounce_size_limit");
+    q->delay_warning = conf_time_ms(conf, NULL, CONF_delay_warning_time) * 1000;
+    q->transport_retry_ms = conf_time_ms(conf, NULL, CONF_transport_retry_time);
+    q->bounce_size_limit =
+        (uint64_t)conf_int(conf, NULL, CONF_bounce_size_limit);
     snprintf(q->hostname, sizeof(q->hostname), "%s",
-             conf_str(conf, NULL, "myhostname"));
+             conf_str(conf, NULL, CONF_myhostname));
     /* One cache for every transport, with the global limits. */
     cp.idle_ms =
-        (int)conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
+        (int)conf_time_ms(conf, NULL, CONF_smtp_connection_cache_time_limit);
     cp.reuse_ms =
-        (int)conf_time_ms(conf, NULL, "smtp_connection_reuse_time_limit");
+        (int)conf_time_ms(conf, NULL, CONF_smtp_connection_reuse_time_limit);
     cp.reuse_count_limit =
-        (int)conf_int(conf, NULL, "smtp_connection_reuse_count_limit");
+        (int)conf_int(conf, NULL, CONF_smtp_connection_reuse_count_limit);
     deliver_cache_params_set(q->cache, &cp);
     scan.tv_sec = q->scan_delay_ms / 1000;
     scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
@@ -255,9 +256,9 @@ long qmgr_busy(const struct qmgr *q)
 
     n = q->submitting;
     LIST_FOREACH(d, &q->deliveries, link)
-    n++;
+        n++;
     TAILQ_FOREACH(m, &q->msgs, link)
-    n += m->pending;
+        n += m->pending;
     return n;
 }
 

@@ -21,11 +21,11 @@
 
 void qmgr_retry_params(const struct conf *conf, struct qmgr_retry *r)
 {
-    r->min_backoff = conf_time_ms(conf, NULL, "minimal_backoff_time") * 1000;
-    r->max_backoff = conf_time_ms(conf, NULL, "maximal_backoff_time") * 1000;
-    r->lifetime = conf_time_ms(conf, NULL, "maximal_queue_lifetime") * 1000;
+    r->min_backoff = conf_time_ms(conf, NULL, CONF_minimal_backoff_time) * 1000;
+    r->max_backoff = conf_time_ms(conf, NULL, CONF_maximal_backoff_time) * 1000;
+    r->lifetime = conf_time_ms(conf, NULL, CONF_maximal_queue_lifetime) * 1000;
     r->bounce_lifetime =
-        conf_time_ms(conf, NULL, "bounce_queue_lifetime") * 1000;
+        conf_time_ms(conf, NULL, CONF_bounce_queue_lifetime) * 1000;
 }
 
 int64_t qmgr_retry_jitter(int64_t wait, uint32_t rnd)

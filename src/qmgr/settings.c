@@ -16,7 +16,7 @@
 #include <string.h>
 
 /* A time in milliseconds, as an int for deliver/ (at most ~24 days). */
-static int ms(const struct conf *conf, const char *t, const char *name)
+static int ms(const struct conf *conf, const char *t, enum conf_param_id name)
 {
     int64_t v = conf_time_ms(conf, t, name);
 
@@ -29,20 +29,20 @@ void qmgr_deliver_settings(const struct conf *conf, const char *transport,
     const char *t = transport;
 
     memset(d, 0, sizeof(*d));
-    d->timeouts.connect = ms(conf, t, "smtp_connect_timeout");
-    d->timeouts.helo = ms(conf, t, "smtp_helo_timeout");
-    d->timeouts.mail = ms(conf, t, "smtp_mail_timeout");
-    d->timeouts.rcpt = ms(conf, t, "smtp_rcpt_timeout");
-    d->timeouts.data_init = ms(conf, t, "smtp_data_init_timeout");
-    d->timeouts.data_xfer = ms(conf, t, "smtp_data_xfer_timeout");
-    d->timeouts.data_done = ms(conf, t, "smtp_data_done_timeout");
-    d->timeouts.quit = ms(conf, t, "smtp_quit_timeout");
-    d->address_limit = (int)conf_int(conf, t, "smtp_mx_address_limit");
-    d->session_limit = (int)conf_int(conf, t, "smtp_mx_session_limit");
-    if (conf_bool(conf, t, "smtp_connection_cache_on_demand"))
-        d->cache.idle_ms = ms(conf, t, "smtp_connection_cache_time_limit");
-    d->cache.reuse_ms = ms(conf, t, "smtp_connection_reuse_time_limit");
+    d->timeouts.connect = ms(conf, t, CONF_smtp_connect_timeout);
+    d->timeouts.helo = ms(conf, t, CONF_smtp_helo_timeout);
+    d->timeouts.mail = ms(conf, t, CONF_smtp_mail_timeout);
+    d->timeouts.rcpt = ms(conf, t, CONF_smtp_rcpt_timeout);
+    d->timeouts.data_init = ms(conf, t, CONF_smtp_data_init_timeout);
+    d->timeouts.data_xfer = ms(conf, t, CONF_smtp_data_xfer_timeout);
+    d->timeouts.data_done = ms(conf, t, CONF_smtp_data_done_timeout);
+    d->timeouts.quit = ms(conf, t, CONF_smtp_quit_timeout);
+    d->address_limit = (int)conf_int(conf, t, CONF_smtp_mx_address_limit);
+    d->session_limit = (int)conf_int(conf, t, CONF_smtp_mx_session_limit);
+    if (conf_bool(conf, t, CONF_smtp_connection_cache_on_demand))
+        d->cache.idle_ms = ms(conf, t, CONF_smtp_connection_cache_time_limit);
+    d->cache.reuse_ms = ms(conf, t, CONF_smtp_connection_reuse_time_limit);
     d->cache.reuse_count_limit =
-        (int)conf_int(conf, t, "smtp_connection_reuse_count_limit");
-    d->helo_name = conf_str(conf, t, "smtp_helo_name");
+        (int)conf_int(conf, t, CONF_smtp_connection_reuse_count_limit);
+    d->helo_name = conf_str(conf, t, CONF_smtp_helo_name);
 }

@@ -192,11 +192,11 @@ static int default_load(struct route_table *t, const char *value, char *why,
 static int defaults_load(struct route_table *t, const struct conf *conf,
                          char *why, size_t whylen)
 {
-    const char *relay = conf_str(conf, NULL, "relayhost");
+    const char *relay = conf_str(conf, NULL, CONF_relayhost);
     char quoted[QUOTED];
     char problem[256];
 
-    if (default_load(t, conf_str(conf, NULL, "default_transport"), why,
+    if (default_load(t, conf_str(conf, NULL, CONF_default_transport), why,
                      whylen) < 0)
         return -1;
     if (route_hop_parse(relay, ROUTE_SMTP, &t->relay, problem,
@@ -212,8 +212,8 @@ static int defaults_load(struct route_table *t, const struct conf *conf,
 struct route_table *route_load(const struct conf *conf, char *why,
                                size_t whylen)
 {
-    const char *transports = conf_str(conf, NULL, "transports");
-    const char *maps = conf_str(conf, NULL, "transport_maps");
+    const char *transports = conf_str(conf, NULL, CONF_transports);
+    const char *maps = conf_str(conf, NULL, CONF_transport_maps);
     struct route_table *t = xmalloc(sizeof(*t));
 
     memset(t, 0, sizeof(*t));

@@ -36,7 +36,7 @@
 
 static void host_name(const struct conf *conf, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s", conf_str(conf, NULL, "myhostname"));
+    snprintf(buf, len, "%s", conf_str(conf, NULL, CONF_myhostname));
 }
 
 /* The envelope sender: -f, or login@myhostname. */
@@ -125,8 +125,8 @@ int sendmail_message_prepare(const struct sendmail_opts *o, int argc,
         smtp_addr_list_add(&list, argv[i]);
     }
     rc = submit_read(stdin, o->dot_ends,
-                     (uint64_t)conf_int(conf, NULL, "message_size_limit"), &in,
-                     why, sizeof(why));
+                     (uint64_t)conf_int(conf, NULL, CONF_message_size_limit),
+                     &in, why, sizeof(why));
     if (rc != SUBMIT_OK) {
         fprintf(stderr, "sendmail: %s\n", why);
         smtp_addr_list_free(&list);

@@ -113,22 +113,22 @@ static int model_load(struct sim_model *m, const struct conf *conf,
     char t[96];
 
     snprintf(t, sizeof(t), "sim_domain_%s", domain);
-    m->servers = (int)conf_int(conf, t, "sim_servers");
-    m->bad_servers = (int)conf_int(conf, t, "sim_bad_servers");
-    m->process_limit = (int)conf_int(conf, t, "sim_server_process_limit");
-    m->backlog = (int)conf_int(conf, t, "sim_server_backlog");
+    m->servers = (int)conf_int_named(conf, t, "sim_servers");
+    m->bad_servers = (int)conf_int_named(conf, t, "sim_bad_servers");
+    m->process_limit = (int)conf_int_named(conf, t, "sim_server_process_limit");
+    m->backlog = (int)conf_int_named(conf, t, "sim_server_backlog");
     m->concurrency_limit =
-        (int)conf_int(conf, t, "sim_server_concurrency_limit");
+        (int)conf_int_named(conf, t, "sim_server_concurrency_limit");
     m->overflow =
-        strcmp(conf_str(conf, t, "sim_server_overflow"), "drop_ack") == 0
+        strcmp(conf_str_named(conf, t, "sim_server_overflow"), "drop_ack") == 0
             ? SIM_OVERFLOW_DROP_ACK
             : SIM_OVERFLOW_DROP_SYN;
-    m->syn_retry_delay = conf_time_ms(conf, t, "sim_syn_retry_delay");
-    m->syn_retries = (int)conf_int(conf, t, "sim_syn_retries");
-    m->recipient_delay = conf_time_ms(conf, t, "sim_recipient_delay");
+    m->syn_retry_delay = conf_time_ms_named(conf, t, "sim_syn_retry_delay");
+    m->syn_retries = (int)conf_int_named(conf, t, "sim_syn_retries");
+    m->recipient_delay = conf_time_ms_named(conf, t, "sim_recipient_delay");
     m->recipient_delay_jitter =
-        conf_time_ms(conf, t, "sim_recipient_delay_jitter");
-    m->reject_delay = conf_time_ms(conf, t, "sim_reject_delay");
+        conf_time_ms_named(conf, t, "sim_recipient_delay_jitter");
+    m->reject_delay = conf_time_ms_named(conf, t, "sim_reject_delay");
     if (m->bad_servers > m->servers) {
         snprintf(why, whylen,
                  "%s: %s: sim_bad_servers (%d) is more than sim_servers (%d)",
@@ -268,10 +268,10 @@ static int workload_load(struct sim_scenario *sc, const char *path, char *why,
 /* Without a workload: one message for sim_destinations domains. */
 static void workload_default(struct sim_scenario *sc, const struct conf *conf)
 {
-    long rcpts = conf_int(conf, NULL, "sim_recipients");
+    long rcpts = conf_int_named(conf, NULL, "sim_recipients");
     struct sim_message *m;
 
-    sc->ndomains = (int)conf_int(conf, NULL, "sim_destinations");
+    sc->ndomains = (int)conf_int_named(conf, NULL, "sim_destinations");
     sc->domains = xcalloc(1, sc->ndomains * sizeof(*sc->domains));
     sc->messages = m = xcalloc(1, sizeof(*m));
     sc->nmessages = 1;
@@ -290,12 +290,12 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
                           const char *name, const char *dir, char *why,
                           size_t whylen)
 {
-    const char *workload = conf_str(conf, NULL, "sim_workload");
+    const char *workload = conf_str_named(conf, NULL, "sim_workload");
 
     memset(sc, 0, sizeof(*sc));
     snprintf(sc->name, sizeof(sc->name), "%s", name);
     snprintf(sc->transport, sizeof(sc->transport), "%s",
-             conf_str(conf, NULL, "sim_transport"));
+             conf_str_named(conf, NULL, "sim_transport"));
     conf_core_params(conf, sc->transport, &sc->params);
     if (*workload) {
         char path[1024];
@@ -313,16 +313,18 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
         if (model_load(&sc->domains[i].model, conf, name, sc->domains[i].name,
                        why, whylen) < 0)
             return -1;
-    sc->connect_timeout = conf_time_ms(conf, NULL, "sim_connect_timeout");
-    sc->greeting_timeout = conf_time_ms(conf, NULL, "sim_greeting_timeout");
-    sc->connection_caching = conf_bool(conf, NULL, "sim_connection_caching");
+    sc->connect_timeout = conf_time_ms_named(conf, NULL, "sim_connect_timeout");
+    sc->greeting_timeout =
+        conf_time_ms_named(conf, NULL, "sim_greeting_timeout");
+    sc->connection_caching =
+        conf_bool_named(conf, NULL, "sim_connection_caching");
     sc->cache_time_limit =
-        conf_time_ms(conf, NULL, "smtp_connection_cache_time_limit");
+        conf_time_ms(conf, NULL, CONF_smtp_connection_cache_time_limit);
     sc->reuse_time_limit =
-        conf_time_ms(conf, NULL, "smtp_connection_reuse_time_limit");
+        conf_time_ms(conf, NULL, CONF_smtp_connection_reuse_time_limit);
     sc->reuse_count_limit =
-        (int)conf_int(conf, NULL, "smtp_connection_reuse_count_limit");
-    sc->seed = (uint64_t)conf_int(conf, NULL, "sim_seed");
+        (int)conf_int(conf, NULL, CONF_smtp_connection_reuse_count_limit);
+    sc->seed = (uint64_t)conf_int_named(conf, NULL, "sim_seed");
     return 0;
 }
 

@@ -2,9 +2,10 @@
 # docs.sh - the documents a user reads: every manual page renders with no
 # warning from groff or man and none of the mistakes they let through
 # (lib/man_lint.py: control characters, words run together by an
-# alternating-font request); no document points at a file outside the
-# repository (this project's notes live beside it, not in it). Output is
-# TAP.
+# alternating-font request); sluice.conf(5) documents exactly the
+# parameters of src/conf/params.def (lib/params_doc.py); no document
+# points at a file outside the repository (this project's notes live
+# beside it, not in it). Output is TAP.
 . tests/integration/lib/tap.sh
 
 need groff-base command -v groff
@@ -20,6 +21,20 @@ for page in doc/*.[158]; do
 done
 lint=$(python3 tests/integration/lib/man_lint.py doc/*.[158])
 expect "manual pages: no control characters, no words run together" "" "$lint"
+
+# The parameters: src/conf/params.def is their one source (the parser and
+# "sluice config" read it); sluice.conf(5) must document each one with its
+# type, default and override, and nothing else as a parameter.
+params=$(python3 tests/integration/lib/params_doc.py src/conf/params.def \
+    doc/sluice.conf.5 | head -5)
+expect "sluice.conf(5) documents exactly the parameters of params.def" "" \
+    "$params"
+printf '%s\n' '.SH PARAMETERS' '.TP' '.B no_such_parameter' \
+    '.RI ( integer ,' 'default' '.BR 1 )' '.br' 'x' '.SH FILES' >"${TMPDIR:-/tmp}/params_doc.$$"
+stray=$(python3 tests/integration/lib/params_doc.py src/conf/params.def \
+    "${TMPDIR:-/tmp}/params_doc.$$" | grep -c 'no_such_parameter: in')
+rm -f "${TMPDIR:-/tmp}/params_doc.$$"
+expect "an entry that is not a parameter would be caught" "1" "$stray"
 
 # Tracked documents, not tests/ and .ci/ (which run beside ../shared).
 outside=$(git ls-files 2>/dev/null | grep -v -e '^tests/' -e '^\.ci/' \

@@ -369,7 +369,7 @@ static void test_defaults_int(void **state)
     size_t i;
 
     for (i = 0; i < NELEM(int_defaults); i++)
-        assert_int_equal(conf_int(conf, NULL, int_defaults[i].name),
+        assert_int_equal(conf_int_named(conf, NULL, int_defaults[i].name),
                          int_defaults[i].value);
 }
 
@@ -379,7 +379,7 @@ static void test_defaults_time(void **state)
     size_t i;
 
     for (i = 0; i < NELEM(time_defaults); i++)
-        assert_int_equal(conf_time_ms(conf, NULL, time_defaults[i].name),
+        assert_int_equal(conf_time_ms_named(conf, NULL, time_defaults[i].name),
                          time_defaults[i].ms);
 }
 
@@ -389,19 +389,19 @@ static void test_defaults_other(void **state)
     struct conf_feedback fb;
 
     fb = conf_feedback(conf, NULL,
-                       "default_destination_concurrency_positive_feedback");
+                       CONF_default_destination_concurrency_positive_feedback);
     assert_int_equal(fb.form, CONF_FEEDBACK_CONSTANT);
     assert_true(fb.value == 1.0);
     fb = conf_feedback(conf, NULL,
-                       "default_destination_concurrency_negative_feedback");
+                       CONF_default_destination_concurrency_negative_feedback);
     assert_int_equal(fb.form, CONF_FEEDBACK_CONSTANT);
     assert_true(fb.value == 1.0);
     assert_int_equal(
-        conf_bool(conf, NULL, "destination_concurrency_feedback_debug"), 0);
-    assert_int_equal(conf_bool(conf, NULL, "smtp_connection_cache_on_demand"),
-                     1);
-    assert_string_equal(conf_str(conf, NULL, "concurrency_feedback_rounding"),
-                        "seed");
+        conf_bool(conf, NULL, CONF_destination_concurrency_feedback_debug), 0);
+    assert_int_equal(
+        conf_bool(conf, NULL, CONF_smtp_connection_cache_on_demand), 1);
+    assert_string_equal(
+        conf_str(conf, NULL, CONF_concurrency_feedback_rounding), "seed");
 }
 
 static void test_defaults_are_defaults(void **state)
@@ -429,9 +429,9 @@ static void test_defaults_are_defaults(void **state)
     assert_string_equal(info.value, "$myhostname");
     assert_string_equal(info.expanded, "");
     set_ok(conf, "myhostname", "mx.example.com");
-    assert_string_equal(conf_str(conf, NULL, "smtp_helo_name"),
+    assert_string_equal(conf_str(conf, NULL, CONF_smtp_helo_name),
                         "mx.example.com");
-    assert_string_equal(conf_str(conf, "relay", "smtp_helo_name"),
+    assert_string_equal(conf_str(conf, "relay", CONF_smtp_helo_name),
                         "mx.example.com");
 }
 
@@ -441,39 +441,39 @@ static void test_override_and_fallback(void **state)
     const char *limit = "default_destination_concurrency_limit";
 
     set_ok(conf, "smtp_destination_concurrency_limit", "7");
-    assert_int_equal(conf_int(conf, "smtp", limit), 7);
-    assert_int_equal(conf_int(conf, "relay", limit), 20);
-    assert_int_equal(conf_int(conf, NULL, limit), 20);
+    assert_int_equal(conf_int_named(conf, "smtp", limit), 7);
+    assert_int_equal(conf_int_named(conf, "relay", limit), 20);
+    assert_int_equal(conf_int_named(conf, NULL, limit), 20);
     /* An override name asks for that transport's effective value. */
-    assert_int_equal(conf_int(conf, NULL, "smtp_destination_concurrency_limit"),
-                     7);
-    assert_int_equal(conf_int(conf, NULL, "lmtp_destination_concurrency_limit"),
-                     20);
+    assert_int_equal(
+        conf_int_named(conf, NULL, "smtp_destination_concurrency_limit"), 7);
+    assert_int_equal(
+        conf_int_named(conf, NULL, "lmtp_destination_concurrency_limit"), 20);
     /* The fallback follows the global value. */
     set_ok(conf, limit, "30");
-    assert_int_equal(conf_int(conf, "relay", limit), 30);
-    assert_int_equal(conf_int(conf, "smtp", limit), 7);
+    assert_int_equal(conf_int_named(conf, "relay", limit), 30);
+    assert_int_equal(conf_int_named(conf, "smtp", limit), 7);
 
     set_ok(conf, "smtp_initial_destination_concurrency", "2");
-    assert_int_equal(conf_int(conf, "smtp", "initial_destination_concurrency"),
-                     2);
-    assert_int_equal(conf_int(conf, "lmtp", "initial_destination_concurrency"),
-                     5);
+    assert_int_equal(
+        conf_int(conf, "smtp", CONF_initial_destination_concurrency), 2);
+    assert_int_equal(
+        conf_int(conf, "lmtp", CONF_initial_destination_concurrency), 5);
     set_ok(conf, "relay_destination_rate_delay", "2s");
     assert_int_equal(
-        conf_time_ms(conf, "relay", "default_destination_rate_delay"), 2000);
+        conf_time_ms(conf, "relay", CONF_default_destination_rate_delay), 2000);
     assert_int_equal(
-        conf_time_ms(conf, "smtp", "default_destination_rate_delay"), 0);
+        conf_time_ms(conf, "smtp", CONF_default_destination_rate_delay), 0);
     set_ok(conf, "smtp_destination_concurrency_negative_feedback",
            "1/concurrency");
     assert_int_equal(
         conf_feedback(conf, "smtp",
-                      "default_destination_concurrency_negative_feedback")
+                      CONF_default_destination_concurrency_negative_feedback)
             .form,
         CONF_FEEDBACK_CONCURRENCY);
     set_ok(conf, "smtp_process_limit", "10");
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 10);
-    assert_int_equal(conf_int(conf, "lmtp", "default_process_limit"), 100);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 10);
+    assert_int_equal(conf_int(conf, "lmtp", CONF_default_process_limit), 100);
     assert_int_equal(conf_override_count(conf), 5);
     assert_string_equal(conf_override_at(conf, 0),
                         "smtp_destination_concurrency_limit");
@@ -486,7 +486,8 @@ static void test_override_of_global_only(void **state)
 
     /* A transport argument is ignored for a global-only parameter... */
     set_ok(conf, "minimal_backoff_time", "10s");
-    assert_int_equal(conf_time_ms(conf, "smtp", "minimal_backoff_time"), 10000);
+    assert_int_equal(conf_time_ms(conf, "smtp", CONF_minimal_backoff_time),
+                     10000);
     /* ...and such a parameter has no override names. */
     set_fails(conf, "smtp_minimal_backoff_time", "1s",
               "unknown parameter \"smtp_minimal_backoff_time\"");
@@ -501,29 +502,34 @@ static void test_longest_suffix_wins(void **state)
 
     set_ok(conf, "smtp_destination_recipient_limit", "2");
     assert_int_equal(
-        conf_int(conf, "smtp", "default_destination_recipient_limit"), 2);
-    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+        conf_int(conf, "smtp", CONF_default_destination_recipient_limit), 2);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_recipient_limit),
+                     20000);
     assert_int_equal(
-        conf_int(conf, "smtp_destination", "default_recipient_limit"), 20000);
+        conf_int(conf, "smtp_destination", CONF_default_recipient_limit),
+        20000);
     assert_int_equal(
         conf_lookup(conf, "smtp_destination_recipient_limit", &info), 0);
     assert_string_equal(info.def->name, "default_destination_recipient_limit");
     assert_int_equal(info.is_override, 1);
 
     set_ok(conf, "smtp_extra_recipient_limit", "9");
-    assert_int_equal(conf_int(conf, "smtp", "default_extra_recipient_limit"),
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_extra_recipient_limit),
                      9);
-    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_recipient_limit),
+                     20000);
     set_ok(conf, "smtp_recipient_refill_limit", "8");
-    assert_int_equal(conf_int(conf, "smtp", "default_recipient_refill_limit"),
-                     8);
-    assert_int_equal(conf_int(conf, "smtp", "default_recipient_limit"), 20000);
+    assert_int_equal(
+        conf_int(conf, "smtp", CONF_default_recipient_refill_limit), 8);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_recipient_limit),
+                     20000);
     /* Two suffixes, two valid transports: the longer suffix wins. */
     set_ok(conf, "smtp_destination_extra_recipient_limit", "7");
     assert_int_equal(
-        conf_int(conf, "smtp_destination", "default_extra_recipient_limit"), 7);
+        conf_int(conf, "smtp_destination", CONF_default_extra_recipient_limit),
+        7);
     assert_int_equal(
-        conf_int(conf, "smtp_destination_extra", "default_recipient_limit"),
+        conf_int(conf, "smtp_destination_extra", CONF_default_recipient_limit),
         20000);
 }
 
@@ -537,19 +543,26 @@ static void test_smtp_client_overrides(void **state)
     struct conf_info info;
 
     set_ok(conf, "relay_connect_timeout", "5s");
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_connect_timeout"), 5000);
-    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_connect_timeout"), 30000);
-    assert_int_equal(conf_time_ms(conf, "lmtp", "smtp_connect_timeout"), 30000);
-    assert_int_equal(conf_time_ms(conf, NULL, "relay_connect_timeout"), 5000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_connect_timeout),
+                     5000);
+    assert_int_equal(conf_time_ms(conf, "smtp", CONF_smtp_connect_timeout),
+                     30000);
+    assert_int_equal(conf_time_ms(conf, "lmtp", CONF_smtp_connect_timeout),
+                     30000);
+    assert_int_equal(conf_time_ms_named(conf, NULL, "relay_connect_timeout"),
+                     5000);
     set_ok(conf, "smtp_connect_timeout", "10s");
-    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_connect_timeout"), 10000);
-    assert_int_equal(conf_time_ms(conf, "lmtp", "smtp_connect_timeout"), 10000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_connect_timeout"), 5000);
+    assert_int_equal(conf_time_ms(conf, "smtp", CONF_smtp_connect_timeout),
+                     10000);
+    assert_int_equal(conf_time_ms(conf, "lmtp", CONF_smtp_connect_timeout),
+                     10000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_connect_timeout),
+                     5000);
 
     set_ok(conf, "lmtp_mx_address_limit", "1");
-    assert_int_equal(conf_int(conf, "lmtp", "smtp_mx_address_limit"), 1);
-    assert_int_equal(conf_int(conf, "smtp", "smtp_mx_address_limit"), 5);
-    assert_int_equal(conf_int(conf, "lmtp", "smtp_mx_session_limit"), 2);
+    assert_int_equal(conf_int(conf, "lmtp", CONF_smtp_mx_address_limit), 1);
+    assert_int_equal(conf_int(conf, "smtp", CONF_smtp_mx_address_limit), 5);
+    assert_int_equal(conf_int(conf, "lmtp", CONF_smtp_mx_session_limit), 2);
     assert_int_equal(conf_lookup(conf, "lmtp_mx_address_limit", &info), 0);
     assert_string_equal(info.def->name, "smtp_mx_address_limit");
     assert_int_equal(info.is_override, 1);
@@ -568,33 +581,35 @@ static void test_smtp_client_overrides(void **state)
     set_ok(conf, "relay_mx_session_limit", "12");
     set_ok(conf, "relay_helo_name", "relay.example.com");
     set_ok(conf, "relay_connection_cache_on_demand", "no");
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_init_timeout"),
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_data_init_timeout),
                      1000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_xfer_timeout"),
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_data_xfer_timeout),
                      2000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_data_done_timeout"),
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_data_done_timeout),
                      3000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_helo_timeout"), 4000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_mail_timeout"), 6000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_rcpt_timeout"), 7000);
-    assert_int_equal(conf_time_ms(conf, "relay", "smtp_quit_timeout"), 8000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_helo_timeout), 4000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_mail_timeout), 6000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_rcpt_timeout), 7000);
+    assert_int_equal(conf_time_ms(conf, "relay", CONF_smtp_quit_timeout), 8000);
     assert_int_equal(
-        conf_time_ms(conf, "relay", "smtp_connection_cache_time_limit"), 9000);
+        conf_time_ms(conf, "relay", CONF_smtp_connection_cache_time_limit),
+        9000);
     assert_int_equal(
-        conf_time_ms(conf, "relay", "smtp_connection_reuse_time_limit"), 10000);
+        conf_time_ms(conf, "relay", CONF_smtp_connection_reuse_time_limit),
+        10000);
     assert_int_equal(
-        conf_int(conf, "relay", "smtp_connection_reuse_count_limit"), 11);
-    assert_int_equal(conf_int(conf, "relay", "smtp_mx_session_limit"), 12);
-    assert_int_equal(conf_int(conf, "relay", "smtp_mx_address_limit"), 5);
-    assert_string_equal(conf_str(conf, "relay", "smtp_helo_name"),
+        conf_int(conf, "relay", CONF_smtp_connection_reuse_count_limit), 11);
+    assert_int_equal(conf_int(conf, "relay", CONF_smtp_mx_session_limit), 12);
+    assert_int_equal(conf_int(conf, "relay", CONF_smtp_mx_address_limit), 5);
+    assert_string_equal(conf_str(conf, "relay", CONF_smtp_helo_name),
                         "relay.example.com");
-    assert_string_equal(conf_str(conf, "smtp", "smtp_helo_name"), "");
-    assert_int_equal(conf_time_ms(conf, "smtp", "smtp_data_init_timeout"),
+    assert_string_equal(conf_str(conf, "smtp", CONF_smtp_helo_name), "");
+    assert_int_equal(conf_time_ms(conf, "smtp", CONF_smtp_data_init_timeout),
                      120000);
     assert_int_equal(
-        conf_bool(conf, "relay", "smtp_connection_cache_on_demand"), 0);
-    assert_int_equal(conf_bool(conf, "smtp", "smtp_connection_cache_on_demand"),
-                     1);
+        conf_bool(conf, "relay", CONF_smtp_connection_cache_on_demand), 0);
+    assert_int_equal(
+        conf_bool(conf, "smtp", CONF_smtp_connection_cache_on_demand), 1);
     assert_int_equal(conf_override_count(conf), 15);
 
     /* Type checks apply to overrides too. */
@@ -672,10 +687,10 @@ static void test_global_name_matches_first(void **state)
     assert_int_equal(info.is_override, 0);
     assert_string_equal(info.def->name, "qmgr_message_recipient_limit");
     set_ok(conf, "qmgr_message_recipient_limit", "5000");
-    assert_int_equal(conf_int(conf, NULL, "qmgr_message_recipient_limit"),
+    assert_int_equal(conf_int(conf, NULL, CONF_qmgr_message_recipient_limit),
                      5000);
-    assert_int_equal(conf_int(conf, "qmgr_message", "default_recipient_limit"),
-                     20000);
+    assert_int_equal(
+        conf_int(conf, "qmgr_message", CONF_default_recipient_limit), 20000);
     assert_int_equal(conf_override_count(conf), 0);
 }
 
@@ -696,9 +711,10 @@ static void test_override_name_syntax(void **state)
     set_ok(conf, "a_b-9_process_limit", "4");
     set_ok(conf, "sim_domain_a.test_process_limit", "5");
     assert_int_equal(
-        conf_int(conf, "sim_domain_a.test", "default_process_limit"), 5);
-    assert_int_equal(conf_int(conf, "smtp-relay", "default_process_limit"), 3);
-    assert_int_equal(conf_int(conf, "a_b-9", "default_process_limit"), 4);
+        conf_int(conf, "sim_domain_a.test", CONF_default_process_limit), 5);
+    assert_int_equal(conf_int(conf, "smtp-relay", CONF_default_process_limit),
+                     3);
+    assert_int_equal(conf_int(conf, "a_b-9", CONF_default_process_limit), 4);
 }
 
 static void test_later_setting_wins(void **state)
@@ -710,8 +726,8 @@ static void test_later_setting_wins(void **state)
     set_ok(conf, "default_process_limit", "11");
     set_ok(conf, "smtp_process_limit", "12");
     set_ok(conf, "smtp_process_limit", "13");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 11);
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 13);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 11);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 13);
     assert_int_equal(conf_override_count(conf), 1);
     assert_int_equal(conf_lookup(conf, "smtp_process_limit", &info), 0);
     assert_string_equal(info.value, "13");
@@ -822,13 +838,15 @@ static void test_time_default_units(void **state)
     set_ok(conf, "bounce_queue_lifetime", "3");
     set_ok(conf, "minimal_backoff_time", "10");
     set_ok(conf, "queue_run_delay", "1.5m");
-    assert_int_equal(conf_time_ms(conf, NULL, "delay_warning_time"), 7200000);
-    assert_int_equal(conf_time_ms(conf, NULL, "maximal_queue_lifetime"),
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_delay_warning_time),
+                     7200000);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_maximal_queue_lifetime),
                      86400000);
-    assert_int_equal(conf_time_ms(conf, NULL, "bounce_queue_lifetime"),
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_bounce_queue_lifetime),
                      259200000);
-    assert_int_equal(conf_time_ms(conf, NULL, "minimal_backoff_time"), 10000);
-    assert_int_equal(conf_time_ms(conf, NULL, "queue_run_delay"), 90000);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_minimal_backoff_time),
+                     10000);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_queue_run_delay), 90000);
     set_fails(conf, "in_flow_delay", "1 s",
               "in_flow_delay: bad value \"1 s\": expected a time like 300s, "
               "5m, 1h");
@@ -887,17 +905,17 @@ static void test_int_values(void **state)
 
     set_ok(conf, "default_destination_concurrency_limit", "0");
     assert_int_equal(
-        conf_int(conf, NULL, "default_destination_concurrency_limit"), 0);
+        conf_int(conf, NULL, CONF_default_destination_concurrency_limit), 0);
     set_ok(conf, "default_delivery_slot_discount", "100");
-    assert_int_equal(conf_int(conf, NULL, "default_delivery_slot_discount"),
+    assert_int_equal(conf_int(conf, NULL, CONF_default_delivery_slot_discount),
                      100);
     set_ok(conf, "default_destination_concurrency_failed_cohort_limit", "0");
     assert_int_equal(
         conf_int(conf, NULL,
-                 "default_destination_concurrency_failed_cohort_limit"),
+                 CONF_default_destination_concurrency_failed_cohort_limit),
         0);
     set_ok(conf, "message_size_limit", "9223372036854775807");
-    assert_int_equal(conf_int(conf, NULL, "message_size_limit"),
+    assert_int_equal(conf_int(conf, NULL, CONF_message_size_limit),
                      9223372036854775807L);
     set_fails(conf, "default_delivery_slot_discount", "101",
               "default_delivery_slot_discount: bad value \"101\": expected an "
@@ -930,7 +948,7 @@ static void test_int_values(void **state)
               "smtp_delivery_slot_discount: bad value \"x\": expected an "
               "integer between 0 and 100");
     /* Failed settings changed nothing. */
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 100);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 100);
     assert_int_equal(conf_override_count(conf), 0);
 }
 
@@ -940,11 +958,11 @@ static void test_bool_values(void **state)
     const char *name = "destination_concurrency_feedback_debug";
 
     set_ok(conf, name, "yes");
-    assert_int_equal(conf_bool(conf, NULL, name), 1);
+    assert_int_equal(conf_bool_named(conf, NULL, name), 1);
     set_ok(conf, name, "NO");
-    assert_int_equal(conf_bool(conf, NULL, name), 0);
+    assert_int_equal(conf_bool_named(conf, NULL, name), 0);
     set_ok(conf, name, "Yes");
-    assert_int_equal(conf_bool(conf, NULL, name), 1);
+    assert_int_equal(conf_bool_named(conf, NULL, name), 1);
     set_fails(conf, name, "true",
               "destination_concurrency_feedback_debug: bad value \"true\": "
               "expected yes or no");
@@ -959,12 +977,12 @@ static void test_choice_values(void **state)
     const char *name = "concurrency_feedback_rounding";
 
     set_ok(conf, "smtp_concurrency_feedback_rounding", "postfix3");
-    assert_string_equal(conf_str(conf, "smtp", name), "postfix3");
-    assert_string_equal(conf_str(conf, "lmtp", name), "seed");
+    assert_string_equal(conf_str_named(conf, "smtp", name), "postfix3");
+    assert_string_equal(conf_str_named(conf, "lmtp", name), "seed");
     set_ok(conf, name, "postfix3");
     set_ok(conf, "smtp_concurrency_feedback_rounding", "seed");
-    assert_string_equal(conf_str(conf, "smtp", name), "seed");
-    assert_string_equal(conf_str(conf, "lmtp", name), "postfix3");
+    assert_string_equal(conf_str_named(conf, "smtp", name), "seed");
+    assert_string_equal(conf_str_named(conf, "lmtp", name), "postfix3");
     set_fails(conf, name, "Seed",
               "concurrency_feedback_rounding: bad value \"Seed\": expected "
               "one of: seed, postfix3");
@@ -983,7 +1001,7 @@ static void test_feedback_values(void **state)
     struct conf_feedback fb;
 
     set_ok(conf, pos, "0.5/sqrt_concurrency");
-    fb = conf_feedback(conf, NULL, pos);
+    fb = conf_feedback_named(conf, NULL, pos);
     assert_int_equal(fb.form, CONF_FEEDBACK_SQRT_CONCURRENCY);
     assert_true(fb.value == 0.5);
     set_fails(conf, pos, "3/2",
@@ -1025,21 +1043,21 @@ static void test_add_params(void **state)
     assert_int_equal(conf_def_count(conf), conf_param_count + NELEM(test_defs));
     assert_string_equal(conf_def_at(conf, conf_param_count)->name,
                         "test_string");
-    assert_string_equal(conf_str(conf, NULL, "test_string"), "");
-    assert_string_equal(conf_str(conf, NULL, "test_list"), "a, b c");
-    assert_int_equal(conf_int(conf, NULL, "test_int"), 100);
-    assert_int_equal(conf_int(conf, NULL, "test_neg"), -5);
-    assert_int_equal(conf_time_ms(conf, NULL, "test_time"), 1209600000);
+    assert_string_equal(conf_str_named(conf, NULL, "test_string"), "");
+    assert_string_equal(conf_str_named(conf, NULL, "test_list"), "a, b c");
+    assert_int_equal(conf_int_named(conf, NULL, "test_int"), 100);
+    assert_int_equal(conf_int_named(conf, NULL, "test_neg"), -5);
+    assert_int_equal(conf_time_ms_named(conf, NULL, "test_time"), 1209600000);
     set_ok(conf, "test_neg", "-10");
-    assert_int_equal(conf_int(conf, NULL, "test_neg"), -10);
+    assert_int_equal(conf_int_named(conf, NULL, "test_neg"), -10);
     set_fails(conf, "test_neg", "-11",
               "test_neg: bad value \"-11\": expected an integer between -10 "
               "and 10");
     set_fails(conf, "test_any", "x",
               "test_any: bad value \"x\": expected an integer");
     set_ok(conf, "smtp_test_time", "3");
-    assert_int_equal(conf_time_ms(conf, "smtp", "test_time"), 1814400000);
-    assert_int_equal(conf_time_ms(conf, "lmtp", "test_time"), 1209600000);
+    assert_int_equal(conf_time_ms_named(conf, "smtp", "test_time"), 1814400000);
+    assert_int_equal(conf_time_ms_named(conf, "lmtp", "test_time"), 1209600000);
     validate_ok(conf);
     conf_free(conf);
 }
@@ -1100,16 +1118,16 @@ static void test_expand(void **state)
 
     (void)state;
     set_ok(conf, "default_process_limit", "$initial_destination_concurrency");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 5);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 5);
     set_ok(conf, "default_process_limit",
            "${initial_destination_concurrency}0");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 50);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 50);
     /* test_int's default refers to default_process_limit. */
-    assert_int_equal(conf_int(conf, NULL, "test_int"), 50);
+    assert_int_equal(conf_int_named(conf, NULL, "test_int"), 50);
     set_ok(conf, "test_string",
            "<$default_process_limit> $$ ${test_list}$$x $qmgr_message_"
            "recipient_minimum.");
-    assert_string_equal(conf_str(conf, NULL, "test_string"),
+    assert_string_equal(conf_str_named(conf, NULL, "test_string"),
                         "<50> $ a, b c$x 10.");
     /* Values are kept as written; expansion happens at lookup time. */
     assert_int_equal(conf_lookup(conf, "test_string", &info), 0);
@@ -1117,8 +1135,8 @@ static void test_expand(void **state)
                                     "${test_list}$$x "
                                     "$qmgr_message_recipient_minimum.");
     set_ok(conf, "initial_destination_concurrency", "7");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 70);
-    assert_string_equal(conf_str(conf, NULL, "test_string"),
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 70);
+    assert_string_equal(conf_str_named(conf, NULL, "test_string"),
                         "<70> $ a, b c$x 10.");
     validate_ok(conf);
     conf_free(conf);
@@ -1130,14 +1148,14 @@ static void test_expand_overrides(void **state)
 
     /* An unset override stands for its global. */
     set_ok(conf, "smtp_process_limit", "$smtp_destination_concurrency_limit");
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 20);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 20);
     set_ok(conf, "smtp_destination_concurrency_limit", "3");
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 3);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 3);
     /* ${} allows the '-' of transport names. */
     set_ok(conf, "relay-out_destination_concurrency_limit", "4");
     set_ok(conf, "default_process_limit",
            "${relay-out_destination_concurrency_limit}");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 4);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 4);
     validate_ok(conf);
 }
 
@@ -1171,7 +1189,7 @@ static void test_expand_deferred_check(void **state)
                          "to \"$\": expected an integer between 1 and 100000");
     set_ok(conf, "default_process_limit", "$default_delivery_slot_cost");
     validate_ok(conf);
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 5);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 5);
 }
 
 static void test_expand_loops(void **state)
@@ -1203,10 +1221,10 @@ static void test_expand_loops(void **state)
                          "smtp_process_limit -> smtp_delivery_slot_cost -> "
                          "smtp_delivery_slot_loan -> smtp_process_limit");
     /* Values outside the loop stay usable. */
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 7);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 7);
     set_ok(conf, "smtp_delivery_slot_loan", "1");
     validate_ok(conf);
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 1);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 1);
 }
 
 static void test_expand_depth_limit(void **state)
@@ -1223,7 +1241,7 @@ static void test_expand_depth_limit(void **state)
         set_ok(conf, name, i == 99 ? "9" : value);
     }
     validate_ok(conf);
-    assert_int_equal(conf_int(conf, "t0", "default_process_limit"), 9);
+    assert_int_equal(conf_int(conf, "t0", CONF_default_process_limit), 9);
     /*
      * ...102 are not. Globals resolve first: default_process_limit,
      * tx, t0, ..., t97 fill the 100 levels, and t98 is one too many.
@@ -1256,12 +1274,13 @@ static void test_expand_size_limit(void **state)
     }
     set_ok(conf, "t0_test_string", "");
     validate_ok(conf);
-    assert_string_equal(conf_str(conf, "t40", "test_string"), "");
+    assert_string_equal(conf_str_named(conf, "t40", "test_string"), "");
     set_ok(conf, "t0_test_string", "0123456789abcdef");
     validate_fails(conf, "t17_test_string: bad value "
                          "\"$t16_test_string${t16_test_string}\": expands to "
                          "more than 1048576 bytes");
-    assert_int_equal(strlen(conf_str(conf, "t16", "test_string")), 1048576);
+    assert_int_equal(strlen(conf_str_named(conf, "t16", "test_string")),
+                     1048576);
     conf_free(conf);
 }
 
@@ -1306,13 +1325,13 @@ static void test_conf_path(void **state)
 static void get_unknown(void *arg)
 {
     struct conf *conf = arg;
-    conf_int(conf, NULL, "nope");
+    conf_int_named(conf, NULL, "nope");
 }
 
 static void get_wrong_type(void *arg)
 {
     struct conf *conf = arg;
-    conf_int(conf, NULL, "minimal_backoff_time");
+    conf_int(conf, NULL, CONF_minimal_backoff_time);
 }
 
 static void get_bad_value(void *arg)
@@ -1321,13 +1340,13 @@ static void get_bad_value(void *arg)
     char why[WHY_SIZE];
 
     conf_set(conf, "default_process_limit", "$nope", why, sizeof(why));
-    conf_int(conf, "smtp", "default_process_limit");
+    conf_int(conf, "smtp", CONF_default_process_limit);
 }
 
 static void get_str_of_int(void *arg)
 {
     struct conf *conf = arg;
-    conf_str(conf, NULL, "default_process_limit");
+    conf_str(conf, NULL, CONF_default_process_limit);
 }
 
 static void test_getter_programming_errors(void **state)

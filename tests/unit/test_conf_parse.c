@@ -106,7 +106,7 @@ static void test_missing_file_optional(void **state)
     assert_int_equal(
         conf_load(conf, "/nonexistent/sluice.conf", 0, why, sizeof(why)), 0);
     assert_string_equal(why, "");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 100);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 100);
 }
 
 static void test_missing_file_required(void **state)
@@ -137,9 +137,9 @@ static void test_empty_file(void **state)
     struct conf *conf = *state;
 
     load_ok(conf, "");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 100);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 100);
     load_ok(conf, "\n\n   \n\t\n# nothing here\n");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 100);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 100);
     assert_int_equal(conf_override_count(conf), 0);
 }
 
@@ -153,14 +153,15 @@ static void test_settings(void **state)
                   "minimal_backoff_time\t=\t10s \t\n"
                   "maximal_queue_lifetime =2\r\n"
                   "destination_concurrency_feedback_debug= yes\n");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 50);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 50);
     assert_int_equal(
-        conf_int(conf, "smtp", "default_destination_concurrency_limit"), 7);
-    assert_int_equal(conf_time_ms(conf, NULL, "minimal_backoff_time"), 10000);
-    assert_int_equal(conf_time_ms(conf, NULL, "maximal_queue_lifetime"),
+        conf_int(conf, "smtp", CONF_default_destination_concurrency_limit), 7);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_minimal_backoff_time),
+                     10000);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_maximal_queue_lifetime),
                      172800000);
     assert_int_equal(
-        conf_bool(conf, NULL, "destination_concurrency_feedback_debug"), 1);
+        conf_bool(conf, NULL, CONF_destination_concurrency_feedback_debug), 1);
     assert_int_equal(conf_lookup(conf, "minimal_backoff_time", &info), 0);
     assert_string_equal(info.value, "10s");
     assert_string_equal(info.file, path);
@@ -180,7 +181,7 @@ static void test_comments(void **state)
                   "#default_process_limit = 1\n"
                   "default_process_limit = 60\n"
                   "\t# tab, then comment\n");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 60);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 60);
     /* '#' after the start of a line is part of the value. */
     load_fails_at(conf, "\n\ndefault_process_limit = 5 # five\n", 3,
                   "default_process_limit: bad value \"5 # five\": expected an "
@@ -202,13 +203,13 @@ static void test_continuation(void **state)
                   "maximal_backoff_time = 1\n");
     assert_int_equal(
         conf_feedback(conf, NULL,
-                      "default_destination_concurrency_positive_feedback")
+                      CONF_default_destination_concurrency_positive_feedback)
             .form,
         CONF_FEEDBACK_CONCURRENCY);
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 42);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 42);
     assert_int_equal(conf_lookup(conf, "default_process_limit", &info), 0);
     assert_int_equal(info.line, 3);
-    assert_int_equal(conf_time_ms(conf, NULL, "maximal_backoff_time"), 1000);
+    assert_int_equal(conf_time_ms(conf, NULL, CONF_maximal_backoff_time), 1000);
 }
 
 static void test_continuation_joins_with_one_space(void **state)
@@ -331,7 +332,7 @@ static void test_unknown_parameter_referred_to(void **state)
                                "mydomain = example.com\n",
                                why, sizeof(why)),
                      0);
-    assert_string_equal(conf_str(conf, NULL, "relay_domains"),
+    assert_string_equal(conf_str(conf, NULL, CONF_relay_domains),
                         "example.com, other.example");
     conf_unknown_warn(conf, warning_add, &w);
     assert_int_equal(w.count, 0);
@@ -398,8 +399,8 @@ static void test_later_setting_wins(void **state)
                   "smtp_process_limit = 1\n"
                   "default_process_limit = 20\n"
                   "smtp_process_limit = 2\n");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 20);
-    assert_int_equal(conf_int(conf, "smtp", "default_process_limit"), 2);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 20);
+    assert_int_equal(conf_int(conf, "smtp", CONF_default_process_limit), 2);
     assert_int_equal(conf_lookup(conf, "default_process_limit", &info), 0);
     assert_int_equal(info.line, 3);
     assert_int_equal(conf_override_count(conf), 1);
@@ -410,9 +411,9 @@ static void test_no_trailing_newline(void **state)
     struct conf *conf = *state;
 
     load_ok(conf, "default_process_limit = 7");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 7);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 7);
     load_ok(conf, "default_process_limit =\n  8");
-    assert_int_equal(conf_int(conf, NULL, "default_process_limit"), 8);
+    assert_int_equal(conf_int(conf, NULL, CONF_default_process_limit), 8);
     load_fails_at(conf, "default_process_limit = 7\nx", 2,
                   "expected \"name = value\": \"x\"");
 }
@@ -426,7 +427,7 @@ static void test_expansion_in_file(void **state)
             "default_process_limit = 30\n");
     /* The reference sees the later setting: expansion is at lookup. */
     assert_int_equal(
-        conf_int(conf, "smtp", "default_destination_concurrency_limit"), 30);
+        conf_int(conf, "smtp", CONF_default_destination_concurrency_limit), 30);
     load_fails_at(conf,
                   "default_process_limit = 5\n"
                   "initial_destination_concurrency = ${nope}\n",
