@@ -41,36 +41,20 @@
 #define MAX_RECIPIENTS  10000000L
 #define MAX_SLOTS       10000L
 
-/* An integer parameter with bounds. */
-#define INT(name, def, sfx, lo, hi, sum)                                       \
-    {                                                                          \
-        name, CONF_INT, def, sfx, lo, hi, 0, NULL, sum                         \
-    }
-/* A time parameter with its default unit. */
-#define TIME(name, def, sfx, unit, sum)                                        \
-    {                                                                          \
-        name, CONF_TIME, def, sfx, 0, 0, unit, NULL, sum                       \
-    }
-#define BOOL(name, def, sfx, sum)                                              \
-    {                                                                          \
-        name, CONF_BOOL, def, sfx, 0, 0, 0, NULL, sum                          \
-    }
-#define FEEDBACK(name, def, sfx, sum)                                          \
-    {                                                                          \
-        name, CONF_FEEDBACK, def, sfx, 0, 0, 0, NULL, sum                      \
-    }
-#define CHOICE(name, def, sfx, choices, sum)                                   \
-    {                                                                          \
-        name, CONF_CHOICE, def, sfx, 0, 0, 0, choices, sum                     \
-    }
-#define STRING(name, def, sfx, sum)                                            \
-    {                                                                          \
-        name, CONF_STRING, def, sfx, 0, 0, 0, NULL, sum                        \
-    }
-#define LIST(name, def, sfx, sum)                                              \
-    {                                                                          \
-        name, CONF_LIST, def, sfx, 0, 0, 0, NULL, sum                          \
-    }
+/*
+ * One initializer per type, for the lines of params.def: name, default,
+ * override suffix, then what the type needs (INT bounds, TIME a default
+ * unit, CHOICE its words), then the summary. Unused fields are 0.
+ */
+/* clang-format off */
+#define INT(n, d, s, lo, hi, sum) {n, CONF_INT, d, s, lo, hi, 0, NULL, sum}
+#define TIME(n, d, s, unit, sum)  {n, CONF_TIME, d, s, 0, 0, unit, NULL, sum}
+#define BOOL(n, d, s, sum)        {n, CONF_BOOL, d, s, 0, 0, 0, NULL, sum}
+#define FEEDBACK(n, d, s, sum)    {n, CONF_FEEDBACK, d, s, 0, 0, 0, NULL, sum}
+#define CHOICE(n, d, s, w, sum)   {n, CONF_CHOICE, d, s, 0, 0, 0, w, sum}
+#define STRING(n, d, s, sum)      {n, CONF_STRING, d, s, 0, 0, 0, NULL, sum}
+#define LIST(n, d, s, sum)        {n, CONF_LIST, d, s, 0, 0, 0, NULL, sum}
+/* clang-format on */
 
 const struct conf_def conf_params[] = {
 #define CONF_PARAM(name, type, ...) type(#name, __VA_ARGS__),
