@@ -37,13 +37,11 @@ static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
                                         "delay notification",
                                         "delivery status notification"};
     struct qmgr *q = m->q;
-    struct qmgr_notice_rcpt *r = calloc(n, sizeof(*r));
+    struct qmgr_notice_rcpt *r = xcalloc(n, sizeof(*r));
     struct qmgr_notice_params p = {q->hostname, spool_now(), 0,
                                    q->bounce_size_limit};
     struct spool_msg *nm = spool_msg_new();
 
-    if (r == NULL)
-        abort();
     p.retry_until = m->sm->arrival + q->retry.lifetime;
     for (size_t k = 0; k < n; k++) {
         const struct spool_rcpt *sr = &m->sm->rcpt[idx[k]];
@@ -54,7 +52,7 @@ static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
         r[k].code = sr->code;
         r[k].relayed = m->relayed[idx[k]];
     }
-    nm->sender = strdup("");
+    nm->sender = xstrdup("");
     nm->arrival = p.now;
     nm->body = qmgr_notice_format(&p, kind, m->sm, r, n, &nm->size);
     /* A notice is never the subject of another one. */
@@ -75,7 +73,7 @@ void qm_bounce_notices(struct qm_msg *m, int retry, struct spool_change *ch,
                        struct spool_result *marks)
 {
     struct spool_msg *sm = m->sm;
-    uint32_t *idx = calloc(sm->nrcpt + 1, sizeof(*idx));
+    uint32_t *idx = xcalloc(sm->nrcpt + 1, sizeof(*idx));
     static const struct {
         enum qmgr_notice kind;
         unsigned want, bit;
@@ -86,8 +84,6 @@ void qm_bounce_notices(struct qm_msg *m, int retry, struct spool_change *ch,
     };
     int warned = 0, late;
 
-    if (idx == NULL)
-        abort();
     if (sm->sender[0] == 0) {
         free(idx);
         return; /* the null sender gets nothing: notices are not answered */

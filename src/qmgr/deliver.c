@@ -98,12 +98,10 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     const struct route_result *r = &d->dest->route;
     struct qmgr_deliver_settings set;
     struct deliver_request req = {0};
-    struct deliver_rcpt *rcpt = calloc((size_t)d->nrcpt, sizeof(*rcpt));
+    struct deliver_rcpt *rcpt = xcalloc((size_t)d->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = NULL;
     struct spool_msg *sm = d->m->sm;
 
-    if (rcpt == NULL)
-        abort();
     qmgr_deliver_settings(q->conf, r->transport, &set);
     for (int k = 0; k < d->nrcpt; k++) {
         const struct spool_rcpt *sr = &sm->rcpt[d->rcpt[k]];
@@ -129,18 +127,14 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     if (res != NULL) {
         unsigned port = r->port ? r->port : r->type == ROUTE_LMTP ? 24 : 25;
 
-        addrs = calloc(MAX_ADDRS, sizeof(*addrs));
-        if (addrs == NULL)
-            abort();
+        addrs = xcalloc(MAX_ADDRS, sizeof(*addrs));
         req.addrs = addrs;
         req.naddrs =
             qmgr_addresses(res, port, set.address_limit, addrs, MAX_ADDRS);
     } else if (r->unix_path) {
         struct sockaddr_un *sun;
 
-        addrs = calloc(1, sizeof(*addrs));
-        if (addrs == NULL)
-            abort();
+        addrs = xcalloc(1, sizeof(*addrs));
         sun = (struct sockaddr_un *)&addrs->sa;
         sun->sun_family = AF_UNIX;
         /* route/ keeps socket paths short enough for sun_path */
@@ -178,11 +172,9 @@ static void delivery_dns_done(void *ctx, struct dns_result *res)
 
 static void delivery_start(struct qmgr *q, struct core_entry *e)
 {
-    struct qm_delivery *d = calloc(1, sizeof(*d));
+    struct qm_delivery *d = xcalloc(1, sizeof(*d));
     const struct route_result *r;
 
-    if (d == NULL)
-        abort();
     d->q = q;
     d->e = e;
     d->queue = core_entry_queue(e);

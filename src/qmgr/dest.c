@@ -36,10 +36,8 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
      * lines read "smtp:example.com: ..." as Postfix's do. */
     key = r->key.queue;
     if ((cq = core_queue_find(t, key)) == NULL) {
-        struct qm_dest *d = calloc(1, sizeof(*d));
+        struct qm_dest *d = xcalloc(1, sizeof(*d));
 
-        if (d == NULL)
-            abort();
         d->route = *r;
         d->route.address = NULL; /* the one field that points outside */
         cq = core_queue_create(t, key);

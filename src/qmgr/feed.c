@@ -68,10 +68,8 @@ void qm_feed(struct qmgr *q)
     in.room = de.room = q->limit - q->active;
     if (in.room <= 0)
         return;
-    in.ids = calloc((size_t)in.room, sizeof(*in.ids));
-    de.ids = calloc((size_t)de.room, sizeof(*de.ids));
-    if (in.ids == NULL || de.ids == NULL)
-        abort();
+    in.ids = xcalloc((size_t)in.room, sizeof(*in.ids));
+    de.ids = xcalloc((size_t)de.room, sizeof(*de.ids));
     de.deferred = 1;
     if (spool_list_index(q->sp, SPOOL_INDEX_INCOMING, feed_collect, &in, why,
                          sizeof(why)) < 0 ||
@@ -117,8 +115,7 @@ void qm_expire_sweep(struct qmgr *q)
 
     if (es.room <= 0 || q->draining || q->closing)
         return;
-    if ((es.ids = calloc((size_t)es.room, sizeof(*es.ids))) == NULL)
-        abort();
+    es.ids = xcalloc((size_t)es.room, sizeof(*es.ids));
     if (spool_list(q->sp, SPOOL_INDEX_ALL, expire_collect, &es, why,
                    sizeof(why)) < 0)
         qm_log(q, QMGR_LOG_WARNING, "cannot read the queue: %s", why);

@@ -141,13 +141,11 @@ static int flush_one(void *ctx, const struct spool_msg *env)
 void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
                 void *ctx)
 {
-    struct flush_job *f = calloc(1, sizeof(*f));
+    struct flush_job *f = xcalloc(1, sizeof(*f));
     struct flush_scan fs = {f, domain && *domain ? domain : NULL};
     struct core_transport *t;
     char why[256];
 
-    if (f == NULL)
-        abort();
     f->q = q;
     f->done = done;
     f->ctx = ctx;

@@ -3,6 +3,7 @@
  *	inbox 3 - work handed to the event loop's thread from other threads
  * SYNOPSIS
  *	#include "qmgr/qmgr.h"
+#include "util/util.h"
  *
  *	struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
  *	void	qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn,
@@ -83,10 +84,8 @@ static int nonblocking_pipe(int fds[2])
 
 struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
 {
-    struct qmgr_inbox *in = calloc(1, sizeof(*in));
+    struct qmgr_inbox *in = xcalloc(1, sizeof(*in));
 
-    if (in == NULL)
-        return NULL;
     if (nonblocking_pipe(in->pipe) < 0) {
         free(in);
         return NULL;
@@ -103,11 +102,9 @@ struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
 
 void qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn, void *ctx)
 {
-    struct inbox_item *it = malloc(sizeof(*it));
+    struct inbox_item *it = xmalloc(sizeof(*it));
     int was_empty;
 
-    if (it == NULL)
-        abort();
     it->next = NULL;
     it->fn = fn;
     it->ctx = ctx;

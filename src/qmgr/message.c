@@ -134,10 +134,8 @@ static void commit_done(void *ctx, const char *id, int status, const char *why)
 void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
                       int final)
 {
-    struct commit_note *n = calloc(1, sizeof(*n));
+    struct commit_note *n = xcalloc(1, sizeof(*n));
 
-    if (n == NULL)
-        abort();
     n->m = m;
     n->final = final;
     m->pending++;
@@ -190,12 +188,10 @@ static void message_finish(struct qm_msg *m)
         qm_message_write(m, NULL, 1);
         return;
     case QMGR_EXPIRE: {
-        uint64_t *idx = calloc(m->sm->nrcpt, sizeof(*idx));
+        uint64_t *idx = xcalloc(m->sm->nrcpt, sizeof(*idx));
         int n = 0;
         char text[700];
 
-        if (idx == NULL)
-            abort();
         for (uint32_t i = 0; i < m->sm->nrcpt; i++)
             if (m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
                 m->sm->rcpt[i].status == SPOOL_RCPT_PENDING)
@@ -209,10 +205,8 @@ static void message_finish(struct qm_msg *m)
     }
     case QMGR_RETRY: {
         /* One mark per recipient at most: the kinds are disjoint. */
-        struct spool_result *marks = calloc(m->sm->nrcpt + 1, sizeof(*marks));
+        struct spool_result *marks = xcalloc(m->sm->nrcpt + 1, sizeof(*marks));
 
-        if (marks == NULL)
-            abort();
         m->finishing = 1;
         qm_bounce_notices(m, 1, &ch, marks);
         ch.has_state = 1;
@@ -271,14 +265,12 @@ static void expire_rcpt(struct qm_msg *m, uint32_t i)
  */
 void qm_message_load(struct qmgr *q, const char *id, int expire)
 {
-    struct qm_msg *m = calloc(1, sizeof(*m));
+    struct qm_msg *m = xcalloc(1, sizeof(*m));
     char why[512];
     uint64_t *bad;
     int nbad = 0;
     unsigned h;
 
-    if (m == NULL)
-        abort();
     if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS | SPOOL_GET_BODY, why,
                   sizeof(why)) < 0) {
         qm_log(q, QMGR_LOG_WARNING, "%s: cannot read: %s", id, why);
@@ -289,8 +281,7 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     m->body = util_blob_adopt(m->sm->body, (size_t)m->sm->size);
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = qm_now_sec();
-    if ((m->relayed = calloc(m->sm->nrcpt + 1, 1)) == NULL)
-        abort();
+    m->relayed = xcalloc(m->sm->nrcpt + 1, 1);
     h = id_hash(m->id);
     m->hnext = q->hash[h];
     q->hash[h] = m;
@@ -298,9 +289,7 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     q->active++;
     q->stats.loaded++;
     m->cm = core_message_create(q->core, ++q->next_id, qm_now_ms(), m);
-    bad = calloc(m->sm->nrcpt + 1, sizeof(*bad));
-    if (bad == NULL)
-        abort();
+    bad = xcalloc(m->sm->nrcpt + 1, sizeof(*bad));
     if (expire)
         message_expired_log(m);
     for (uint32_t i = 0; i < m->sm->nrcpt; i++) {

@@ -3,6 +3,7 @@
  *	notice 3 - delivery status notifications to the sender (RFC 3464)
  * SYNOPSIS
  *	#include "qmgr/qmgr.h"
+#include "util/util.h"
  *
  *	char	*qmgr_notice_format(const struct qmgr_notice_params *p,
  *			enum qmgr_notice kind, const struct spool_msg *m,
@@ -73,8 +74,7 @@ static void add(struct text *t, const char *p, size_t n)
 {
     if (t->len + n + 1 > t->size) {
         t->size = (t->len + n + 1) * 2;
-        if ((t->s = realloc(t->s, t->size)) == NULL)
-            abort();
+        t->s = xrealloc(t->s, t->size);
     }
     memcpy(t->s + t->len, p, n);
     t->len += n;

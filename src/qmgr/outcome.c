@@ -71,12 +71,10 @@ void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                        const struct deliver_rcpt_result *res,
                        const struct deliver_rcpt_result *same, enum qm_how how)
 {
-    struct spool_result *out = calloc((size_t)n, sizeof(*out));
+    struct spool_result *out = xcalloc((size_t)n, sizeof(*out));
     struct spool_change ch = {0};
-    char(*reason)[600] = calloc((size_t)n, sizeof(*reason));
+    char(*reason)[600] = xcalloc((size_t)n, sizeof(*reason));
 
-    if (out == NULL || reason == NULL)
-        abort();
     for (int k = 0; k < n; k++) {
         const struct deliver_rcpt_result *r = same ? same : &res[k];
         uint32_t i = (uint32_t)idx[k];
@@ -90,8 +88,7 @@ void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
         m->sm->rcpt[i].status = out[k].status;
         m->sm->rcpt[i].code = r->code;
         free(m->sm->rcpt[i].reason);
-        if ((m->sm->rcpt[i].reason = strdup(reason[k])) == NULL)
-            abort();
+        m->sm->rcpt[i].reason = xstrdup(reason[k]);
         if (r->status == DELIVER_OK &&
             (m->sm->rcpt[i].notify & SPOOL_NOTIFY_SUCCESS)) {
             if (how == QM_HOW_SMTP_DSN) {

@@ -50,7 +50,10 @@
  *
  *	This file holds the object itself, its three events (the feed,
  *	core/'s next timer, the queue run every queue_run_delay), the
- *	settings read once per reload, the clock and the log.
+ *	settings read once per reload, the clocks and the log: qm_now_ms()
+ *	is core/'s time, monotonic (a step of the wall clock moves no
+ *	timer); qm_now_sec() is wall-clock seconds, for the delays logged
+ *	against the spool's arrival times.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -61,17 +64,16 @@
 #include <string.h>
 #include <sys/time.h>
 
+/* Wall-clock seconds: log delays are measured from the spool's arrival. */
 double qm_now_sec(void)
 {
-    struct timeval tv;
-
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+    return (double)util_clock_wall_us() / 1e6;
 }
 
+/* core/'s time: monotonic, so that a step of the wall clock moves no timer. */
 core_time_t qm_now_ms(void)
 {
-    return (core_time_t)(qm_now_sec() * 1000.0);
+    return (core_time_t)util_clock_mono_ms();
 }
 
 void qm_log(struct qmgr *q, int level, const char *fmt, ...)
@@ -163,14 +165,12 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct spool *sp, const struct route_table *routes,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
 {
-    struct qmgr *q = calloc(1, sizeof(*q));
+    struct qmgr *q = xcalloc(1, sizeof(*q));
     /* core/ logs deaths and revivals itself: no queue callbacks. */
     struct core_callbacks cb = {core_log_cb, NULL, NULL, qm_core_entry_deferred,
                                 qm_core_message_done};
     struct deliver_cache_params cp = {0};
 
-    if (q == NULL)
-        return NULL;
     q->base = base;
     q->conf = conf;
     q->sp = sp;

@@ -26,6 +26,7 @@
 
 #include "route/route.h"
 #include "spool/spool.h"
+#include "util/util.h"
 
 #include <sys/queue.h>
 

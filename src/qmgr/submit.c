@@ -85,10 +85,9 @@ static void submit_store(struct qmgr *q, struct spool_msg *m,
 
 static struct submit_note *submit_note_new(struct qmgr *q, const char *origin)
 {
-    struct submit_note *n = calloc(1, sizeof(*n));
+    struct submit_note *n = xcalloc(1, sizeof(*n));
 
-    if (n == NULL || (n->origin = strdup(origin)) == NULL)
-        abort();
+    n->origin = xstrdup(origin);
     n->q = q;
     return n;
 }
