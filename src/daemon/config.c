@@ -156,10 +156,8 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
 char *daemon_dns_servers(const struct conf *conf)
 {
     const char *in = conf_str(conf, NULL, CONF_dns_servers);
-    char *out = calloc(1, strlen(in) + 1), *p = out;
+    char *out = xcalloc(1, strlen(in) + 1), *p = out;
 
-    if (out == NULL)
-        abort();
     for (; *in; in++) {
         if (*in == ',' || *in == ' ' || *in == '\t' || *in == '\n') {
             if (p > out && p[-1] != ',')

@@ -395,9 +395,7 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    d->queue_directory = strdup(conf_str(d->conf, NULL, CONF_queue_directory));
-    if (d->queue_directory == NULL)
-        abort();
+    d->queue_directory = xstrdup(conf_str(d->conf, NULL, CONF_queue_directory));
     if (mkdir(d->queue_directory, 0755) < 0 && errno != EEXIST) {
         say(LOG_ERR, "mkdir %s: %s", d->queue_directory, strerror(errno));
         return -1;

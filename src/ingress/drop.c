@@ -131,10 +131,9 @@ static int write_file(const char *dir, int fd, const char *tmp,
     char final[PATH_MAX];
     int tries;
 
-    if (ingress_write_all(fd, env->s, env->len) < 0 ||
-        ingress_write_all(fd, m->body, m->size) < 0 ||
-        ingress_write_all(fd, MAILDROP_END_LINE, strlen(MAILDROP_END_LINE)) <
-            0 ||
+    if (util_write_all(fd, env->s, env->len) < 0 ||
+        util_write_all(fd, m->body, m->size) < 0 ||
+        util_write_all(fd, MAILDROP_END_LINE, strlen(MAILDROP_END_LINE)) < 0 ||
         fsync(fd) < 0) {
         snprintf(why, whylen, "write %s: %s", tmp, strerror(errno));
         return -1;

@@ -12,7 +12,6 @@
  *	void	ingress_notify_format(unsigned bits, char *buf, size_t len)
  *	void	ingress_path_join(char *buf, size_t len, const char *dir,
  *			const char *name)
- *	int	ingress_write_all(int fd, const char *data, size_t len)
  * DESCRIPTION
  *	See ingress_private.h.
  */
@@ -31,13 +30,8 @@ void ingress_panic(const char *fmt, ...)
 {
     va_list ap;
 
-    fflush(stdout);
-    fprintf(stderr, "sluice: ingress: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    abort();
+    util_vpanic("ingress: ", fmt, ap);
 }
 
 static void buf_reserve(struct ingress_buf *b, size_t more)
@@ -108,20 +102,4 @@ void ingress_path_join(char *buf, size_t len, const char *dir, const char *name)
 {
     if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
         ingress_panic("path too long: %s/%s", dir, name);
-}
-
-int ingress_write_all(int fd, const char *data, size_t len)
-{
-    ssize_t n;
-
-    while (len > 0) {
-        if ((n = write(fd, data, len)) < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }

@@ -22,8 +22,8 @@
  *	that are set, in that order; "" for 0.
  *
  *	ingress_path_join() writes "DIR/NAME" into buf (len bytes), and
- *	panics when it does not fit. ingress_write_all() writes len bytes
- *	to fd, again after EINTR; 0, or -1 with errno set.
+ *	panics when it does not fit. (Writing a whole buffer to a
+ *	descriptor is util_write_all().)
  *
  *	maildrop_envelope_format() appends to b what a maildrop file holds
  *	before message m's body (maildrop.c); MAILDROP_END_LINE follows
@@ -55,7 +55,6 @@ void ingress_buf_addf(struct ingress_buf *b, const char *fmt, ...)
 void ingress_notify_format(unsigned bits, char *buf, size_t len);
 void ingress_path_join(char *buf, size_t len, const char *dir,
                        const char *name);
-int ingress_write_all(int fd, const char *data, size_t len);
 int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
                              char *why, size_t whylen);
 

@@ -723,7 +723,7 @@ long local_server_busy(const struct local_server *s)
     if (s == NULL)
         return 0;
     LIST_FOREACH(c, &s->conns, link)
-    n += c->state == CONN_STORING || c->state == CONN_REPLYING;
+        n += c->state == CONN_STORING || c->state == CONN_REPLYING;
     return n;
 }
 

@@ -79,9 +79,9 @@
 #define VERSION   "1"
 #define QUOTE_MAX 40 /* bytes of a bad line quoted in a reason */
 
-    /* -------------------------------------------------------------- write */
+/* -------------------------------------------------------------- write */
 
-    static void put_value(struct ingress_buf *b, const char *key, const char *v)
+static void put_value(struct ingress_buf *b, const char *key, const char *v)
 {
     unsigned char ch;
 

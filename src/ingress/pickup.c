@@ -357,8 +357,8 @@ static int move_aside(const char *queue_directory, int dirfd, const char *name,
     snprintf(rname, sizeof(rname), "%s.reason", target);
     fd = openat(bfd, rname,
                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || ingress_write_all(fd, reason, strlen(reason)) < 0 ||
-        ingress_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+    if (fd < 0 || util_write_all(fd, reason, strlen(reason)) < 0 ||
+        util_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
         snprintf(why, whylen, "malformed (%s), and cannot write %s/%s: %s",
                  reason, MAILDROP_BAD_DIR, rname, strerror(errno));
         goto done;

@@ -504,7 +504,7 @@ static void stress_update(struct smtpd_server *s)
                   "smtpd_stress_timeout (%ld ms)",
                   s->nsessions, SMTPD_SESSION_MAX, s->cf.stress_timeout_ms);
         LIST_FOREACH(ss, &s->sessions, link)
-        deadline_tighten(ss);
+            deadline_tighten(ss);
     } else if (s->stress && s->nsessions < SMTPD_STRESS_OFF) {
         s->stress = 0;
         smtpd_log(s, "stress over: %ld SMTP sessions", s->nsessions);
@@ -580,7 +580,7 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
     if (s->closing)
         return turn_away(fd, "421 4.3.2 Service shutting down\r\n");
     LIST_FOREACH(ss, &s->sessions, link)
-    same += same_client(&ss->addr, sa);
+        same += same_client(&ss->addr, sa);
     if (s->cf.connection_limit > 0 && same >= s->cf.connection_limit &&
         !ingress_nets_match(s->cf.exempt, sa)) {
         smtpd_log(s,
@@ -750,7 +750,7 @@ long smtpd_server_busy(const struct smtpd_server *s)
     if (s == NULL)
         return 0;
     LIST_FOREACH(ss, &s->sessions, link)
-    n += session_busy(ss);
+        n += session_busy(ss);
     return n;
 }
 

@@ -24,6 +24,7 @@
 #include "sendmail/sendmail_impl.h"
 
 #include "ingress/ingress.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -47,12 +48,12 @@ static char *sender_address(const struct sendmail_opts *o, const char *host)
 
     if (o->sender) {
         if (strcmp(o->sender, "<>") == 0 || *o->sender == 0)
-            return strdup("");
-        return strdup(o->sender);
+            return xstrdup("");
+        return xstrdup(o->sender);
     }
     pw = getpwuid(getuid());
     snprintf(buf, sizeof(buf), "%s@%s", pw ? pw->pw_name : "nobody", host);
-    return strdup(buf);
+    return xstrdup(buf);
 }
 
 /* A unique token for the Message-ID: time, pid and randomness. */
@@ -85,7 +86,7 @@ static int add_rcpts(struct spool_msg *m, struct smtp_addr_list *list,
         if (strchr(addr, '@') == NULL) {
             snprintf(buf, sizeof(buf), "%s@%s", addr, host);
             free(list->addr[i]);
-            list->addr[i] = strdup(buf);
+            list->addr[i] = xstrdup(buf);
         }
     }
     smtp_addr_list_uniq(list);
@@ -156,7 +157,7 @@ int sendmail_message_prepare(const struct sendmail_opts *o, int argc,
         rc = EX_TEMPFAIL;
         goto done;
     }
-    m->envid = o->envid ? strdup(o->envid) : NULL;
+    m->envid = o->envid ? xstrdup(o->envid) : NULL;
     m->ret = o->ret;
     m->arrival = spool_now();
     m->body = in.data; /* taken over */
