@@ -106,18 +106,15 @@ deliver_cache_limits(const struct deliver_cache *c,
 }
 
 int deliver_cache_may_keep(const struct deliver_cache_params *p,
-                           const struct timeval *born, int uses)
+                           int64_t born_us, int uses)
 {
-    struct timeval now;
     double age;
 
     if (p->idle_ms <= 0)
         return 0;
     if (p->reuse_count_limit > 0 && uses > p->reuse_count_limit)
         return 0;
-    gettimeofday(&now, NULL);
-    age = (double)(now.tv_sec - born->tv_sec) * 1000.0 +
-          (double)(now.tv_usec - born->tv_usec) / 1000.0;
+    age = (double)(util_clock_mono_us() - born_us) / 1000.0;
     return age < (double)p->reuse_ms;
 }
 
@@ -171,8 +168,7 @@ int deliver_cache_take(struct deliver_cache *c, const char *key,
 
     if (c == NULL || key == NULL)
         return 0;
-    TAILQ_FOREACH(e, &c->list, link)
-    {
+    TAILQ_FOREACH(e, &c->list, link) {
         if (strcmp(e->key, key) != 0)
             continue;
         *out = e->conn;

@@ -70,12 +70,10 @@ static const char *const state_doing[] = {
     "done",
 };
 
-static double elapsed(const struct timeval *from)
+/* Seconds since from_us, on the monotonic clock. */
+static double elapsed(int64_t from_us)
 {
-    struct timeval now;
-
-    gettimeofday(&now, NULL);
-    return (now.tv_sec - from->tv_sec) + (now.tv_usec - from->tv_usec) / 1e6;
+    return (double)(util_clock_mono_us() - from_us) / 1e6;
 }
 
 /*
@@ -135,10 +133,8 @@ void connection_finish(struct deliver_session *s)
     s->state = ST_DONE;
     s->res->conn_use = s->handshake_ok ? s->uses : 0;
     if (s->handshake_ok)
-        s->res->conn_time =
-            (s->handshake_done.tv_sec - s->start.tv_sec) +
-            (s->handshake_done.tv_usec - s->start.tv_usec) / 1e6;
-    s->res->xfer_time = elapsed(&s->start) - s->res->conn_time;
+        s->res->conn_time = (double)(s->handshake_us - s->start_us) / 1e6;
+    s->res->xfer_time = elapsed(s->start_us) - s->res->conn_time;
     event_active(s->finish, 0, 0);
 }
 
@@ -239,7 +235,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
-        gettimeofday(&s->born, NULL);
+        s->born_us = util_clock_mono_us();
         peer_name(s);
         s->state = ST_GREETING;
         connection_timer_arm(s, s->req.timeouts.helo);
@@ -311,7 +307,7 @@ void connection_reconnect(struct deliver_session *s)
     s->skip = 0;
     memset(s->accepted_flag, 0, s->req.nrcpt);
     snprintf(s->res->relay, sizeof(s->res->relay), "none");
-    gettimeofday(&s->start, NULL);
+    s->start_us = util_clock_mono_us();
     if (s->req.naddrs == 0)
         hop_fail(s, "no address to deliver to");
     else
@@ -325,7 +321,7 @@ static void adopt(struct deliver_session *s, const struct deliver_conn *conn)
     s->reused = 1;
     s->replies = 0;
     s->uses = conn->uses + 1;
-    s->born = conn->born;
+    s->born_us = conn->born_us;
     s->features = conn->features;
     s->size_limit = conn->size_limit;
     snprintf(s->peer, sizeof(s->peer), "%s", conn->peer);
@@ -413,7 +409,7 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->timer = evtimer_new(base, timer_cb, s);
     s->finish = event_new(base, -1, 0, finish_cb, s);
     smtp_reply_init(&s->reply);
-    gettimeofday(&s->start, NULL);
+    s->start_us = util_clock_mono_us();
     if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
         local_deliver(s);
     else if (deliver_cache_take(req->cache, req->cache_key, &conn))

@@ -51,15 +51,15 @@ struct deliver_conn {
     char relay[512]; /* "host[addr]:port", for relay= */
     unsigned features;
     uint64_t size_limit;
-    struct timeval born; /* connected */
-    int uses;            /* deliveries carried so far */
+    int64_t born_us; /* connected, on the monotonic clock */
+    int uses;        /* deliveries carried so far */
 };
 
 const struct deliver_cache_params *
 deliver_cache_limits(const struct deliver_cache *c,
                      const struct deliver_request *req);
 int deliver_cache_may_keep(const struct deliver_cache_params *p,
-                           const struct timeval *born, int uses);
+                           int64_t born_us, int uses);
 void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_cache_params *p, const char *key,
                        const struct deliver_conn *conn);

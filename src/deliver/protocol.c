@@ -163,7 +163,7 @@ static void send_rcpt(struct deliver_session *s, size_t i)
 /* The transaction: pipelined in one write, or MAIL first. */
 static void start_transaction(struct deliver_session *s)
 {
-    gettimeofday(&s->handshake_done, NULL);
+    s->handshake_us = util_clock_mono_us();
     s->handshake_ok = 1;
     s->res->hop_ok = 1;
     s->pipelined = (s->features & SMTP_EXT_PIPELINING) != 0;
@@ -224,7 +224,7 @@ void protocol_handshake_passed(struct deliver_session *s)
                  "message size %zu exceeds size limit %llu of server %s",
                  util_blob_len(s->req.body), (unsigned long long)s->size_limit,
                  s->peer);
-        gettimeofday(&s->handshake_done, NULL);
+        s->handshake_us = util_clock_mono_us();
         s->handshake_ok = 1;
         s->res->hop_ok = 1;
         protocol_rcpt_set_rest(s, DELIVER_BOUNCE, 552, "5.3.4", reason);
@@ -357,7 +357,7 @@ static void end_transaction(struct deliver_session *s)
     if (s->req.cache == NULL || s->req.cache_key == NULL ||
         !deliver_cache_may_keep(limits =
                                     deliver_cache_limits(s->req.cache, &s->req),
-                                &s->born, s->uses)) {
+                                s->born_us, s->uses)) {
         send_quit(s);
         return;
     }
@@ -367,7 +367,7 @@ static void end_transaction(struct deliver_session *s)
     snprintf(conn.relay, sizeof(conn.relay), "%s", s->res->relay);
     conn.features = s->features;
     conn.size_limit = s->size_limit;
-    conn.born = s->born;
+    conn.born_us = s->born_us;
     conn.uses = s->uses;
     s->bev = NULL; /* the cache's now */
     deliver_cache_put(s->req.cache, limits, s->req.cache_key, &conn);

@@ -78,12 +78,12 @@ struct deliver_session {
     char *accepted_flag;
     size_t skip; /* replies to ignore after a rejected MAIL */
     char peer[400];
-    struct timeval start, handshake_done;
+    int64_t start_us, handshake_us; /* monotonic: intervals only */
     char last_failure[600];
-    int reused;          /* the connection came from the cache */
-    size_t replies;      /* complete replies on this connection */
-    struct timeval born; /* when this connection was made */
-    int uses;            /* deliveries it carried, this one included */
+    int reused;      /* the connection came from the cache */
+    size_t replies;  /* complete replies on this connection */
+    int64_t born_us; /* when this connection was made (monotonic) */
+    int uses;        /* deliveries it carried, this one included */
 };
 
 void connection_timer_arm(struct deliver_session *s, int ms);
