@@ -3,7 +3,6 @@
  *	inbox 3 - work handed to the event loop's thread from other threads
  * SYNOPSIS
  *	#include "qmgr/qmgr.h"
-#include "util/util.h"
  *
  *	struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
  *	void	qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn,
@@ -19,6 +18,7 @@
  */
 
 #include "qmgr/qmgr.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,6 @@
  *	notice 3 - delivery status notifications to the sender (RFC 3464)
  * SYNOPSIS
  *	#include "qmgr/qmgr.h"
-#include "util/util.h"
  *
  *	char	*qmgr_notice_format(const struct qmgr_notice_params *p,
  *			enum qmgr_notice kind, const struct spool_msg *m,
@@ -52,6 +51,7 @@
 #define _GNU_SOURCE /* memmem */
 
 #include "qmgr/qmgr.h"
+#include "util/util.h"
 
 #include "ingress/ingress.h"
 #include "smtp/smtp.h"
