@@ -94,8 +94,7 @@ static void held_add(struct smtpd_session *ss, size_t n)
 void content_drop(struct smtpd_session *ss)
 {
     held_release(ss);
-    free(ss->msg.s);
-    memset(&ss->msg, 0, sizeof(ss->msg));
+    util_buf_free(&ss->msg);
 }
 
 /* Over the limit: the content is dropped, the message refused at its end. */
@@ -127,7 +126,7 @@ static void emit(void *ctx, const char *p, size_t n)
 
     if (!held_room(ss, n))
         return;
-    ingress_buf_add(&ss->msg, p, n);
+    util_buf_add(&ss->msg, p, n);
     held_add(ss, n);
 }
 
@@ -175,7 +174,7 @@ static void stored(void *conn, int status, const char *id, const char *why)
  */
 static int looping(struct smtpd_session *ss)
 {
-    struct submit_input in = {ss->msg.s, ss->msg.len, ss->msg.size};
+    struct submit_input in = {ss->msg.data, ss->msg.len, ss->msg.size};
     char **values;
     size_t hops = submit_header_get(&in, "Received", &values);
 

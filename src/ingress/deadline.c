@@ -50,15 +50,6 @@
 
 #include <event2/event.h>
 #include <string.h>
-#include <time.h>
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The time a record may take, as the server's state says now. */
 static long limit_ms(const struct smtpd_server *s)
@@ -89,7 +80,7 @@ int deadline_init(struct smtpd_session *ss)
 /* Arm the timer for the record that began at ss->record_start. */
 static void arm(struct smtpd_session *ss)
 {
-    long long left = ss->record_start + limit_ms(ss->s) - now_ms();
+    int64_t left = ss->record_start + limit_ms(ss->s) - util_clock_mono_ms();
     struct timeval tv;
 
     if (left < 0)
@@ -103,7 +94,7 @@ void deadline_start(struct smtpd_session *ss)
 {
     if (ss->s == NULL || ss->deadline_ev == NULL)
         return;
-    ss->record_start = now_ms();
+    ss->record_start = util_clock_mono_ms();
     ss->record_bytes = 0;
     arm(ss);
 }

@@ -125,13 +125,13 @@ static int sync_rename(const char *dir, int fd)
 
 /* Write the file, rename it into place; fd is open on dir/.NAME. */
 static int write_file(const char *dir, int fd, const char *tmp,
-                      const struct ingress_buf *env, const struct spool_msg *m,
+                      const struct util_buf *env, const struct spool_msg *m,
                       char *name, size_t namelen, char *why, size_t whylen)
 {
     char final[PATH_MAX];
     int tries;
 
-    if (util_write_all(fd, env->s, env->len) < 0 ||
+    if (util_write_all(fd, env->data, env->len) < 0 ||
         util_write_all(fd, m->body, m->size) < 0 ||
         util_write_all(fd, MAILDROP_END_LINE, strlen(MAILDROP_END_LINE)) < 0 ||
         fsync(fd) < 0) {
@@ -162,7 +162,7 @@ static int write_file(const char *dir, int fd, const char *tmp,
 int maildrop_write(const char *dir, const struct spool_msg *m, char *name,
                    size_t namelen, char *why, size_t whylen)
 {
-    struct ingress_buf env = {NULL, 0, 0};
+    struct util_buf env = UTIL_BUF_INIT;
     char base[MAILDROP_NAME_LEN + 2];
     char tmp[PATH_MAX];
     int status = -1;
@@ -198,6 +198,6 @@ int maildrop_write(const char *dir, const struct spool_msg *m, char *name,
         unlink(tmp); /* gone already if the rename was done */
 
 done:
-    free(env.s);
+    util_buf_free(&env);
     return status;
 }

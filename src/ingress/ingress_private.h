@@ -9,21 +9,18 @@
  * DESCRIPTION
  *	Nothing outside src/ingress/ includes this header.
  *
- *	Memory comes from util/'s allocators, which never return NULL.
- *	ingress_panic() reports a programming error and aborts.
- *
- *	A struct ingress_buf is a growing byte string, zeroed to start,
- *	kept NUL-terminated once anything was added (it may hold NUL bytes
- *	too). ingress_buf_add() appends bytes, ingress_buf_addf() a
- *	printf-formatted string.
+ *	Memory comes from util/'s allocators, which never return NULL;
+ *	growing strings are util/'s struct util_buf, whole writes to a
+ *	descriptor util_write_all(). ingress_panic() reports a programming
+ *	error through util_vpanic() ("sluice: ingress: MESSAGE" on stderr)
+ *	and aborts.
  *
  *	ingress_notify_format() writes DSN NOTIFY bits in the one form
  *	maildrop files use: "never", or the words of "success,failure,delay"
  *	that are set, in that order; "" for 0.
  *
  *	ingress_path_join() writes "DIR/NAME" into buf (len bytes), and
- *	panics when it does not fit. (Writing a whole buffer to a
- *	descriptor is util_write_all().)
+ *	panics when it does not fit.
  *
  *	maildrop_envelope_format() appends to b what a maildrop file holds
  *	before message m's body (maildrop.c); MAILDROP_END_LINE follows
@@ -39,23 +36,10 @@
 
 struct spool_msg;
 
-struct ingress_buf {
-    char *s;
-    size_t len;
-    size_t size;
-};
-
-void ingress_buf_add(struct ingress_buf *b, const void *data, size_t len);
-void ingress_buf_addf(struct ingress_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
 void ingress_notify_format(unsigned bits, char *buf, size_t len);
 void ingress_path_join(char *buf, size_t len, const char *dir,
                        const char *name);
-int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
+int maildrop_envelope_format(const struct spool_msg *m, struct util_buf *b,
                              char *why, size_t whylen);
 
 void ingress_panic(const char *fmt, ...)

@@ -111,7 +111,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define REQUEST_LINE_MAX 64 /* "submit LENGTH" */
@@ -131,25 +130,18 @@ static int socket_address(const char *queue_directory, struct sockaddr_un *sun)
 
 /* ------------------------------------------------------------- client */
 
-static long elapsed_ms(const struct timespec *start)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long)(now.tv_sec - start->tv_sec) * 1000 +
-           (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
-/* Wait for fd to be ready for events; 1 ready, 0 timed out, -1 error. */
-static int wait_fd(int fd, short events, const struct timespec *start,
-                   int timeout_ms)
+/*
+ * Wait for fd to be ready for events, timeout_ms after start_ms (the
+ * monotonic clock's); 1 ready, 0 timed out, -1 error.
+ */
+static int wait_fd(int fd, short events, int64_t start_ms, int timeout_ms)
 {
     struct pollfd pfd = {fd, events, 0};
     long left;
     int n;
 
     for (;;) {
-        left = timeout_ms - elapsed_ms(start);
+        left = timeout_ms - (long)(util_clock_mono_ms() - start_ms);
         if (left <= 0)
             return 0;
         n = poll(&pfd, 1, (int)left);
@@ -158,13 +150,13 @@ static int wait_fd(int fd, short events, const struct timespec *start,
     }
 }
 
-static int send_all(int fd, const char *data, size_t len,
-                    const struct timespec *start, int timeout_ms)
+static int send_all(int fd, const char *data, size_t len, int64_t start_ms,
+                    int timeout_ms)
 {
     ssize_t n;
 
     while (len > 0) {
-        if (wait_fd(fd, POLLOUT, start, timeout_ms) <= 0) {
+        if (wait_fd(fd, POLLOUT, start_ms, timeout_ms) <= 0) {
             errno = ETIMEDOUT;
             return -1;
         }
@@ -181,15 +173,15 @@ static int send_all(int fd, const char *data, size_t len,
 }
 
 /* Read the answer line; its length, 0 at end of file, -1 error/timeout. */
-static ssize_t read_reply(int fd, char *buf, size_t len,
-                          const struct timespec *start, int timeout_ms)
+static ssize_t read_reply(int fd, char *buf, size_t len, int64_t start_ms,
+                          int timeout_ms)
 {
     size_t got = 0;
     ssize_t n;
     int ready;
 
     while (got + 1 < len) {
-        if ((ready = wait_fd(fd, POLLIN, start, timeout_ms)) <= 0) {
+        if ((ready = wait_fd(fd, POLLIN, start_ms, timeout_ms)) <= 0) {
             errno = ready == 0 ? ETIMEDOUT : errno;
             return -1;
         }
@@ -243,7 +235,7 @@ static int request(const char *queue_directory, const char *head,
                    size_t arglen, char *why, size_t whylen)
 {
     struct sockaddr_un sun;
-    struct timespec start;
+    int64_t start_ms;
     char reply[REPLY_LINE_MAX];
     ssize_t n;
     int fd, rc;
@@ -254,26 +246,26 @@ static int request(const char *queue_directory, const char *head,
                  queue_directory);
         return LOCAL_UNAVAILABLE;
     }
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    start_ms = util_clock_mono_ms();
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
         snprintf(why, whylen, "%s: %s", sun.sun_path, strerror(errno));
         rc = LOCAL_UNAVAILABLE;
         goto done;
     }
-    if (send_all(fd, head, strlen(head), &start, timeout_ms) < 0 ||
-        send_all(fd, body, len, &start, timeout_ms) < 0) {
+    if (send_all(fd, head, strlen(head), start_ms, timeout_ms) < 0 ||
+        send_all(fd, body, len, start_ms, timeout_ms) < 0) {
         snprintf(why, whylen, "sending to %s: %s", sun.sun_path,
                  strerror(errno));
         /* A refusal may already be waiting: a request too big. */
-        n = read_reply(fd, reply, sizeof(reply), &start,
+        n = read_reply(fd, reply, sizeof(reply), start_ms,
                        errno == ETIMEDOUT ? 0 : timeout_ms);
         rc = n > 0                ? parse_reply(reply, arg, arglen, why, whylen)
              : errno == ETIMEDOUT ? LOCAL_NO_ANSWER
                                   : LOCAL_UNAVAILABLE;
         goto done;
     }
-    n = read_reply(fd, reply, sizeof(reply), &start, timeout_ms);
+    n = read_reply(fd, reply, sizeof(reply), start_ms, timeout_ms);
     if (n > 0) {
         rc = parse_reply(reply, arg, arglen, why, whylen);
     } else if (n == 0 || errno != ETIMEDOUT) {

@@ -12,7 +12,7 @@
  *	#include "ingress/ingress_private.h"
  *
  *	int	maildrop_envelope_format(const struct spool_msg *m,
- *			struct ingress_buf *b, char *why, size_t whylen)
+ *			struct util_buf *b, char *why, size_t whylen)
  * DESCRIPTION
  *	A file in the maildrop directory holds one message as a record,
  *	in the format below; this file is its codec. drop.c writes such a
@@ -72,7 +72,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAGIC     "sluice-maildrop"
@@ -81,31 +80,23 @@
 
 /* -------------------------------------------------------------- write */
 
-static void put_value(struct ingress_buf *b, const char *key, const char *v)
+static void put_value(struct util_buf *b, const char *key, const char *v)
 {
     unsigned char ch;
 
-    ingress_buf_addf(b, "%s ", key);
+    util_buf_printf(b, "%s ", key);
     for (; *v != 0; v++) {
         ch = (unsigned char)*v;
         if (ch > ' ' && ch < 0x7f && ch != '%')
-            ingress_buf_add(b, v, 1);
+            util_buf_add(b, v, 1);
         else
-            ingress_buf_addf(b, "%%%02X", ch);
+            util_buf_printf(b, "%%%02X", ch);
     }
-    ingress_buf_add(b, "\n", 1);
-}
-
-static int64_t now_usec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    util_buf_add(b, "\n", 1);
 }
 
 /* Everything before the body. Returns -1 (why set) for a bad message. */
-int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
+int maildrop_envelope_format(const struct spool_msg *m, struct util_buf *b,
                              char *why, size_t whylen)
 {
     char words[64];
@@ -123,16 +114,16 @@ int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
         snprintf(why, whylen, "message has no body");
         return -1;
     }
-    ingress_buf_addf(b, "%s %s\nuid %lu\narrival %" PRId64 "\n", MAGIC, VERSION,
-                     (unsigned long)geteuid(),
-                     m->arrival > 0 ? m->arrival : now_usec());
+    util_buf_printf(b, "%s %s\nuid %lu\narrival %" PRId64 "\n", MAGIC, VERSION,
+                    (unsigned long)geteuid(),
+                    m->arrival > 0 ? m->arrival : util_clock_wall_us());
     put_value(b, "sender", m->sender);
     if (m->envid != NULL)
         put_value(b, "envid", m->envid);
     if (m->ret == SPOOL_RET_FULL || m->ret == SPOOL_RET_HDRS)
-        ingress_buf_addf(b, "ret %s\n",
-                         m->ret == SPOOL_RET_FULL ? "full" : "hdrs");
-    ingress_buf_addf(b, "rcpts %" PRIu32 "\n", m->nrcpt);
+        util_buf_printf(b, "ret %s\n",
+                        m->ret == SPOOL_RET_FULL ? "full" : "hdrs");
+    util_buf_printf(b, "rcpts %" PRIu32 "\n", m->nrcpt);
     for (i = 0; i < m->nrcpt; i++) {
         if (m->rcpt[i].address == NULL || *m->rcpt[i].address == 0) {
             snprintf(why, whylen, "recipient %" PRIu32 " has no address",
@@ -146,26 +137,26 @@ int maildrop_envelope_format(const struct spool_msg *m, struct ingress_buf *b,
             put_value(b, "orcpt", m->rcpt[i].orcpt);
         if (m->rcpt[i].notify != 0) {
             ingress_notify_format(m->rcpt[i].notify, words, sizeof(words));
-            ingress_buf_addf(b, "notify %s\n", words);
+            util_buf_printf(b, "notify %s\n", words);
         }
     }
-    ingress_buf_addf(b, "body %" PRIu64 "\n", m->size);
+    util_buf_printf(b, "body %" PRIu64 "\n", m->size);
     return 0;
 }
 int maildrop_format(const struct spool_msg *m, char **out, size_t *len,
                     char *why, size_t whylen)
 {
-    struct ingress_buf b = {NULL, 0, 0};
+    struct util_buf b = UTIL_BUF_INIT;
 
     *out = NULL;
     *len = 0;
     if (maildrop_envelope_format(m, &b, why, whylen) < 0) {
-        free(b.s);
+        util_buf_free(&b);
         return -1;
     }
-    ingress_buf_add(&b, m->body, m->size);
-    ingress_buf_add(&b, MAILDROP_END_LINE, strlen(MAILDROP_END_LINE));
-    *out = b.s;
+    util_buf_add(&b, m->body, m->size);
+    util_buf_add(&b, MAILDROP_END_LINE, strlen(MAILDROP_END_LINE));
+    *out = b.data;
     *len = b.len;
     return 0;
 }

@@ -4,7 +4,7 @@
  * SYNOPSIS
  *	#include "ingress/smtpd_impl.h"
  *
- *	void	receive_received(struct ingress_buf *b,
+ *	void	receive_received(struct util_buf *b,
  *			const struct smtpd_session *ss, const char *hostname,
  *			time_t now)
  *	struct spool_msg *receive_message(struct smtpd_session *ss,
@@ -56,7 +56,7 @@ static void safe_copy(char *out, size_t len, const char *in, const char *bad)
     out[i] = 0;
 }
 
-void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
+void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now)
 {
     char helo[SMTPD_HELO_MAX + 1], rcpt[SMTP_ADDRESS_MAX + 1];
@@ -65,16 +65,16 @@ void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
     safe_copy(helo, sizeof(helo), ss->helo ? ss->helo : "", "()");
     if (smtp_date(date, sizeof(date), now) < 0)
         snprintf(date, sizeof(date), "Thu, 1 Jan 1970 00:00:00 +0000");
-    ingress_buf_addf(b,
-                     "Received: from %s (unknown [%s])\r\n"
-                     "\tby %s (sluice) with %s id %s",
-                     helo, ss->addr_text, hostname,
-                     ss->esmtp ? "ESMTP" : "SMTP", ss->id);
+    util_buf_printf(b,
+                    "Received: from %s (unknown [%s])\r\n"
+                    "\tby %s (sluice) with %s id %s",
+                    helo, ss->addr_text, hostname, ss->esmtp ? "ESMTP" : "SMTP",
+                    ss->id);
     if (ss->nrcpt == 1) {
         safe_copy(rcpt, sizeof(rcpt), ss->rcpt[0].address, "<>");
-        ingress_buf_addf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);
+        util_buf_printf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);
     } else {
-        ingress_buf_addf(b, ";\r\n\t%s\r\n", date);
+        util_buf_printf(b, ";\r\n\t%s\r\n", date);
     }
 }
 
@@ -85,12 +85,12 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
     struct spool_msg *m = spool_msg_new();
 
     if (add_missing) {
-        struct submit_input in = {ss->msg.s, ss->msg.len, ss->msg.size};
+        struct submit_input in = {ss->msg.data, ss->msg.len, ss->msg.size};
 
         /* fails only on a bad hostname: the message then stays as it is */
         (void)submit_add_missing_headers(&in, ss->sender, "", hostname, now,
                                          ss->id);
-        ss->msg.s = in.data;
+        ss->msg.data = in.data;
         ss->msg.len = in.len;
         ss->msg.size = in.size;
     }
@@ -99,7 +99,7 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
     m->envid = ss->envid;
     ss->envid = NULL;
     m->ret = (enum spool_ret)ss->ret;
-    m->body = ss->msg.s;
+    m->body = ss->msg.data;
     m->size = ss->msg.len;
     memset(&ss->msg, 0, sizeof(ss->msg));
     for (size_t i = 0; i < ss->nrcpt; i++)

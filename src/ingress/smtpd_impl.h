@@ -76,7 +76,7 @@
  *
  *	What goes into a message (receive.c), for the sessions:
  *
- *	void	receive_received(struct ingress_buf *b,
+ *	void	receive_received(struct util_buf *b,
  *			const struct smtpd_session *ss, const char *hostname,
  *			time_t now)
  *	struct spool_msg *receive_message(struct smtpd_session *ss,
@@ -216,7 +216,7 @@ struct smtpd_session {
     int chunking;              /* BDAT chunks have begun */
     enum bare_mode bare_mode;  /* for the message under way */
     int noted_bare;            /* notes=bare_lf (BARE_NOTE) */
-    struct ingress_buf msg;    /* Received: + content, stored form */
+    struct util_buf msg;       /* Received: + content, stored form */
     struct smtp_data_reader reader;
     int reader_error; /* a bare line end seen in a BDAT chunk */
     uint64_t held;    /* bytes of msg counted in the server's held */
@@ -228,7 +228,7 @@ struct smtpd_session {
     char etrn[256];                /* the node of the ETRN being flushed */
     struct event *delay_ev;        /* in_flow_delay */
     struct event *deadline_ev;     /* the record under way (deadline.c) */
-    long long record_start;        /* when it began, monotonic ms */
+    int64_t record_start;          /* when it began, monotonic ms */
     uint64_t record_bytes;         /* content bytes of it so far */
     const char *last_verb;         /* for "timeout after VERB" */
     unsigned counts[COUNT_MAX][2]; /* [ok, total] */
@@ -281,7 +281,7 @@ void deadline_tighten(struct smtpd_session *ss);
 void deadline_stop(struct smtpd_session *ss);
 void deadline_free(struct smtpd_session *ss);
 
-void receive_received(struct ingress_buf *b, const struct smtpd_session *ss,
+void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);
 struct spool_msg *receive_message(struct smtpd_session *ss,
                                   const char *hostname, int add_missing,

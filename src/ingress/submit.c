@@ -130,10 +130,10 @@ void submit_input_free(struct submit_input *msg)
 
 static void input_put(struct submit_input *msg, const char *data, size_t len)
 {
-    struct ingress_buf b = {msg->data, msg->len, msg->size};
+    struct util_buf b = {msg->data, msg->len, msg->size};
 
-    ingress_buf_add(&b, data, len);
-    msg->data = b.s;
+    util_buf_add(&b, data, len);
+    msg->data = b.data;
     msg->len = b.len;
     msg->size = b.size;
 }
@@ -539,15 +539,15 @@ static int is_plain_phrase(const char *s)
     return !prev_space;
 }
 
-static void add_quoted(struct ingress_buf *b, const char *s)
+static void add_quoted(struct util_buf *b, const char *s)
 {
-    ingress_buf_add(b, "\"", 1);
+    util_buf_add(b, "\"", 1);
     for (; *s != 0; s++) {
         if (*s == '"' || *s == '\\')
-            ingress_buf_add(b, "\\", 1);
-        ingress_buf_add(b, s, 1);
+            util_buf_add(b, "\\", 1);
+        util_buf_add(b, s, 1);
     }
-    ingress_buf_add(b, "\"", 1);
+    util_buf_add(b, "\"", 1);
 }
 
 /*
@@ -558,7 +558,7 @@ static void add_quoted(struct ingress_buf *b, const char *s)
  */
 #define EW_TEXT_MAX 45
 
-static void add_base64(struct ingress_buf *b, const unsigned char *s, size_t n)
+static void add_base64(struct util_buf *b, const unsigned char *s, size_t n)
 {
     static const char tab[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -576,11 +576,11 @@ static void add_base64(struct ingress_buf *b, const unsigned char *s, size_t n)
         out[1] = tab[(v >> 12) & 63];
         out[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
         out[3] = i + 2 < n ? tab[v & 63] : '=';
-        ingress_buf_add(b, out, 4);
+        util_buf_add(b, out, 4);
     }
 }
 
-static void add_encoded_words(struct ingress_buf *b, const char *s)
+static void add_encoded_words(struct util_buf *b, const char *s)
 {
     size_t len = strlen(s);
     size_t n;
@@ -589,18 +589,18 @@ static void add_encoded_words(struct ingress_buf *b, const char *s)
         n = len < EW_TEXT_MAX ? len : EW_TEXT_MAX;
         while (n < len && n > 1 && ((unsigned char)s[n] & 0xc0) == 0x80)
             n--;
-        ingress_buf_add(b, "=?utf-8?B?", 10);
+        util_buf_add(b, "=?utf-8?B?", 10);
         add_base64(b, (const unsigned char *)s, n);
-        ingress_buf_add(b, "?=", 2);
+        util_buf_add(b, "?=", 2);
         s += n;
         len -= n;
         if (len > 0)
-            ingress_buf_add(b, "\r\n ", 3);
+            util_buf_add(b, "\r\n ", 3);
     }
 }
 
 /* The -F name as a phrase; returns 0 when nothing is left of it. */
-static int add_phrase(struct ingress_buf *b, const char *full_name)
+static int add_phrase(struct util_buf *b, const char *full_name)
 {
     size_t n = strnlen(full_name, SUBMIT_FULL_NAME_MAX);
     char *name = xstrndup(full_name, n);
@@ -627,7 +627,7 @@ static int add_phrase(struct ingress_buf *b, const char *full_name)
         if (eight_bit)
             add_encoded_words(b, p);
         else if (is_plain_phrase(p))
-            ingress_buf_add(b, p, strlen(p));
+            util_buf_add(b, p, strlen(p));
         else
             add_quoted(b, p);
     }
@@ -635,9 +635,8 @@ static int add_phrase(struct ingress_buf *b, const char *full_name)
     return nonempty;
 }
 
-static void add_from(struct ingress_buf *b, const char *field,
-                     const char *sender, const char *full_name,
-                     const char *hostname)
+static void add_from(struct util_buf *b, const char *field, const char *sender,
+                     const char *full_name, const char *hostname)
 {
     char *addr;
 
@@ -647,21 +646,21 @@ static void add_from(struct ingress_buf *b, const char *field,
         addr = xmalloc(strlen(hostname) + sizeof("MAILER-DAEMON@"));
         sprintf(addr, "MAILER-DAEMON@%s", hostname);
     }
-    ingress_buf_addf(b, "%s: ", field);
+    util_buf_printf(b, "%s: ", field);
     if (full_name != NULL && add_phrase(b, full_name))
-        ingress_buf_addf(b, " <%s>\r\n", addr);
+        util_buf_printf(b, " <%s>\r\n", addr);
     else
-        ingress_buf_addf(b, "%s\r\n", addr);
+        util_buf_printf(b, "%s\r\n", addr);
     free(addr);
 }
 
-static int add_date(struct ingress_buf *b, const char *field, time_t now)
+static int add_date(struct util_buf *b, const char *field, time_t now)
 {
     char date[SMTP_DATE_MAX];
 
     if (smtp_date(date, sizeof(date), now) < 0)
         return -1;
-    ingress_buf_addf(b, "%s: %s\r\n", field, date);
+    util_buf_printf(b, "%s: %s\r\n", field, date);
     return 0;
 }
 
@@ -669,7 +668,7 @@ int submit_add_missing_headers(struct submit_input *msg, const char *sender,
                                const char *full_name, const char *hostname,
                                time_t now, const char *queue_id)
 {
-    struct ingress_buf add = {NULL, 0, 0};
+    struct util_buf add = UTIL_BUF_INIT;
     const char *resent;
     char name[32];
     size_t hdr_end;
@@ -686,18 +685,18 @@ int submit_add_missing_headers(struct submit_input *msg, const char *sender,
         add_from(&add, name, sender, full_name, hostname);
     snprintf(name, sizeof(name), "%sDate", resent);
     if (!has_field(msg, name) && add_date(&add, name, now) < 0) {
-        free(add.s);
+        util_buf_free(&add);
         return -1;
     }
     snprintf(name, sizeof(name), "%sMessage-ID", resent);
     if (!has_field(msg, name))
-        ingress_buf_addf(&add, "%s: <%s@%s>\r\n", name, queue_id, hostname);
+        util_buf_printf(&add, "%s: <%s@%s>\r\n", name, queue_id, hostname);
     hdr_end = submit_header_end(msg, &body);
     if (hdr_end == body && body < msg->len)
-        ingress_buf_add(&add, "\r\n", 2);
+        util_buf_add(&add, "\r\n", 2);
     if (add.len > 0)
-        input_insert(msg, hdr_end, add.s, add.len);
-    free(add.s);
+        input_insert(msg, hdr_end, add.data, add.len);
+    util_buf_free(&add);
     return 0;
 }
 
