@@ -56,6 +56,7 @@
 #include "ingress/ingress.h"
 #include "smtp/smtp.h"
 #include "spool/spool.h"
+#include "util/util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -65,26 +66,15 @@
 
 #define DIAG_MAX 900 /* bytes of a reason in one field: lines stay short */
 
-struct text {
-    char *s;
-    size_t len, size;
-};
-
-static void add(struct text *t, const char *p, size_t n)
-{
-    if (t->len + n + 1 > t->size) {
-        t->size = (t->len + n + 1) * 2;
-        t->s = xrealloc(t->s, t->size);
-    }
-    memcpy(t->s + t->len, p, n);
-    t->len += n;
-    t->s[t->len] = 0;
-}
-
-static void addf(struct text *t, const char *fmt, ...)
+static void addf(struct util_buf *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void addf(struct text *t, const char *fmt, ...)
+/*
+ * util_buf_printf(), except that one formatted piece is cut at 2047
+ * bytes, as notices have always been written: a recipient's reason of
+ * any length gives a line of bounded length.
+ */
+static void addf(struct util_buf *t, const char *fmt, ...)
 {
     char buf[2048];
     va_list ap;
@@ -95,7 +85,7 @@ static void addf(struct text *t, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    add(t, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+    util_buf_add(t, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
 static void date_of(char *buf, size_t len, int64_t usec)
@@ -159,7 +149,7 @@ static const char *subject_of(enum qmgr_notice kind)
                                          : "Delivery report: message delivered";
 }
 
-static void human_part(struct text *t, const struct qmgr_notice_params *p,
+static void human_part(struct util_buf *t, const struct qmgr_notice_params *p,
                        enum qmgr_notice kind, const struct qmgr_notice_rcpt *r,
                        size_t n)
 {
@@ -189,7 +179,7 @@ static void human_part(struct text *t, const struct qmgr_notice_params *p,
              "as you asked.\r\n");
         break;
     }
-    add(t, "\r\n", 2);
+    util_buf_add(t, "\r\n", 2);
     for (size_t i = 0; i < n; i++) {
         struct reason why;
 
@@ -201,7 +191,7 @@ static void human_part(struct text *t, const struct qmgr_notice_params *p,
     }
 }
 
-static void status_part(struct text *t, const struct qmgr_notice_params *p,
+static void status_part(struct util_buf *t, const struct qmgr_notice_params *p,
                         enum qmgr_notice kind, const struct spool_msg *m,
                         const struct qmgr_notice_rcpt *r, size_t n)
 {
@@ -220,7 +210,7 @@ static void status_part(struct text *t, const struct qmgr_notice_params *p,
 
         reason_split(&r[i], kind, &why);
         /* RFC 3464 section 2.3's order: Original-Recipient first. */
-        add(t, "\r\n", 2);
+        util_buf_add(t, "\r\n", 2);
         if (r[i].orcpt != NULL)
             addf(t, "Original-Recipient: %s\r\n", r[i].orcpt);
         addf(t, "Final-Recipient: rfc822; %s\r\n", r[i].address);
@@ -269,7 +259,7 @@ char *qmgr_notice_format(const struct qmgr_notice_params *p,
                          size_t *len)
 {
     struct submit_input in = {m->body, m->size, m->size};
-    struct text t = {0};
+    struct util_buf t = UTIL_BUF_INIT;
     char date[SMTP_DATE_MAX], boundary[600];
     size_t body, head = m->body ? submit_header_end(&in, &body) : 0;
     int full = kind == QMGR_NOTICE_FAILED && m->ret != SPOOL_RET_HDRS &&
@@ -285,8 +275,7 @@ char *qmgr_notice_format(const struct qmgr_notice_params *p,
     addf(&t, "Subject: %s\r\n", subject_of(kind));
     addf(&t, "Message-ID: <%s.%lld.notice@%s>\r\n", m->id,
          (long long)(p->now / 1000000), p->hostname);
-    add(&t, "Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n",
-        strlen("Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n"));
+    util_buf_puts(&t, "Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n");
     addf(&t,
          "Content-Type: multipart/report; report-type=delivery-status;\r\n"
          "\tboundary=\"%s\"\r\n",
@@ -310,12 +299,12 @@ char *qmgr_notice_format(const struct qmgr_notice_params *p,
          full ? "message/rfc822" : "text/rfc822-headers");
     if (eight)
         addf(&t, "Content-Transfer-Encoding: 8bit\r\n");
-    add(&t, "\r\n", 2);
+    util_buf_add(&t, "\r\n", 2);
     if (retlen > 0)
-        add(&t, m->body, retlen);
+        util_buf_add(&t, m->body, retlen);
     if (retlen > 0 && (retlen < 2 || memcmp(m->body + retlen - 2, "\r\n", 2)))
-        add(&t, "\r\n", 2);
+        util_buf_add(&t, "\r\n", 2);
     addf(&t, "\r\n--%s--\r\n", boundary);
     *len = t.len;
-    return t.s;
+    return util_buf_take(&t);
 }
