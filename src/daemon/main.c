@@ -77,7 +77,7 @@ struct daemon {
     int lock_fd;
     int wake_fd;
     struct event *wake_ev, *stop_check;
-    struct timeval stop_deadline;
+    int64_t stop_deadline; /* monotonic ms */
 };
 
 static int foreground_log = 1;
@@ -85,7 +85,8 @@ static int foreground_log = 1;
 static void logv(int prio, const char *fmt, va_list ap)
 {
     char line[4096];
-    struct timeval tv;
+    int64_t now_us;
+    time_t sec;
     struct tm tm;
     char stamp[32];
     /* in the text too, as Postfix writes it, for tools that grep */
@@ -98,11 +99,12 @@ static void logv(int prio, const char *fmt, va_list ap)
         syslog(prio, "%s%s", level, line);
         return;
     }
-    gettimeofday(&tv, NULL);
-    localtime_r(&tv.tv_sec, &tm);
+    now_us = util_clock_wall_us();
+    sec = (time_t)(now_us / 1000000);
+    localtime_r(&sec, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
     fprintf(stderr, "%s.%03ld sluiced[%ld]: %s%s\n", stamp,
-            (long)tv.tv_usec / 1000, (long)getpid(), level, line);
+            (long)(now_us % 1000000) / 1000, (long)getpid(), level, line);
 }
 
 static void say(int prio, const char *fmt, ...)
@@ -224,14 +226,12 @@ static void wake_cb(evutil_socket_t fd, short what, void *arg)
 static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct daemon *d = arg;
-    struct timeval now;
     long busy = qmgr_busy(d->q) + local_server_busy(d->local) +
                 smtpd_server_busy(d->smtpd);
 
     (void)fd;
     (void)what;
-    gettimeofday(&now, NULL);
-    if (busy > 0 && timercmp(&now, &d->stop_deadline, <))
+    if (busy > 0 && util_clock_mono_ms() < d->stop_deadline)
         return;
     if (busy > 0)
         say(LOG_WARNING,
@@ -333,7 +333,7 @@ static void reload(struct daemon *d)
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
     struct daemon *d = arg;
-    struct timeval tick = {0, 50000}, grace = {STOP_GRACE_SECONDS, 0};
+    struct timeval tick = {0, 50000};
 
     (void)what;
     if (sig == SIGHUP) {
@@ -348,8 +348,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
     qmgr_drain(d->q);
-    gettimeofday(&d->stop_deadline, NULL);
-    timeradd(&d->stop_deadline, &grace, &d->stop_deadline);
+    d->stop_deadline = util_clock_mono_ms() + STOP_GRACE_SECONDS * 1000;
     d->stop_check = event_new(d->base, -1, EV_PERSIST, stop_check_cb, d);
     event_add(d->stop_check, &tick);
 }
