@@ -16,8 +16,10 @@
  *	root); there is no dead destination without a daemon. The mail
  *	goes out when sluiced starts.
  *
- *	DOMAIN is checked before anything is asked (a domain, .domain or
- *	an address literal, at most 255 bytes: local_flush()). A flush
+ *	DOMAIN is checked before anything is asked (a domain, .domain for
+ *	the domain and its subdomains, or an address literal, at most 255
+ *	bytes: smtp_node_parse() in local_flush()), and means the same
+ *	with or without a daemon. A flush
  *	whose changes could not all be written (the spool or the disk is
  *	full) is a failure with the reason, whichever side made it.
  *
@@ -30,11 +32,11 @@
 
 #include "daemon/daemon.h"
 #include "ingress/ingress.h"
+#include "smtp/smtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define FLUSH_TIMEOUT 100 /* seconds to wait for the daemon's answer */
 
@@ -44,17 +46,10 @@ CLI_COMMAND(cli_flush_command, "flush", "[DOMAIN]",
 
 struct offline {
     struct spool *sp;
-    const char *domain;
+    const struct smtp_node *node;  /* NULL: every deferred message */
     char (*ids)[SPOOL_ID_MAX + 1]; /* the messages to make due */
     size_t n, cap;
 };
-
-static int in_domain(const char *address, const char *domain)
-{
-    const char *at = strrchr(address, '@');
-
-    return at != NULL && strcasecmp(at + 1, domain) == 0;
-}
 
 /* Without a daemon: note each matching deferred message. */
 static int offline_one(void *ctx, const struct spool_msg *env)
@@ -62,14 +57,14 @@ static int offline_one(void *ctx, const struct spool_msg *env)
     struct offline *o = ctx;
     struct spool_msg *m;
     char why[512];
-    int match = o->domain == NULL;
+    int match = o->node == NULL;
 
     if (!match &&
         spool_get(o->sp, env->id, &m, SPOOL_GET_RCPTS, why, sizeof(why)) == 0) {
         for (uint32_t i = 0; i < m->nrcpt && !match; i++)
             match = (m->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
                      m->rcpt[i].status == SPOOL_RCPT_PENDING) &&
-                    in_domain(m->rcpt[i].address, o->domain);
+                    smtp_node_match(o->node, m->rcpt[i].address);
         spool_msg_free(m);
     }
     if (!match)
@@ -84,13 +79,19 @@ static int offline_one(void *ctx, const struct spool_msg *env)
 
 static int flush_offline(const struct cli *cli, const char *domain)
 {
-    struct offline o = {NULL, domain, NULL, 0, 0};
+    struct smtp_node node;
+    struct offline o = {NULL, NULL, NULL, 0, 0};
     struct spool_change ch = {0};
     struct conf *conf;
     char why[512];
     long done = 0, failed = 0;
     int rc;
 
+    if (domain != NULL) { /* local_flush() has checked it */
+        if (smtp_node_parse(&node, domain) < 0)
+            return CLI_EXIT_FAIL;
+        o.node = &node;
+    }
     if ((conf = cli_spool_open(cli, "flush", SPOOL_NO_COMMITTER, &o.sp)) ==
         NULL)
         return CLI_EXIT_FAIL;

@@ -182,13 +182,13 @@ static void smtpd_log(void *ctx, const char *line)
         say(LOG_INFO, "%s", line);
 }
 
-/* "sluice flush [DOMAIN]" through the submission socket. */
-static void local_flush_request(void *ctx, const char *domain,
+/* "sluice flush [DOMAIN]" through the submission socket, and ETRN. */
+static void local_flush_request(void *ctx, const struct smtp_node *node,
                                 ingress_flushed_fn *done, void *conn)
 {
     struct daemon *d = ctx;
 
-    qmgr_flush(d->q, domain, done, conn);
+    qmgr_flush(d->q, node, done, conn);
 }
 
 static void local_log(void *ctx, const char *line)

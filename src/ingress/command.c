@@ -37,7 +37,8 @@
  *	resume is unknown.
  *
  *	ETRN (after HELO, outside a transaction) flushes the node's
- *	deferred mail: "domain", "@domain" (with its subdomains); a client
+ *	deferred mail: "domain", "@domain" (with its subdomains), a domain
+ *	as smtp_domain_valid() has it (501 otherwise); a client
  *	outside mynetworks only for relay_domains (459 4.7.1); "#queue" is
  *	not supported (458).
  *
@@ -292,24 +293,12 @@ static void flushed(void *conn, long messages, const char *why)
     session_wait_end(ss);
 }
 
-static int node_ok(const char *d)
-{
-    size_t n = strlen(d);
-
-    if (n == 0 || n > LOCAL_DOMAIN_MAX)
-        return 0;
-    for (; *d; d++)
-        if (!(*d >= 'a' && *d <= 'z') && !(*d >= 'A' && *d <= 'Z') &&
-            !(*d >= '0' && *d <= '9') && !strchr(".-_[]:", *d))
-            return 0;
-    return 1;
-}
-
 static void cmd_etrn(struct smtpd_session *ss, struct smtp_command *cmd)
 {
     struct smtpd_server *s = ss->s;
     const char *node = cmd->arg;
-    int subdomains = node[0] == '@';
+    int subdomains = node[0] == '@'; /* RFC 1985's "@example.com" */
+    struct smtp_node n;
 
     if (ss->helo == NULL) {
         session_reply(ss, "503 5.5.1 Error: send HELO/EHLO first");
@@ -322,19 +311,17 @@ static void cmd_etrn(struct smtpd_session *ss, struct smtp_command *cmd)
                       "458 4.3.0 Unable to queue messages for node %s: named "
                       "queues are not supported",
                       node);
-    } else if (!node_ok(node + subdomains)) {
+    } else if (smtp_node_set(&n, node + subdomains, subdomains) < 0) {
         session_reply(ss, "501 5.5.4 Syntax: ETRN domain");
     } else if (!smtpd_client_trusted(ss) &&
                !smtpd_relay_domain(s, node + subdomains)) {
         session_reply(
             ss, "459 4.7.1 <%s>: Node not allowed: not in relay_domains", node);
     } else {
-        /* "@example.com": the domain and its subdomains (qmgr_flush) */
-        snprintf(ss->etrn, sizeof(ss->etrn), "%s%s", subdomains ? "." : "",
-                 node + subdomains);
+        smtp_node_format(&n, ss->etrn, sizeof(ss->etrn));
         session_wait_begin(ss);
         ss->pending = 1;
-        s->ops.flush(s->ops.ctx, ss->etrn, flushed, ss);
+        s->ops.flush(s->ops.ctx, &n, flushed, ss);
     }
 }
 

@@ -250,7 +250,7 @@ int maildrop_parse(char *buf, size_t len, uid_t owner, struct spool_msg **m,
 
 #define LOCAL_CLIENT_TIMEOUT 60  /* seconds a client may stay silent */
 #define LOCAL_CLIENT_LIMIT   100 /* clients served at once */
-#define LOCAL_DOMAIN_MAX     255 /* a flush's domain, in bytes */
+#define LOCAL_DOMAIN_MAX     SMTP_DOMAIN_MAX /* a flush's domain */
 
 /* What local_submit() returns; the message stored only with LOCAL_OK. */
 enum local_status {
@@ -281,9 +281,10 @@ struct local_params {
     uint64_t size_limit; /* message_size_limit; 0 = none */
     void (*log)(void *ctx, const char *line);
     void *log_ctx;
-    /* flush requests (NULL: refused), with the server's ctx */
-    void (*flush)(void *ctx, const char *domain, ingress_flushed_fn *done,
-                  void *conn);
+    /* flush requests (NULL: refused), with the server's ctx; node NULL
+     * asks for all deferred mail */
+    void (*flush)(void *ctx, const struct smtp_node *node,
+                  ingress_flushed_fn *done, void *conn);
 };
 
 int local_submit(const char *queue_directory, const struct spool_msg *m,
@@ -327,9 +328,9 @@ struct smtpd_ops {
      */
     void (*store)(void *ctx, struct spool_msg *m, const char *origin,
                   ingress_done_fn *done, void *conn);
-    /* ETRN: flush domain (as qmgr_flush()); NULL refuses ETRN. */
-    void (*flush)(void *ctx, const char *domain, ingress_flushed_fn *done,
-                  void *conn);
+    /* ETRN: flush node (as qmgr_flush()); NULL refuses ETRN. */
+    void (*flush)(void *ctx, const struct smtp_node *node,
+                  ingress_flushed_fn *done, void *conn);
     /* Messages in the incoming queue now; NULL: none counted. */
     long (*backlog)(void *ctx);
     /* Bytes free inside the spool's file (spool_free_bytes()), which

@@ -53,11 +53,13 @@
  *
  *	local_flush() asks the daemon to flush deferred mail, for one
  *	domain or all (NULL), and puts the number of messages made due in
- *	*messages; it returns as local_submit() does. A domain that is not
- *	a domain, .domain or an address literal of at most LOCAL_DOMAIN_MAX
- *	bytes is refused at once (LOCAL_REJECT), without asking; the server
- *	refuses it too. The server hands a flush to p->flush(ctx, domain,
- *	done, conn) (domain NULL for all), which calls done(conn, messages,
+ *	*messages; it returns as local_submit() does. The domain is a
+ *	node's written form (smtp_node_parse(): a domain, .domain for its
+ *	subdomains too, or an address literal, at most LOCAL_DOMAIN_MAX
+ *	bytes of domain); anything else is refused at once (LOCAL_REJECT),
+ *	without asking, and the server refuses it too. The server hands a
+ *	flush to p->flush(ctx, node, done, conn) (node NULL for all), which
+ *	calls done(conn, messages,
  *	why) once, on the loop thread; a why (some changes could not be
  *	written) is answered as a temporary failure with that reason.
  *
@@ -302,26 +304,16 @@ int local_submit(const char *queue_directory, const struct spool_msg *m,
     return rc;
 }
 
-/*
- * A domain for a flush: a domain, .domain (its subdomains too) or an
- * address literal, at most LOCAL_DOMAIN_MAX bytes. Both ends check, the
- * client before it connects.
- */
-static int flush_domain_ok(const char *d)
-{
-    if (strlen(d) > LOCAL_DOMAIN_MAX)
-        return 0;
-    return smtp_domain_valid(d[0] == '.' ? d + 1 : d);
-}
-
+/* Both ends check a flush's node, the client before it connects. */
 int local_flush(const char *queue_directory, const char *domain, int timeout_ms,
                 long *messages, char *why, size_t whylen)
 {
     char head[REQUEST_LINE_MAX + LOCAL_DOMAIN_MAX], count[32];
+    struct smtp_node node;
     int rc;
 
     *messages = 0;
-    if (domain != NULL && !flush_domain_ok(domain)) {
+    if (domain != NULL && smtp_node_parse(&node, domain) < 0) {
         snprintf(why, whylen,
                  "malformed domain for flush: a domain, .domain or "
                  "[address], at most %d bytes",
@@ -484,17 +476,18 @@ static void read_flush(struct local_conn *c, char *line)
 {
     struct local_server *s = c->s;
     const char *domain = line[5] == ' ' ? line + 6 : NULL;
+    struct smtp_node node;
 
     if (line[5] != 0 && line[5] != ' ') {
         conn_reject(c, "malformed request line: expected \"flush [DOMAIN]\"");
-    } else if (domain != NULL && !flush_domain_ok(domain)) {
+    } else if (domain != NULL && smtp_node_parse(&node, domain) < 0) {
         conn_reject(c, "malformed domain for flush");
     } else if (s->p.flush == NULL) {
         conn_reject(c, "flush is not available here");
     } else {
         c->state = CONN_STORING;
         bufferevent_disable(c->bev, EV_READ);
-        s->p.flush(s->ctx, domain, flushed, c);
+        s->p.flush(s->ctx, domain ? &node : NULL, flushed, c);
     }
     free(line);
 }

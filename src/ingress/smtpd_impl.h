@@ -225,7 +225,7 @@ struct smtpd_session {
     int chunk_last;
     int chunk_skip; /* discard the chunk, then answer chunk_reply */
     char chunk_reply[160];
-    char etrn[256];                /* the node of the ETRN being flushed */
+    char etrn[SMTP_NODE_TEXT_MAX]; /* the node of the ETRN being flushed */
     struct event *delay_ev;        /* in_flow_delay */
     struct event *deadline_ev;     /* the record under way (deadline.c) */
     int64_t record_start;          /* when it began, monotonic ms */

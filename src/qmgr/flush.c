@@ -3,19 +3,20 @@
  *	flush 3 - ETRN and "sluice flush": deferred mail due now, dead destinations alive
  * SYNOPSIS
  *	#include "qmgr/qmgr_impl.h"
+#include "smtp/smtp.h"
  *
- *	void	qmgr_flush(struct qmgr *q, const char *domain,
+ *	void	qmgr_flush(struct qmgr *q, const struct smtp_node *node,
  *			qmgr_flush_fn *done, void *ctx)
  * DESCRIPTION
  *	See qmgr.h.
  */
 
 #include "qmgr/qmgr_impl.h"
+#include "smtp/smtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 struct flush_job {
     struct qmgr *q;
@@ -64,26 +65,9 @@ static void flush_committed(void *ctx, const char *id, int status,
     qmgr_inbox_post(f->q->inbox, flush_seen, f);
 }
 
-/*
- * Does address (or a destination's next hop) belong to domain? A domain
- * written ".example.com" (ETRN's "@example.com") also takes in every
- * subdomain.
- */
-static int in_domain(const char *name, const char *domain)
-{
-    const char *at = strrchr(name, '@');
-    const char *d = at ? at + 1 : name;
-    size_t dlen = strlen(d), len = strlen(domain);
-
-    if (domain[0] != '.')
-        return strcasecmp(d, domain) == 0;
-    return strcasecmp(d, domain + 1) == 0 ||
-           (dlen > len && strcasecmp(d + dlen - len, domain) == 0);
-}
-
 struct flush_scan {
     struct flush_job *f;
-    const char *domain;
+    const struct smtp_node *node; /* NULL: every deferred message */
 };
 
 /* The destination that mail for address goes to comes back, if dead. */
@@ -110,7 +94,7 @@ static int flush_one(void *ctx, const struct spool_msg *env)
     struct spool_change ch = {0};
     struct spool_msg *m;
     char why[256];
-    int match = fs->domain == NULL;
+    int match = fs->node == NULL;
 
     if (qm_message_find(q, env->id) != NULL)
         return 0; /* in memory: being delivered already */
@@ -119,7 +103,7 @@ static int flush_one(void *ctx, const struct spool_msg *env)
         for (uint32_t i = 0; i < m->nrcpt; i++) {
             if ((m->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
                  m->rcpt[i].status == SPOOL_RCPT_PENDING) &&
-                in_domain(m->rcpt[i].address, fs->domain)) {
+                smtp_node_match(fs->node, m->rcpt[i].address)) {
                 match = 1;
                 flush_route(q, m->rcpt[i].address);
             }
@@ -138,13 +122,13 @@ static int flush_one(void *ctx, const struct spool_msg *env)
     return 0;
 }
 
-void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
-                void *ctx)
+void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
+                qmgr_flush_fn *done, void *ctx)
 {
     struct flush_job *f = xcalloc(1, sizeof(*f));
-    struct flush_scan fs = {f, domain && *domain ? domain : NULL};
+    struct flush_scan fs = {f, node};
     struct core_transport *t;
-    char why[256];
+    char why[256], text[SMTP_NODE_TEXT_MAX] = "";
 
     f->q = q;
     f->done = done;
@@ -153,14 +137,14 @@ void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
          t = core_transport_next(q->core, t)) {
         struct core_queue *cq = NULL;
 
-        if (fs.domain == NULL)
+        if (node == NULL)
             core_transport_resume(t);
         while ((cq = core_queue_next(t, cq)) != NULL) {
             const struct qm_dest *d = core_queue_ctx(cq);
 
             if (core_queue_dead(cq) &&
-                (fs.domain == NULL || in_domain(d->route.nexthop, fs.domain) ||
-                 in_domain(core_queue_key(cq), fs.domain)))
+                (node == NULL || smtp_node_match(node, d->route.nexthop) ||
+                 smtp_node_match(node, core_queue_key(cq))))
                 core_queue_flush(cq, qm_now_ms());
         }
     }
@@ -169,8 +153,10 @@ void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
     if (spool_list(q->sp, SPOOL_INDEX_DEFERRED, flush_one, &fs, why,
                    sizeof(why)) < 0)
         qm_log(q, QMGR_LOG_WARNING, "flush: cannot read the queue: %s", why);
+    if (node != NULL)
+        smtp_node_format(node, text, sizeof(text));
     qm_log(q, QMGR_LOG_INFO, "flush%s%s: %ld deferred messages due now",
-           fs.domain ? " " : "", fs.domain ? fs.domain : "", f->messages);
+           node ? " " : "", text, f->messages);
     qm_dispatch(q);
     if (--f->pending == 0)
         flush_finish(f);

@@ -16,7 +16,7 @@
  *			const struct route_table *routes)
  *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
  *			const char *origin, qmgr_submit_fn *done, void *ctx)
- *	void	qmgr_flush(struct qmgr *q, const char *domain,
+ *	void	qmgr_flush(struct qmgr *q, const struct smtp_node *node,
  *			qmgr_flush_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
@@ -109,14 +109,16 @@
  *	every destination ever seen.
  *
  *	qmgr_flush() is ETRN's and "sluice flush"'s work: every dead
- *	destination whose next hop is domain, or that mail for domain is
- *	routed to (all, with domain NULL or ""; with ".example.com",
- *	example.com and its subdomains), comes back to life at
- *	once, and every deferred message that is not
- *	in memory and has a recipient still waiting in domain (all, without
- *	one) is made due now; then done(ctx, messages) tells how many, once
- *	those changes are committed, and the feed looks at the queue.
- *	Logged as "flush [DOMAIN]: N deferred messages due now".
+ *	destination whose next hop or queue key is in node
+ *	(smtp_node_match(): its domain, and its subdomains if the node
+ *	says so; every destination with node NULL), or that mail for the
+ *	node is routed to, comes back to life at once, and every deferred
+ *	message that is not in memory and has a recipient still waiting
+ *	in the node (all, without one) is made due now; then done(ctx,
+ *	messages) tells how many, once those changes are committed, and
+ *	the feed looks at the queue. Logged as "flush [NODE]: N deferred
+ *	messages due now", NODE in its written form (".example.com" with
+ *	subdomains).
  *
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
@@ -191,6 +193,7 @@
 struct spool;
 struct spool_msg;
 struct route_table;
+struct smtp_node;
 struct qmgr;
 
 enum qmgr_log_level {
@@ -224,7 +227,8 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
                  const struct route_table *routes);
 void qmgr_submit(struct qmgr *q, struct spool_msg *m, const char *origin,
                  qmgr_submit_fn *done, void *ctx);
-void qmgr_flush(struct qmgr *q, const char *domain, qmgr_flush_fn *done,
+void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
+                qmgr_flush_fn *done,
                 void *ctx);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);

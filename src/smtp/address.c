@@ -68,7 +68,6 @@
 
 /* Longest domain label (RFC 1035) and domain. */
 #define LABEL_MAX  63
-#define DOMAIN_MAX 255
 
 /* Append s[0..n) without CR and LF: what unfolding leaves of a token. */
 static void buf_add_unfolded(struct util_buf *b, const char *s, size_t n)
@@ -550,7 +549,7 @@ int smtp_domain_valid(const char *d)
 {
     size_t n;
 
-    if (strlen(d) > DOMAIN_MAX)
+    if (strlen(d) > SMTP_DOMAIN_MAX)
         return 0;
     if (*d == '[') {
         if (d[1] == ']')
@@ -615,7 +614,7 @@ int smtp_helo_name_valid(const char *name)
 
     if (*name == '[')
         return helo_literal_valid(name);
-    if (strlen(name) > DOMAIN_MAX)
+    if (strlen(name) > SMTP_DOMAIN_MAX)
         return 0;
     for (;;) {
         for (n = 0; is_helo_char((unsigned char)p[n]); n++)

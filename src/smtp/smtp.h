@@ -31,6 +31,13 @@
  *
  *	int	smtp_date(char *buf, size_t len, time_t t)
  *
+ *	int	smtp_node_set(struct smtp_node *n, const char *domain,
+ *			int subdomains)
+ *	int	smtp_node_parse(struct smtp_node *n, const char *text)
+ *	void	smtp_node_format(const struct smtp_node *n, char *buf,
+ *			size_t len)
+ *	int	smtp_node_match(const struct smtp_node *n, const char *name)
+ *
  *	int	smtp_command_parse(const char *line, size_t len,
  *			struct smtp_command *cmd, char *why, size_t whylen)
  *	void	smtp_command_free(struct smtp_command *cmd)
@@ -51,10 +58,10 @@
  *	(address.c); replies, enhanced status codes, EHLO keywords and
  *	dot-stuffing (reply.c, described there); RFC 5322 dates (date.c,
  *	described there); the commands an SMTP server reads (command.c,
- *	described there) and the message content after DATA or in BDAT
- *	chunks, with the smuggling defence (data.c, described there);
- *	command parsing for the
- *	SMTP server will join them.
+ *	described there); the message content after DATA or in BDAT
+ *	chunks, with the smuggling defence (data.c, described there); the
+ *	node of an ETRN or a flush, a domain with or without its
+ *	subdomains (node.c, described there).
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
  *	of a To:, Cc: or Bcc: header field (folded or not), and appends
@@ -163,6 +170,20 @@ void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
 #define SMTP_DATE_MAX 40
 
 int smtp_date(char *buf, size_t len, time_t t);
+
+/* The node of an ETRN or a flush (node.c). */
+#define SMTP_DOMAIN_MAX    255                     /* RFC 5321 4.5.3.1.2 */
+#define SMTP_NODE_TEXT_MAX (SMTP_DOMAIN_MAX + 2) /* ".domain" and a NUL */
+
+struct smtp_node {
+    char domain[SMTP_DOMAIN_MAX + 1]; /* as written, case kept */
+    int subdomains;                   /* its subdomains are in it too */
+};
+
+int smtp_node_set(struct smtp_node *n, const char *domain, int subdomains);
+int smtp_node_parse(struct smtp_node *n, const char *text);
+void smtp_node_format(const struct smtp_node *n, char *buf, size_t len);
+int smtp_node_match(const struct smtp_node *n, const char *name);
 
 /* SMTP commands a server reads (command.c). */
 enum smtp_verb {

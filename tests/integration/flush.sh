@@ -99,6 +99,16 @@ wait_for 10 left && ok "other.test's message still waits" ||
 # Without a daemon the flush is done in the spool.
 kill -TERM "$daemon"
 wait "$daemon"
+# ".domain" takes in its subdomains there too, as in the daemon
+s flush .test >"$tmp/flush.out" 2>&1
+expect "flush .test without a daemon: exit 0" 0 $?
+expect "flush .test without a daemon: other.test's message due" \
+    "sluiced is not running: 1 deferred messages for .test made due; they go out when it starts" \
+    "$(cat "$tmp/flush.out")"
+s flush .other.test.example >"$tmp/flush.out" 2>&1
+expect "flush .other.test.example without a daemon: nothing" \
+    "sluiced is not running: 0 deferred messages for .other.test.example made due; they go out when it starts" \
+    "$(cat "$tmp/flush.out")"
 s flush >"$tmp/flush.out" 2>&1
 expect "flush without a daemon: exit 0" 0 $?
 expect "flush without a daemon: the deferred message due" \

@@ -102,13 +102,16 @@ static char flush_domain[300];
 static int flush_calls;
 static const char *flush_failure; /* what the flush answers, if it fails */
 
-static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
-                  void *conn)
+static void flush(void *ctx, const struct smtp_node *node,
+                  ingress_flushed_fn *done, void *conn)
 {
     (void)ctx;
     flush_calls++;
-    snprintf(flush_domain, sizeof(flush_domain), "%s", domain ? domain : "*");
-    done(conn, domain ? 7 : 12, flush_failure);
+    if (node != NULL)
+        smtp_node_format(node, flush_domain, sizeof(flush_domain));
+    else
+        snprintf(flush_domain, sizeof(flush_domain), "*");
+    done(conn, node ? 7 : 12, flush_failure);
 }
 
 static void server_log(void *ctx, const char *line)

@@ -78,11 +78,11 @@ static void fake_store(void *ctx, struct spool_msg *m, const char *origin,
     late_conn = conn;
 }
 
-static void fake_flush(void *ctx, const char *domain, ingress_flushed_fn *done,
-                       void *conn)
+static void fake_flush(void *ctx, const struct smtp_node *node,
+                       ingress_flushed_fn *done, void *conn)
 {
     (void)ctx;
-    snprintf(flushed_domain, sizeof(flushed_domain), "%s", domain);
+    smtp_node_format(node, flushed_domain, sizeof(flushed_domain));
     done(conn, flush_count, NULL);
 }
 
