@@ -228,8 +228,7 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
 void qmgr_submit(struct qmgr *q, struct spool_msg *m, const char *origin,
                  qmgr_submit_fn *done, void *ctx);
 void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
-                qmgr_flush_fn *done,
-                void *ctx);
+                qmgr_flush_fn *done, void *ctx);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 void qmgr_drain(struct qmgr *q);

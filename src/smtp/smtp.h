@@ -172,7 +172,7 @@ void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
 int smtp_date(char *buf, size_t len, time_t t);
 
 /* The node of an ETRN or a flush (node.c). */
-#define SMTP_DOMAIN_MAX    255                     /* RFC 5321 4.5.3.1.2 */
+#define SMTP_DOMAIN_MAX    255                   /* RFC 5321 4.5.3.1.2 */
 #define SMTP_NODE_TEXT_MAX (SMTP_DOMAIN_MAX + 2) /* ".domain" and a NUL */
 
 struct smtp_node {

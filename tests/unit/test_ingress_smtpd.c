@@ -1061,6 +1061,9 @@ static void test_etrn(void **state)
          "458 4.3.0 Unable to queue messages for node "
          "#queue: named queues are not supported\r\n");
     chat(fd, "ETRN bad/domain\r\n", "501 5.5.4 Syntax: ETRN domain\r\n");
+    /* the domain rule of smtp_domain_valid(), as everywhere else */
+    chat(fd, "ETRN relay..test\r\n", "501 5.5.4 Syntax: ETRN domain\r\n");
+    chat(fd, "ETRN @\r\n", "501 5.5.4 Syntax: ETRN domain\r\n");
     close(fd);
 }
 

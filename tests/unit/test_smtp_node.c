@@ -39,9 +39,8 @@ static void test_parse(void **state)
 static void test_parse_refuses(void **state)
 {
     static const char *const bad[] = {
-        "",         ".",        "..a.test", "a b.test", "a\tb.test",
-        "x..test",  "a@b.test", "bad/x",    "[192.0.2.1",
-        "\x01.test", "@a.test",
+        "",         ".",     "..a.test",   "a b.test",  "a\tb.test", "x..test",
+        "a@b.test", "bad/x", "[192.0.2.1", "\x01.test", "@a.test",
     };
     char longname[300];
     struct smtp_node n;
@@ -117,10 +116,8 @@ static void test_format_cut(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_parse_refuses),
-        cmocka_unit_test(test_set),
-        cmocka_unit_test(test_match),
+        cmocka_unit_test(test_parse),      cmocka_unit_test(test_parse_refuses),
+        cmocka_unit_test(test_set),        cmocka_unit_test(test_match),
         cmocka_unit_test(test_format_cut),
     };
 
