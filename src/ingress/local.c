@@ -111,7 +111,6 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -119,16 +118,6 @@
 #define REPLY_LINE_MAX   600
 
 /* ------------------------------------------------------------- common */
-
-static int socket_address(const char *queue_directory, struct sockaddr_un *sun)
-{
-    memset(sun, 0, sizeof(*sun));
-    sun->sun_family = AF_UNIX;
-    return snprintf(sun->sun_path, sizeof(sun->sun_path), "%s/%s",
-                    queue_directory, LOCAL_SOCKET) < (int)sizeof(sun->sun_path)
-               ? 0
-               : -1;
-}
 
 /* ------------------------------------------------------------- client */
 
@@ -243,11 +232,9 @@ static int request(const char *queue_directory, const char *head,
     int fd, rc;
 
     *arg = 0;
-    if (socket_address(queue_directory, &sun) < 0) {
-        snprintf(why, whylen, "queue_directory %s: name too long for a socket",
-                 queue_directory);
+    if (util_socket_address(&sun, queue_directory, LOCAL_SOCKET, why, whylen) <
+        0)
         return LOCAL_UNAVAILABLE;
-    }
     start_ms = util_clock_mono_ms();
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
@@ -634,29 +621,13 @@ struct local_server *local_server_create(struct event_base *base,
 {
     struct local_server *s;
     struct sockaddr_un sun;
-    char dir[sizeof(sun.sun_path)];
     int fd;
 
-    if (socket_address(queue_directory, &sun) < 0) {
-        snprintf(why, whylen, "queue_directory %s: name too long for a socket",
-                 queue_directory);
+    if (util_socket_address(&sun, queue_directory, LOCAL_SOCKET, why, whylen) <
+            0 ||
+        (fd = util_socket_listen(queue_directory, LOCAL_SOCKET, SOCK_STREAM,
+                                 "submission socket", why, whylen)) < 0)
         return NULL;
-    }
-    snprintf(dir, sizeof(dir), "%s/public", queue_directory);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
-        return NULL;
-    }
-    unlink(sun.sun_path); /* a previous daemon's */
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-        chmod(sun.sun_path, 0666) < 0 || listen(fd, 128) < 0) {
-        snprintf(why, whylen, "submission socket %s: %s", sun.sun_path,
-                 strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
     s = xmalloc(sizeof(*s));
     memset(s, 0, sizeof(*s));
     s->base = base;

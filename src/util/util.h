@@ -34,6 +34,13 @@
  *	int	util_write_all(int fd, const void *p, size_t n)
  *	ssize_t	util_read_all(int fd, void *p, size_t n)
  *
+ *	int	util_socket_address(struct sockaddr_un *sun,
+ *			const char *queue_directory, const char *name,
+ *			char *why, size_t whylen)
+ *	int	util_socket_listen(const char *queue_directory,
+ *			const char *name, int type, const char *what,
+ *			char *why, size_t whylen)
+ *
  *	struct util_blob *util_blob_adopt(char *data, size_t len)
  *	struct util_blob *util_blob_copy(const char *data, size_t len)
  *	struct util_blob *util_blob_ref(struct util_blob *b)
@@ -68,6 +75,10 @@
  *	util_write_all() and util_read_all() (io.c) move all n bytes
  *	through a blocking descriptor (reading stops early only at the end
  *	of the file), retrying after EINTR and short counts.
+ *
+ *	util_socket_address() and util_socket_listen() (socket.c) name and
+ *	make the daemon's Unix sockets under its queue directory, the same
+ *	way for the daemon and its clients.
  *
  *	A blob (blob.c) is bytes that several owners read, freed with the
  *	last reference: one copy of a message body for all its deliveries.
@@ -147,6 +158,13 @@ int64_t util_clock_wall_us(void);
 
 int util_write_all(int fd, const void *p, size_t n);
 ssize_t util_read_all(int fd, void *p, size_t n);
+
+struct sockaddr_un;
+
+int util_socket_address(struct sockaddr_un *sun, const char *queue_directory,
+                        const char *name, char *why, size_t whylen);
+int util_socket_listen(const char *queue_directory, const char *name, int type,
+                       const char *what, char *why, size_t whylen);
 
 struct util_blob;
 
