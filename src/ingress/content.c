@@ -168,6 +168,23 @@ static void stored(void *conn, int status, const char *id, const char *why)
 }
 
 /*
+ * Refuse the content with reply, logged as Postfix logs a rejection with
+ * detail (for the log only) after it; the transaction ends, the session
+ * goes on.
+ */
+static void content_refuse(struct smtpd_session *ss, const char *reply,
+                           const char *detail)
+{
+    smtpd_log(ss->s,
+              "NOQUEUE: reject: %s from %s: %s%s; from=<%s> proto=%s "
+              "helo=<%s>",
+              ss->chunking ? "BDAT" : "DATA", ss->client, reply, detail,
+              ss->sender, ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+    session_reply(ss, "%s", reply);
+    session_transaction_reset(ss);
+}
+
+/*
  * A message that has passed through more relays than hopcount_limit
  * (its Received: headers, ours included, as Postfix counts them) is in
  * a mail loop: refused, never stored, so that it stops going round.
@@ -177,17 +194,13 @@ static int looping(struct smtpd_session *ss)
     struct submit_input in = {ss->msg.data, ss->msg.len, ss->msg.size};
     char **values;
     size_t hops = submit_header_get(&in, "Received", &values);
+    char detail[64];
 
     submit_header_values_free(values);
     if ((long)hops <= ss->s->cf.hopcount_limit)
         return 0;
-    smtpd_log(ss->s,
-              "NOQUEUE: reject: %s from %s: 554 5.4.6 Error: too many hops "
-              "(%zu Received: headers); from=<%s> proto=%s helo=<%s>",
-              ss->chunking ? "BDAT" : "DATA", ss->client, hops, ss->sender,
-              ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
-    session_reply(ss, "554 5.4.6 Error: too many hops");
-    session_transaction_reset(ss);
+    snprintf(detail, sizeof(detail), " (%zu Received: headers)", hops);
+    content_refuse(ss, "554 5.4.6 Error: too many hops", detail);
     return 1;
 }
 
@@ -199,18 +212,13 @@ static int looping(struct smtpd_session *ss)
  */
 static int nul_refused(struct smtpd_session *ss)
 {
-    const char *where =
-        ss->reader.nul == SMTP_DATA_NUL_HEADER ? "header" : "body";
-
     if (ss->reader.nul == 0)
         return 0;
-    smtpd_log(ss->s,
-              "NOQUEUE: reject: %s from %s: 554 5.6.0 Error: NUL character "
-              "in message %s; from=<%s> proto=%s helo=<%s>",
-              ss->chunking ? "BDAT" : "DATA", ss->client, where, ss->sender,
-              ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
-    session_reply(ss, "554 5.6.0 Error: NUL character in message %s", where);
-    session_transaction_reset(ss);
+    content_refuse(ss,
+                   ss->reader.nul == SMTP_DATA_NUL_HEADER
+                       ? "554 5.6.0 Error: NUL character in message header"
+                       : "554 5.6.0 Error: NUL character in message body",
+                   "");
     return 1;
 }
 

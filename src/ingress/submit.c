@@ -316,6 +316,18 @@ static int field_is(const struct submit_input *msg, const struct field *f,
            strncasecmp(msg->data + f->start, name, f->name_len) == 0;
 }
 
+/* The next field called name at or after *pos: 1 with it in f, or 0. */
+static int field_next(const struct submit_input *msg, size_t hdr_end,
+                      size_t *pos, const char *name, struct field *f)
+{
+    while (*pos < hdr_end) {
+        field_at(msg, hdr_end, pos, f);
+        if (field_is(msg, f, name))
+            return 1;
+    }
+    return 0;
+}
+
 /* Does the message have a field whose name starts with prefix? */
 static int has_field_prefix(const struct submit_input *msg, const char *prefix)
 {
@@ -335,16 +347,10 @@ static int has_field_prefix(const struct submit_input *msg, const char *prefix)
 
 static int has_field(const struct submit_input *msg, const char *name)
 {
-    size_t hdr_end = submit_header_end(msg, NULL);
     size_t pos = 0;
     struct field f;
 
-    while (pos < hdr_end) {
-        field_at(msg, hdr_end, &pos, &f);
-        if (field_is(msg, &f, name))
-            return 1;
-    }
-    return 0;
+    return field_next(msg, submit_header_end(msg, NULL), &pos, name, &f);
 }
 
 /* The body of field f, unfolded and trimmed, in a new string. */
@@ -378,10 +384,7 @@ size_t submit_header_get(const struct submit_input *msg, const char *name,
     struct field f;
 
     *values = NULL;
-    while (pos < hdr_end) {
-        field_at(msg, hdr_end, &pos, &f);
-        if (!field_is(msg, &f, name))
-            continue;
+    while (field_next(msg, hdr_end, &pos, name, &f)) {
         *values = xrealloc(*values, (count + 2) * sizeof(**values));
         (*values)[count++] = field_value(msg, &f);
         (*values)[count] = NULL;
@@ -425,10 +428,7 @@ size_t submit_header_remove(struct submit_input *msg, const char *name)
     size_t removed = 0;
     struct field f;
 
-    while (pos < hdr_end) {
-        field_at(msg, hdr_end, &pos, &f);
-        if (!field_is(msg, &f, name))
-            continue;
+    while (field_next(msg, hdr_end, &pos, name, &f)) {
         input_cut(msg, f.start, f.end);
         hdr_end -= f.end - f.start;
         pos = f.start;
