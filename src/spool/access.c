@@ -219,15 +219,19 @@ static void id_from_key(char id[SPOOL_ID_MAX + 1], const unsigned char *p)
 }
 
 /*
- * Walk a table in key order, calling visit(ctx, txn, key) for each key
- * until it returns non-zero, in one read transaction: what both kinds of
- * listing share.
+ * Walk a table in key order, calling visit(ctx, txn, key, value) for
+ * each record until it returns non-zero, in one read transaction: what
+ * both kinds of listing and the recovery scan share. An LMDB error is
+ * reported as "spool: WHAT: ...".
  */
-typedef int walk_fn(void *ctx, MDB_txn *txn, const MDB_val *key);
+typedef int walk_fn(void *ctx, MDB_txn *txn, const MDB_val *key,
+                    const MDB_val *value);
 
-static int walk(struct spool *sp, MDB_dbi dbi, walk_fn *visit, void *ctx,
-                char *why, size_t whylen)
+static int walk(struct spool *sp, MDB_dbi dbi, const char *what, walk_fn *visit,
+                void *ctx, char *why, size_t whylen)
 {
+    char label[64];
+
     MDB_cursor *cur;
     MDB_txn *txn;
     MDB_val k, v;
@@ -235,18 +239,19 @@ static int walk(struct spool *sp, MDB_dbi dbi, walk_fn *visit, void *ctx,
 
     if (spool_txn_begin(sp, 0, &txn, why, whylen) < 0)
         return -1;
+    snprintf(label, sizeof(label), "spool: %s", what);
     if ((rc = mdb_cursor_open(txn, dbi, &cur))) {
-        spool_why_lmdb(why, whylen, "spool: list", rc);
+        spool_why_lmdb(why, whylen, label, rc);
         spool_txn_end(sp, txn);
         return -1;
     }
     while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
-        if (visit(ctx, txn, &k))
+        if (visit(ctx, txn, &k, &v))
             break;
     mdb_cursor_close(cur);
     spool_txn_end(sp, txn);
     if (rc && rc != MDB_NOTFOUND) {
-        spool_why_lmdb(why, whylen, "spool: list", rc);
+        spool_why_lmdb(why, whylen, label, rc);
         return -1;
     }
     return 0;
@@ -258,7 +263,8 @@ struct index_walk {
 };
 
 /* An index key: the time (8 bytes, big-endian), then the queue id. */
-static int index_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
+static int index_visit(void *ctx, MDB_txn *txn, const MDB_val *k,
+                       const MDB_val *v)
 {
     struct index_walk *w = ctx;
     const unsigned char *p = k->mv_data;
@@ -266,6 +272,7 @@ static int index_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
     uint64_t when = 0;
 
     (void)txn;
+    (void)v;
     if (k->mv_size != 8 + SPOOL_KEY_ID)
         return 0;
     for (int i = 0; i < 8; i++)
@@ -284,7 +291,7 @@ int spool_list_index(struct spool *sp, enum spool_index index,
         return -1;
     }
     return walk(sp, index == SPOOL_INDEX_INCOMING ? sp->incoming : sp->deferred,
-                index_visit, &w, why, whylen);
+                "list", index_visit, &w, why, whylen);
 }
 
 struct list_walk {
@@ -294,7 +301,8 @@ struct list_walk {
     void *ctx;
 };
 
-static int list_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
+static int list_visit(void *ctx, MDB_txn *txn, const MDB_val *k,
+                      const MDB_val *v)
 {
     struct list_walk *w = ctx;
     struct spool_msg m = {0};
@@ -302,6 +310,7 @@ static int list_visit(void *ctx, MDB_txn *txn, const MDB_val *k)
     char reason[256];
     int stop;
 
+    (void)v; /* msg_read() reads the envelope of every kind of key */
     if (k->mv_size != w->idpos + SPOOL_KEY_ID)
         return 0;
     id_from_key(id, (const unsigned char *)k->mv_data + w->idpos);
@@ -327,7 +336,7 @@ int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                   : index == SPOOL_INDEX_DEFERRED ? sp->deferred
                                                   : sp->msg;
 
-    return walk(sp, dbi, list_visit, &w, why, whylen);
+    return walk(sp, dbi, "list", list_visit, &w, why, whylen);
 }
 
 long spool_count(struct spool *sp, enum spool_index index)
@@ -636,76 +645,81 @@ struct recover_item {
     struct recover_item *next;
 };
 
+/*
+ * What is wrong with the recipients and body of message it->id, whose
+ * envelope m reads well, in it->reason ("" if nothing).
+ */
+static void recover_check(struct spool *sp, MDB_txn *txn,
+                          struct recover_item *it, const struct spool_msg *m)
+{
+    unsigned char bkey[SPOOL_KEY_ID];
+    MDB_val bk = {SPOOL_KEY_ID, bkey}, bv;
+    struct spool_rcpt *r;
+    char reason[200];
+    uint32_t n;
+    int brc;
+
+    if (rcpts_read(sp, txn, it->id, 0, m->nrcpt, &r, &n, reason,
+                   sizeof(reason)) < 0) {
+        snprintf(it->reason, sizeof(it->reason), "%s", reason);
+        return;
+    }
+    spool_rcpts_free(r, n);
+    if (n != m->nrcpt) {
+        snprintf(it->reason, sizeof(it->reason),
+                 "%u recipient records, expected %u", n, m->nrcpt);
+        return;
+    }
+    spool_key_id(bkey, it->id);
+    if ((brc = mdb_get(txn, sp->body, &bk, &bv)) != 0)
+        snprintf(it->reason, sizeof(it->reason), "body: %s",
+                 brc == MDB_NOTFOUND ? "missing" : mdb_strerror(brc));
+    else if (bv.mv_size != m->size)
+        snprintf(it->reason, sizeof(it->reason),
+                 "body: %zu bytes, expected %llu", bv.mv_size,
+                 (unsigned long long)m->size);
+}
+
+struct recover_walk {
+    struct spool *sp;
+    struct recover_item **list;
+};
+
+/* One message record: listed if it needs fixing. */
+static int recover_visit(void *ctx, MDB_txn *txn, const MDB_val *k,
+                         const MDB_val *v)
+{
+    struct recover_walk *w = ctx;
+    struct recover_item *it = xcalloc(1, sizeof(*it));
+    struct spool_msg m = {0};
+    char reason[200];
+
+    memcpy(it->id, k->mv_data,
+           k->mv_size < SPOOL_KEY_ID ? k->mv_size : SPOOL_KEY_ID);
+    if (spool_envelope_decode(v->mv_data, v->mv_size, &m, reason,
+                              sizeof(reason)) < 0) {
+        snprintf(it->reason, sizeof(it->reason), "envelope record: %s", reason);
+        it->corrupt_envelope = 1;
+    } else if (m.state != SPOOL_CORRUPT) {
+        recover_check(w->sp, txn, it, &m);
+    }
+    if (it->reason[0] == 0 && m.state != SPOOL_ACTIVE) {
+        free(it);
+    } else {
+        it->next = *w->list;
+        *w->list = it;
+    }
+    spool_envelope_clear(&m);
+    return 0;
+}
+
 /* Find what needs fixing, in a read transaction. */
 static int recover_scan(struct spool *sp, struct recover_item **list, char *why,
                         size_t whylen)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    MDB_val k, v;
-    int rc;
+    struct recover_walk w = {sp, list};
 
-    if (spool_txn_begin(sp, 0, &txn, why, whylen) < 0)
-        return -1;
-    if ((rc = mdb_cursor_open(txn, sp->msg, &cur))) {
-        spool_txn_end(sp, txn);
-        spool_why_lmdb(why, whylen, "spool: recovery", rc);
-        return -1;
-    }
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-        struct spool_msg m = {0};
-        struct recover_item *it;
-        char reason[200];
-
-        it = xcalloc(1, sizeof(*it));
-        memcpy(it->id, k.mv_data,
-               k.mv_size < SPOOL_KEY_ID ? k.mv_size : SPOOL_KEY_ID);
-        if (spool_envelope_decode(v.mv_data, v.mv_size, &m, reason,
-                                  sizeof(reason)) < 0) {
-            snprintf(it->reason, sizeof(it->reason), "envelope record: %s",
-                     reason);
-            it->corrupt_envelope = 1;
-        } else if (m.state != SPOOL_CORRUPT) {
-            struct spool_rcpt *r;
-            uint32_t n;
-
-            unsigned char bkey[SPOOL_KEY_ID];
-            MDB_val bk = {SPOOL_KEY_ID, bkey}, bv;
-            int brc;
-
-            if (rcpts_read(sp, txn, it->id, 0, m.nrcpt, &r, &n, reason,
-                           sizeof(reason)) < 0)
-                snprintf(it->reason, sizeof(it->reason), "%s", reason);
-            else if (n != m.nrcpt)
-                snprintf(it->reason, sizeof(it->reason),
-                         "%u recipient records, expected %u", n, m.nrcpt);
-            if (it->reason[0] == 0)
-                spool_rcpts_free(r, n);
-            spool_key_id(bkey, it->id);
-            if (it->reason[0] == 0 &&
-                (brc = mdb_get(txn, sp->body, &bk, &bv)) != 0)
-                snprintf(it->reason, sizeof(it->reason), "body: %s",
-                         brc == MDB_NOTFOUND ? "missing" : mdb_strerror(brc));
-            else if (it->reason[0] == 0 && bv.mv_size != m.size)
-                snprintf(it->reason, sizeof(it->reason),
-                         "body: %zu bytes, expected %llu", bv.mv_size,
-                         (unsigned long long)m.size);
-        }
-        if (it->reason[0] == 0 && m.state != SPOOL_ACTIVE) {
-            free(it);
-        } else {
-            it->next = *list;
-            *list = it;
-        }
-        spool_envelope_clear(&m);
-    }
-    mdb_cursor_close(cur);
-    spool_txn_end(sp, txn);
-    if (rc != MDB_NOTFOUND) {
-        spool_why_lmdb(why, whylen, "spool: recovery", rc);
-        return -1;
-    }
-    return 0;
+    return walk(sp, sp->msg, "recovery", recover_visit, &w, why, whylen);
 }
 
 static int recover_apply(struct spool *sp, MDB_txn *txn, const char *id,

@@ -701,7 +701,8 @@ static void test_recover_active(void **state)
 }
 
 /* In a child process (LMDB wants one environment per process), put raw
- * bytes into one of the spool's databases. */
+ * bytes into one of the spool's databases, or with val NULL delete the
+ * record. */
 static void raw_put(const char *dir, const char *db, const void *key,
                     size_t klen, const void *val, size_t vlen)
 {
@@ -720,7 +721,9 @@ static void raw_put(const char *dir, const char *db, const void *key,
         if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 8) ||
             mdb_env_open(env, path, 0, 0600) ||
             mdb_txn_begin(env, NULL, 0, &txn) ||
-            mdb_dbi_open(txn, db, 0, &dbi) || mdb_put(txn, dbi, &k, &v, 0) ||
+            mdb_dbi_open(txn, db, 0, &dbi) ||
+            (val ? mdb_put(txn, dbi, &k, &v, 0)
+                 : mdb_del(txn, dbi, &k, NULL)) ||
             mdb_txn_commit(txn))
             _exit(1);
         mdb_env_close(env);
@@ -793,6 +796,44 @@ static void test_recover_corrupt(void **state)
     spool_msg_free(a);
     spool_msg_free(b);
     spool_msg_free(c);
+}
+
+/* Records that are missing, not garbled: a recipient, a body. */
+static void test_recover_missing(void **state)
+{
+    struct fixture *fx = *state;
+    struct spool_msg *d = make_msg("d@a.test", 2, "x\r\n");
+    struct spool_msg *e = make_msg("e@a.test", 1, "y\r\n");
+    struct spool_msg *got;
+    struct spool_recovery rec;
+    unsigned char key[20] = {0};
+
+    store(fx, d);
+    store(fx, e);
+    spool_close(fx->sp);
+    fx->sp = NULL;
+    memcpy(key, d->id, strlen(d->id));
+    key[19] = 1; /* d's second recipient */
+    raw_put(fx->dir, "rcpt", key, 20, NULL, 0);
+    memset(key, 0, sizeof(key));
+    memcpy(key, e->id, strlen(e->id));
+    raw_put(fx->dir, "body", key, 16, NULL, 0);
+    reopen(fx, 0);
+
+    assert_int_equal(spool_recover(fx->sp, &rec, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(rec.corrupt, 2);
+    assert_int_equal(
+        spool_get(fx->sp, d->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_string_equal(got->corrupt_reason, "1 recipient records, expected 2");
+    spool_msg_free(got);
+    assert_int_equal(
+        spool_get(fx->sp, e->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_string_equal(got->corrupt_reason, "body: missing");
+    spool_msg_free(got);
+    spool_msg_free(d);
+    spool_msg_free(e);
 }
 
 /* "the map size is configurable and grows when needed; when ... the map
@@ -1035,6 +1076,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_recover_active, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recover_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_grows_then_full, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_free_bytes, setup, teardown),
