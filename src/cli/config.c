@@ -208,9 +208,5 @@ static int config_run(const struct cli *cli, int argc, char **argv)
         status = config_print_names(conf, argc - optind, argv + optind,
                                     non_default, expand);
     conf_free(conf);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        perror("sluice: config: write error");
-        status = CLI_EXIT_FAIL;
-    }
     return status;
 }

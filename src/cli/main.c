@@ -16,13 +16,16 @@
  *	most commands take them. Called sendmail (argv[0]), the program is
  *	"sluice sendmail".
  *
- *	Exit status: the subcommand's; 64 on a usage error.
+ *	Exit status: the subcommand's; 1 when what it printed could not all
+ *	be written to standard output ("sluice: CMD: write error: ..."); 64
+ *	on a usage error.
  */
 
 #include "cli/cli.h"
 
 #include "sendmail/sendmail.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -126,6 +129,20 @@ static int version_run(const struct cli *cli, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/*
+ * What a command printed must all have reached standard output: a
+ * listing cut short by a full disk or a closed pipe is a failure, not a
+ * short success.
+ */
+static int output_checked(const struct cli_command *cmd, int status)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    fprintf(stderr, "sluice: %s: write error: %s\n", cmd->name,
+            strerror(errno ? errno : EIO));
+    return CLI_EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli = {NULL};
@@ -155,13 +172,14 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (strcmp(argv[optind], "--help") == 0)
-        return help_run(&cli, 1, argv + optind);
+        return output_checked(&help_command, help_run(&cli, 1, argv + optind));
     if (strcmp(argv[optind], "--version") == 0)
-        return version_run(&cli, 1, argv + optind);
+        return output_checked(&version_command,
+                              version_run(&cli, 1, argv + optind));
     if ((cmd = command_find(argv[optind])) == NULL) {
         fprintf(stderr, "sluice: unknown command \"%s\"\n", argv[optind]);
         usage_all(stderr);
         return CLI_EXIT_USAGE;
     }
-    return cmd->run(&cli, argc - optind, argv + optind);
+    return output_checked(cmd, cmd->run(&cli, argc - optind, argv + optind));
 }

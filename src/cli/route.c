@@ -127,9 +127,5 @@ static int route_run(const struct cli *cli, int argc, char **argv)
         if (route_print(t, argv[i]) != CLI_EXIT_OK)
             status = CLI_EXIT_FAIL;
     route_free(t);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        perror("sluice: route: write error");
-        status = CLI_EXIT_FAIL;
-    }
     return status;
 }

@@ -252,4 +252,16 @@ expect "spool full: the reason" \
 expect "spool full: the earlier message is still there" 1 \
     "$("$sluice" -c "$tmp/full.conf" queue | grep -c ' incoming ')"
 
+# Output that cannot be written is a failure, whatever the command: a
+# listing cut short by a full disk must not look complete.
+for cmd in "queue" "config" "config -n" "route x@y.test" "--help" "--version"; do
+    # shellcheck disable=SC2086
+    "$sluice" -c "$tmp/full.conf" $cmd >/dev/full 2>"$tmp/err"
+    expect "sluice $cmd >/dev/full: exit 1" 1 $?
+    name=${cmd%% *}
+    expect "sluice $cmd >/dev/full: says why" \
+        "sluice: ${name#--}: write error: No space left on device" \
+        "$(tail -1 "$tmp/err")"
+done
+
 tap_done
