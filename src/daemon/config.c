@@ -283,6 +283,15 @@ static const char *written(const struct conf *conf, enum conf_param_id id)
                                                                : "?";
 }
 
+/* "A (value) RELATION B (value)CONSEQUENCE", values as written. */
+static void pair_warn(const struct conf *conf, const struct warner *w,
+                      enum conf_param_id a, const char *relation,
+                      enum conf_param_id b, const char *consequence)
+{
+    say(w, "%s (%s) %s %s (%s)%s", conf_params[a].name, written(conf, a),
+        relation, conf_params[b].name, written(conf, b), consequence);
+}
+
 static void times_warn(const struct conf *conf, const struct warner *w)
 {
     int64_t min = conf_time_ms(conf, NULL, CONF_minimal_backoff_time);
@@ -292,23 +301,15 @@ static void times_warn(const struct conf *conf, const struct warner *w)
     int64_t delay = conf_time_ms(conf, NULL, CONF_delay_warning_time);
 
     if (min > max)
-        say(w,
-            "minimal_backoff_time (%s) is longer than maximal_backoff_time "
-            "(%s): every retry waits minimal_backoff_time",
-            written(conf, CONF_minimal_backoff_time),
-            written(conf, CONF_maximal_backoff_time));
+        pair_warn(conf, w, CONF_minimal_backoff_time, "is longer than",
+                  CONF_maximal_backoff_time,
+                  ": every retry waits minimal_backoff_time");
     if (bounce > life)
-        say(w,
-            "bounce_queue_lifetime (%s) is longer than maximal_queue_lifetime "
-            "(%s)",
-            written(conf, CONF_bounce_queue_lifetime),
-            written(conf, CONF_maximal_queue_lifetime));
+        pair_warn(conf, w, CONF_bounce_queue_lifetime, "is longer than",
+                  CONF_maximal_queue_lifetime, "");
     if (delay > 0 && delay >= life)
-        say(w,
-            "delay_warning_time (%s) is not shorter than "
-            "maximal_queue_lifetime (%s): no delay notice can be sent",
-            written(conf, CONF_delay_warning_time),
-            written(conf, CONF_maximal_queue_lifetime));
+        pair_warn(conf, w, CONF_delay_warning_time, "is not shorter than",
+                  CONF_maximal_queue_lifetime, ": no delay notice can be sent");
 }
 
 static void sizes_warn(const struct conf *conf, const struct warner *w)

@@ -450,7 +450,6 @@ static int path_get(const char *value, char **path, char *why, size_t whylen)
 {
     size_t len = strlen(value);
     const char *text = trim(value, &len);
-    char quoted[QUOTED];
     size_t type = 0;
 
     *path = NULL;
@@ -465,23 +464,16 @@ static int path_get(const char *value, char **path, char *why, size_t whylen)
             text += type + 1;
             len -= type + 1;
         } else {
-            util_quote(quoted, sizeof(quoted), text, type, UTIL_QUOTE_8BIT);
-            snprintf(why, whylen,
-                     "transport_maps: table type %s is not supported: "
-                     "expected the path of a text file",
-                     quoted);
-            return -1;
+            return route_refuse(why, whylen, "transport_maps: table type ",
+                                text, type,
+                                " is not supported: expected the path of a "
+                                "text file");
         }
     }
-    if (len == 0 || strcspn(text, ", \t") < len) {
-        util_quote(quoted, sizeof(quoted), value, strlen(value),
-                   UTIL_QUOTE_8BIT);
-        snprintf(why, whylen,
-                 "transport_maps: bad value %s: expected the path of one "
-                 "text file",
-                 quoted);
-        return -1;
-    }
+    if (len == 0 || strcspn(text, ", \t") < len)
+        return route_refuse(why, whylen, "transport_maps: bad value ", value,
+                            strlen(value),
+                            ": expected the path of one text file");
     *path = xstrndup(text, len);
     return 0;
 }

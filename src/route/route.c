@@ -49,6 +49,7 @@
 
 #include "conf/conf.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,40 +95,49 @@ static int transport_index(const struct route_table *t, const char *name,
     return -1;
 }
 
+int route_refuse(char *why, size_t whylen, const char *before, const char *text,
+                 size_t len, const char *fmt, ...)
+{
+    char quoted[QUOTED];
+    int n;
+    va_list ap;
+
+    util_quote(quoted, sizeof(quoted), text, len, UTIL_QUOTE_8BIT);
+    n = snprintf(why, whylen, "%s%s", before, quoted);
+    if (n >= 0 && (size_t)n < whylen) {
+        va_start(ap, fmt);
+        vsnprintf(why + n, whylen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 /* One NAME:TYPE word of "transports". */
 static int transport_add(struct route_table *t, const char *word, size_t len,
                          char *why, size_t whylen)
 {
     const char *colon = memchr(word, ':', len);
-    char quoted[QUOTED];
+    const char *bad = "transports: bad entry ";
     size_t nlen;
     size_t i;
 
-    util_quote(quoted, sizeof(quoted), word, len, UTIL_QUOTE_8BIT);
-    if (colon == NULL) {
-        snprintf(why, whylen, "transports: bad entry %s: expected NAME:TYPE",
-                 quoted);
-        return -1;
-    }
+    if (colon == NULL)
+        return route_refuse(why, whylen, bad, word, len,
+                            ": expected NAME:TYPE");
     nlen = (size_t)(colon - word);
-    if (!route_transport_name_valid(word, nlen)) {
-        snprintf(why, whylen,
-                 "transports: bad entry %s: a transport name is 1 to %d of "
-                 "a-z, 0-9, _ and -",
-                 quoted, ROUTE_NAME_MAX);
-        return -1;
-    }
+    if (!route_transport_name_valid(word, nlen))
+        return route_refuse(why, whylen, bad, word, len,
+                            ": a transport name is 1 to %d of a-z, 0-9, _ "
+                            "and -",
+                            ROUTE_NAME_MAX);
     for (i = 0; i < NTYPES; i++)
         if (strlen(types[i].name) == len - nlen - 1 &&
             memcmp(types[i].name, colon + 1, len - nlen - 1) == 0)
             break;
-    if (i == NTYPES) {
-        snprintf(why, whylen,
-                 "transports: bad entry %s: unknown type: expected smtp, "
-                 "lmtp, discard or error",
-                 quoted);
-        return -1;
-    }
+    if (i == NTYPES)
+        return route_refuse(why, whylen, bad, word, len,
+                            ": unknown type: expected smtp, lmtp, discard or "
+                            "error");
     if (transport_index(t, word, nlen) >= 0) {
         snprintf(why, whylen,
                  "transports: transport \"%.*s\" is declared "
@@ -165,27 +175,18 @@ static int default_load(struct route_table *t, const char *value, char *why,
     const char *colon = strchr(value, ':');
     size_t nlen = colon ? (size_t)(colon - value) : strlen(value);
     enum route_type type;
-    char quoted[QUOTED];
     char problem[256];
 
-    if ((t->default_transport = transport_index(t, value, nlen)) < 0) {
-        util_quote(quoted, sizeof(quoted), value, nlen, UTIL_QUOTE_8BIT);
-        snprintf(why, whylen,
-                 "default_transport: %s is not a declared transport (see "
-                 "transports)",
-                 quoted);
-        return -1;
-    }
+    if ((t->default_transport = transport_index(t, value, nlen)) < 0)
+        return route_refuse(why, whylen, "default_transport: ", value, nlen,
+                            " is not a declared transport (see transports)");
     type = t->transports[t->default_transport].type;
     if (colon != NULL && route_hop_parse(colon + 1, type, &t->default_hop,
-                                         problem, sizeof(problem)) < 0) {
-        util_quote(quoted, sizeof(quoted), colon + 1, strlen(colon + 1),
-                   UTIL_QUOTE_8BIT);
-        snprintf(why, whylen,
-                 "default_transport: bad next hop %s for transport %s: %s",
-                 quoted, t->transports[t->default_transport].name, problem);
-        return -1;
-    }
+                                         problem, sizeof(problem)) < 0)
+        return route_refuse(why, whylen, "default_transport: bad next hop ",
+                            colon + 1, strlen(colon + 1),
+                            " for transport %s: %s",
+                            t->transports[t->default_transport].name, problem);
     return 0;
 }
 
@@ -193,19 +194,15 @@ static int defaults_load(struct route_table *t, const struct conf *conf,
                          char *why, size_t whylen)
 {
     const char *relay = conf_str(conf, NULL, CONF_relayhost);
-    char quoted[QUOTED];
     char problem[256];
 
     if (default_load(t, conf_str(conf, NULL, CONF_default_transport), why,
                      whylen) < 0)
         return -1;
     if (route_hop_parse(relay, ROUTE_SMTP, &t->relay, problem,
-                        sizeof(problem)) < 0) {
-        util_quote(quoted, sizeof(quoted), relay, strlen(relay),
-                   UTIL_QUOTE_8BIT);
-        snprintf(why, whylen, "relayhost: bad value %s: %s", quoted, problem);
-        return -1;
-    }
+                        sizeof(problem)) < 0)
+        return route_refuse(why, whylen, "relayhost: bad value ", relay,
+                            strlen(relay), ": %s", problem);
     return 0;
 }
 
@@ -255,7 +252,6 @@ static int address_parse(const char *address, struct domain *d, char *why,
                          size_t whylen)
 {
     const char *at;
-    char quoted[QUOTED];
     const char *problem;
 
     if (address == NULL || *address == 0) {
@@ -274,10 +270,8 @@ static int address_parse(const char *address, struct domain *d, char *why,
                                : "bad domain";
     else
         return 0;
-    util_quote(quoted, sizeof(quoted), address, strlen(address),
-               UTIL_QUOTE_8BIT);
-    snprintf(why, whylen, "bad address %s: %s", quoted, problem);
-    return -1;
+    return route_refuse(why, whylen, "bad address ", address, strlen(address),
+                        ": %s", problem);
 }
 
 /* The entry that routes domain d, or NULL for the default route. */

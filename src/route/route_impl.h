@@ -15,6 +15,10 @@
  *	void	route_hop_free(struct route_hop *hop)
  *	int	route_transport_name_valid(const char *name, size_t len)
  *
+ *	Messages (route.c):
+ *	int	route_refuse(char *why, size_t whylen, const char *before,
+ *			const char *text, size_t len, const char *fmt, ...)
+ *
  *	The transport table (map.c):
  *	int	route_map_load(struct route_table *t, const char *value,
  *			char *why, size_t whylen)
@@ -46,6 +50,9 @@
  *
  *	Messages quote what they refuse with util_quote(), bytes from 0x80
  *	up as they are (UTF-8 domain names read as written).
+ *	route_refuse() writes such a message into why: before, the len
+ *	bytes of text quoted, then fmt's formatted text; it returns -1,
+ *	for the caller to return.
  *
  *	route_map_load() reads the transport table named by the value of
  *	transport_maps into t->map (see map.c for the format and the
@@ -60,6 +67,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+int route_refuse(char *why, size_t whylen, const char *before, const char *text,
+                 size_t len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
 
 /* Longest domain, as smtp/ accepts them (RFC 5321 allows 255). */
 #define ROUTE_DOMAIN_MAX 255

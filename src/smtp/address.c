@@ -67,7 +67,7 @@
 #define EXCERPT_MAX 40
 
 /* Longest domain label (RFC 1035) and domain. */
-#define LABEL_MAX  63
+#define LABEL_MAX 63
 
 /* Append s[0..n) without CR and LF: what unfolding leaves of a token. */
 static void buf_add_unfolded(struct util_buf *b, const char *s, size_t n)
@@ -539,16 +539,41 @@ static size_t local_part_len(const char *s)
     }
 }
 
+static int is_helo_char(int ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+}
+
 static int is_label_char(int ch)
 {
-    return ch >= 0x80 || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-           (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+    return ch >= 0x80 || is_helo_char(ch);
+}
+
+/*
+ * Dot-separated labels of 1 to LABEL_MAX bytes that is_char() accepts;
+ * with hyphen_ends 0, none may start or end with "-" (RFC 952).
+ */
+static int labels_valid(const char *d, int (*is_char)(int), int hyphen_ends)
+{
+    size_t n;
+
+    for (;;) {
+        for (n = 0; is_char((unsigned char)d[n]); n++)
+            ;
+        if (n == 0 || n > LABEL_MAX ||
+            (!hyphen_ends && (d[0] == '-' || d[n - 1] == '-')))
+            return 0;
+        d += n;
+        if (*d == 0)
+            return 1;
+        if (*d++ != '.')
+            return 0;
+    }
 }
 
 int smtp_domain_valid(const char *d)
 {
-    size_t n;
-
     if (strlen(d) > SMTP_DOMAIN_MAX)
         return 0;
     if (*d == '[') {
@@ -560,17 +585,7 @@ int smtp_domain_valid(const char *d)
                 return 0;
         return d[1] == 0;
     }
-    for (;;) {
-        for (n = 0; is_label_char((unsigned char)d[n]); n++)
-            ;
-        if (n == 0 || n > LABEL_MAX)
-            return 0;
-        d += n;
-        if (*d == 0)
-            return 1;
-        if (*d++ != '.')
-            return 0;
-    }
+    return labels_valid(d, is_label_char, 1);
 }
 
 int smtp_address_valid(const char *addr)
@@ -601,30 +616,10 @@ static int helo_literal_valid(const char *name)
     return inet_pton(AF_INET, addr, bin) == 1;
 }
 
-static int is_helo_char(int ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-           (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-}
-
 int smtp_helo_name_valid(const char *name)
 {
-    const char *p = name;
-    size_t n;
-
     if (*name == '[')
         return helo_literal_valid(name);
-    if (strlen(name) > SMTP_DOMAIN_MAX)
-        return 0;
-    for (;;) {
-        for (n = 0; is_helo_char((unsigned char)p[n]); n++)
-            ;
-        if (n == 0 || n > LABEL_MAX || p[0] == '-' || p[n - 1] == '-')
-            return 0;
-        p += n;
-        if (*p == 0)
-            return 1;
-        if (*p++ != '.')
-            return 0;
-    }
+    return strlen(name) <= SMTP_DOMAIN_MAX &&
+           labels_valid(name, is_helo_char, 0);
 }
