@@ -20,6 +20,7 @@
  *	void	core_transport_done(struct core_transport *t, core_time_t now)
  *	int	core_queue_limit(const struct core_queue *q)
  *	int	core_queue_open(const struct core_queue *q)
+ *	void	core_queue_ready_update(struct core_queue *q)
  *
  *	Jobs, entries, messages (job.c, entry.c, message.c):
  *	struct core_job *core_job_create(struct core_message *m,
@@ -55,6 +56,11 @@
  *	queue's effective concurrency limit (1 under a destination rate
  *	delay, 0 for none); core_queue_open() says whether the queue itself
  *	(not counting its transport) may start one more delivery.
+ *	core_queue_ready_update() recounts the queue in its transport's
+ *	ready_queues (open, with entries waiting) after anything that may
+ *	have changed either: every change of state, window, busy or todo
+ *	calls it, so that a transport with no ready queue answers "nothing"
+ *	without looking at its jobs (queue.c).
  *
  *	The job, entry and message functions are described in job.c,
  *	entry.c and message.c.
@@ -80,6 +86,7 @@ void core_transport_start(struct core_transport *t);
 void core_transport_done(struct core_transport *t, core_time_t now);
 int core_queue_limit(const struct core_queue *q);
 int core_queue_open(const struct core_queue *q);
+void core_queue_ready_update(struct core_queue *q);
 
 struct core_job *core_job_create(struct core_message *m,
                                  struct core_transport *t);
@@ -187,6 +194,7 @@ struct core_queue {
     struct core_entry_list todo;  /* waiting entries, FIFO */
     struct core_entry_list busy_list;
     int todo_count;
+    int ready;                   /* counted in transport's ready_queues */
     unsigned blocker_tag;        /* = transport's: blocking a job */
     struct core_peer *last_peer; /* recipient assignment cache */
     void *ctx;                   /* the caller's */
@@ -201,6 +209,7 @@ struct core_transport {
     const struct core_concurrency_policy *policy;
     const struct core_job_policy *scheduler;
     int busy;                         /* deliveries in flight, all queues */
+    int ready_queues;                 /* queues open with entries waiting */
     int rate_wait;                    /* paused by the transport rate delay */
     struct core_job_list jobs;        /* the scheduler's job list */
     struct core_job_list jobs_bytime; /* by enqueue time */

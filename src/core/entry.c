@@ -24,8 +24,12 @@
  *	transport (round-robin-by-transport)"), starting after the one that
  *	gave the last entry, and returns the first entry one of them
  *	selects. core_transport_select() asks one transport: nothing while
- *	it is at its process limit or paused by its rate delay, else its
- *	job selection policy decides.
+ *	it is at its process limit or paused by its rate delay, or while
+ *	none of its queues is open with entries waiting (ready_queues, as
+ *	Postfix's transport selection looks for "window > busy" and a
+ *	waiting entry before it asks the job list), else its job selection
+ *	policy decides. So a transport whose windows are all full costs
+ *	nothing to ask, however many jobs it holds.
  *
  *	core_entry_start() is the policies' common last step: the entry
  *	leaves its peer's and queue's waiting lists for the queue's busy
@@ -48,7 +52,7 @@
 struct core_entry *core_transport_select(struct core_transport *t,
                                          core_time_t now)
 {
-    if (!core_transport_can_start(t))
+    if (!core_transport_can_start(t) || t->ready_queues == 0)
         return NULL;
     return t->scheduler->select(t, now);
 }
@@ -84,7 +88,7 @@ void core_entry_start(struct core_entry *e, core_time_t now)
     q->todo_count--;
     TAILQ_INSERT_TAIL(&q->busy_list, e, queue_link);
     e->busy = 1;
-    core_queue_start(q, now);
+    core_queue_start(q, now); /* counts q's readiness again */
     core_job_entry_selected(peer->job);
 }
 

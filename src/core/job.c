@@ -28,7 +28,9 @@
  *	the list that is not a preemption child and is not younger, as the
  *	reference does: a revived job, or one created by a later batch of
  *	recipients, lands where its age says. If that is in front of the
- *	current job, it becomes the current job.
+ *	current job, it becomes the current job. A blocker job that gains
+ *	an entry is a blocker no more, and selection starts again at the
+ *	head of the list (it may stand before the current job).
  *
  *	core_job_entry_dropped() accounts for a waiting entry that went away
  *	without being selected (deferred by a dead destination);
@@ -40,9 +42,10 @@
  *	once (siblings) when blockers let it run while one child waits.
  *	core_job_unstack() takes a job off the stack, when it is retired or
  *	when it preempts again from a different place: the slots it did not
- *	use go back to its parent (the job it preempted, or the adoptive
- *	parent that took over when that one was retired), and its own
- *	children are adopted by its parent.
+ *	use go back to the job it preempted, if that is still its parent
+ *	(an adoptive parent, which took over when the job it preempted was
+ *	retired, gets nothing back: it paid nothing), and its own children
+ *	are adopted by its parent.
  *
  *	Blockers ("How destination concurrency limits affect the scheduling
  *	algorithm"): a job none of whose waiting entries can be selected
@@ -129,9 +132,18 @@ void core_job_entry_added(struct core_job *job)
     struct core_transport *t = job->transport;
 
     job->read_entries++;
-    job->blocker_tag = 0;
     if (job->stack_level < 0)
         job_link(job);
+    /*
+     * A blocker that gains an entry may be selectable again, and it may
+     * stand before the current job, where selection would never look:
+     * unmark it and start again at the head, as the reference does
+     * (the walk skips the other blockers at the cost of a compare).
+     */
+    if (CORE_JOB_BLOCKER_P(job)) {
+        job->blocker_tag = 0;
+        t->current = TAILQ_FIRST(&t->jobs);
+    }
     if (t->current == NULL)
         t->current = TAILQ_FIRST(&t->jobs);
     core_candidate_reset(t);
@@ -167,8 +179,15 @@ void core_job_unstack(struct core_job *job)
     struct core_job *child;
 
     if (parent) {
-        /* slots_used is used minus expected: unused slots go back. */
-        parent->slots_available -= job->slots_used * t->params.slot_cost;
+        /*
+         * slots_used is used minus expected: unused slots go back, but
+         * only to the job this one preempted (one level up). An adoptive
+         * parent did not pay for the preemption, and a refund would let
+         * it preempt sooner than its own deliveries earned, which is
+         * what keeps the inflation bound (the reference does the same).
+         */
+        if (job->stack_level == parent->stack_level + 1)
+            parent->slots_available -= job->slots_used * t->params.slot_cost;
         TAILQ_REMOVE(&parent->stack_children, job, stack_siblings);
         job->stack_parent = NULL;
     }

@@ -146,6 +146,7 @@ int core_message_add(struct core_message *m, struct core_queue *q,
         TAILQ_INSERT_TAIL(&peer->todo, e, peer_link);
         TAILQ_INSERT_TAIL(&q->todo, e, queue_link);
         q->todo_count++;
+        core_queue_ready_update(q);
         peer->entries++;
         m->entries++;
         core_job_entry_added(job);
@@ -183,6 +184,7 @@ void core_entry_free(struct core_entry *e)
         TAILQ_REMOVE(&q->todo, e, queue_link);
         TAILQ_REMOVE(&peer->todo, e, peer_link);
         q->todo_count--;
+        core_queue_ready_update(q);
         core_job_entry_dropped(job);
     }
     core_entry_free_rcpts(e);

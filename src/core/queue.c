@@ -172,6 +172,7 @@ void core_queue_drop_entries(struct core_queue *q)
         free(e);
     }
     q->todo_count = 0;
+    core_queue_ready_update(q);
 }
 
 /* Free a queue, and with it any entries it still has. */
@@ -207,6 +208,21 @@ int core_queue_open(const struct core_queue *q)
     return q->state == CORE_QUEUE_READY && q->busy < q->window;
 }
 
+/*
+ * Keep the transport's count of queues that could give an entry now, as
+ * Postfix's transport selection asks ("window > busy and todo"): with
+ * none, the job list need not be walked to find nothing.
+ */
+void core_queue_ready_update(struct core_queue *q)
+{
+    int ready = q->todo_count > 0 && core_queue_open(q);
+
+    if (ready != q->ready) {
+        q->ready = ready;
+        q->transport->ready_queues += ready ? 1 : -1;
+    }
+}
+
 int core_queue_can_start(const struct core_queue *q)
 {
     return core_queue_open(q) && core_transport_can_start(q->transport);
@@ -220,6 +236,7 @@ void core_queue_start(struct core_queue *q, core_time_t now)
                    "queue %s:%s: start in state %d with busy %d, window %d",
                    q->transport->name, q->key, q->state, q->busy, q->window);
     q->busy++;
+    core_queue_ready_update(q);
     core_transport_start(q->transport);
 }
 
@@ -260,6 +277,7 @@ static void queue_revive(struct core_queue *q, const char *how)
     if (limit > 0 && q->window > limit)
         q->window = limit;
     q->success = q->failure = q->fail_cohorts = 0;
+    core_queue_ready_update(q);
     core_log(t->core, CORE_LOG_INFO,
              "%s:%s: destination alive again (%s), window %d", t->name, q->key,
              how, q->window);
@@ -275,6 +293,7 @@ static void queue_die(struct core_queue *q, core_time_t now, const char *reason)
     int old_window = q->window;
 
     q->state = CORE_QUEUE_DEAD;
+    core_queue_ready_update(q);
     free(q->dead_reason);
     q->dead_reason = xstrdup(reason ? reason : "connection failure");
     core_timer_arm(t->core, &q->timer, now + t->params.dead_backoff);
@@ -301,6 +320,7 @@ static void queue_timer_fire(struct core *core, struct core_timer *timer,
         queue_revive(q, "backoff timer");
     } else if (q->state == CORE_QUEUE_RATE_WAIT) {
         q->state = CORE_QUEUE_READY;
+        core_queue_ready_update(q);
         core_queue_unblock(q);
     }
 }
@@ -353,6 +373,7 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
         core_timer_arm(t->core, &q->timer,
                        now + t->params.destination_rate_delay);
     }
+    core_queue_ready_update(q);
     core_queue_unblock(q);
 }
 

@@ -162,6 +162,7 @@ void core_transport_update(struct core_transport *t,
         limit = core_queue_limit(q);
         if (limit > 0 && q->window > limit)
             q->window = limit;
+        core_queue_ready_update(q);
     }
 }
 

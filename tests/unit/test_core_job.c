@@ -335,13 +335,16 @@ static void test_blockers_complete_out_of_order(void **state)
 }
 
 /*
- * "When the preemptor finishes, the slots it did not use go back to the
- * job it preempted (or to an adoptive parent if that one is gone)": 7 is
- * charged 2 entries x 2 slots when it preempts 4; 4 completes and 7 is
- * adopted by 1; 7's destination dies, its two entries are deferred
- * unused, and 1 gets the 4 slots back.
+ * When a preemptor leaves the stack, the slots it did not use go back to
+ * the job it preempted; an adoptive parent gets nothing back, as in the
+ * reference (qmgr_job_pop() refunds only a parent one level up), because
+ * it never paid for the preemption. 7 is charged 2 entries x 2 slots when
+ * it preempts 4; 4 completes and 7 is adopted by 1; 7's destination dies
+ * and its two entries are deferred unused: 1 stays at 0 slots (sluice
+ * used to refund it the 4, which let 1 preempt again without having
+ * earned it).
  */
-static void test_unused_slots_to_adoptive_parent(void **state)
+static void test_unused_slots_not_to_adoptive_parent(void **state)
 {
     struct world w;
     struct core_job *j1;
@@ -366,7 +369,86 @@ static void test_unused_slots_to_adoptive_parent(void **state)
     assert_int_equal(w.fx->deferred_calls, 2);
     assert_int_equal(job_of(&w, 7)->stack_level, -1);
     assert_null(job_of(&w, 7)->stack_parent);
-    assert_int_equal(j1->slots_available, 4);
+    assert_int_equal(j1->slots_available, 0);
+    world_free(&w);
+}
+
+/* The original parent does get its unused slots back. */
+static void test_unused_slots_to_parent(void **state)
+{
+    struct world w;
+    struct core_job *j1;
+
+    (void)state;
+    world_init(&w, 2, 0, 0, 1);
+    message(&w, 1, 30, "a", 0);
+    j1 = job_of(&w, 1);
+    assert_int_equal(run(&w, 4), 4); /* 1 has 4 slots */
+    message(&w, 7, 2, "b", 1);
+    block(&w, "b");
+    assert_int_equal(run(&w, 1), 1); /* 7 preempts 1, is blocked; "1" */
+    assert_string_equal(w.seq, "11111");
+    assert_ptr_equal(job_of(&w, 7)->stack_parent, j1);
+    assert_int_equal(j1->slots_available, 1);
+    core_queue_done(dest(&w, "b"), w.now, CORE_HOP_FAIL, "refused");
+    assert_int_equal(w.fx->deferred_calls, 2);
+    assert_int_equal(j1->slots_available, 5);
+    world_free(&w);
+}
+
+/*
+ * A transport whose windows are all full answers "nothing" without
+ * walking its jobs (Postfix asks the job list only when some queue has
+ * "window > busy" and an entry waiting): no job is marked a blocker, and
+ * the current job stays where it was. sluice used to walk every job and
+ * mark it, which cost a pass over all in-core jobs per delivery.
+ */
+static void test_full_windows_cost_nothing(void **state)
+{
+    struct world w;
+
+    (void)state;
+    world_init(&w, 2, 0, 0, 1);
+    message(&w, 1, 3, "a", 0);
+    message(&w, 2, 3, "a", 1);
+    block(&w, "a");
+    assert_int_equal(w.fx->t->ready_queues, 0);
+    assert_null(core_select(w.fx->core, w.now));
+    assert_false(CORE_JOB_BLOCKER_P(job_of(&w, 1)));
+    assert_false(CORE_JOB_BLOCKER_P(job_of(&w, 2)));
+    assert_ptr_equal(w.fx->t->current, job_of(&w, 1));
+    unblock(&w, "a");
+    assert_int_equal(w.fx->t->ready_queues, 1);
+    assert_int_equal(run(&w, 100), 6);
+    assert_string_equal(w.seq, "111222");
+    assert_int_equal(w.fx->t->ready_queues, 0);
+    world_free(&w);
+}
+
+/*
+ * A blocker job that gains an entry is reconsidered at once: selection
+ * starts again at the head of the job list, as the reference's
+ * qmgr_job_obtain() does, instead of carrying on from the current job
+ * behind it. 1 is blocked on a, 2 is selected and becomes current; 1
+ * gains an entry for c, which is open: 1 goes next ("21"; sluice used to
+ * give "22" and leave 1 waiting behind 2).
+ */
+static void test_blocker_gaining_entry_goes_first(void **state)
+{
+    struct world w;
+
+    (void)state;
+    world_init(&w, 0, 0, 0, 1);
+    message(&w, 1, 2, "a", 0);
+    message(&w, 2, 3, "b", 1);
+    block(&w, "a");
+    assert_int_equal(run(&w, 1), 1);
+    assert_string_equal(w.seq, "2");
+    assert_true(CORE_JOB_BLOCKER_P(job_of(&w, 1)));
+    assert_int_equal(core_message_add(w.msg[1], dest(&w, "c"), 2), 0);
+    assert_false(CORE_JOB_BLOCKER_P(job_of(&w, 1)));
+    assert_int_equal(run(&w, 1), 1);
+    assert_string_equal(w.seq, "21");
     world_free(&w);
 }
 
@@ -505,7 +587,10 @@ int main(void)
         cmocka_unit_test(test_candidate_by_age_per_entry),
         cmocka_unit_test(test_blockers_preempted_twice_parent_gone),
         cmocka_unit_test(test_blockers_complete_out_of_order),
-        cmocka_unit_test(test_unused_slots_to_adoptive_parent),
+        cmocka_unit_test(test_unused_slots_not_to_adoptive_parent),
+        cmocka_unit_test(test_unused_slots_to_parent),
+        cmocka_unit_test(test_full_windows_cost_nothing),
+        cmocka_unit_test(test_blocker_gaining_entry_goes_first),
         cmocka_unit_test(test_job_link_by_age),
         cmocka_unit_test(test_round_robin_transports),
         cmocka_unit_test(test_round_robin_peers),

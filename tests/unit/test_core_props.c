@@ -331,6 +331,103 @@ static void test_fifo_per_destination(void **state)
     }
 }
 
+/* Queues of t that could give an entry now, counted the long way. */
+static int ready_recount(const struct core_transport *t)
+{
+    const struct core_queue *q;
+    int n = 0;
+
+    TAILQ_FOREACH(q, &t->queues, link)
+        n += q->todo_count > 0 && core_queue_open(q);
+    return n;
+}
+
+/*
+ * The transport's count of ready queues (Postfix's transport selection
+ * test, "window > busy" and an entry waiting) is exact after every event,
+ * and selection never stalls: while the transport may start a delivery,
+ * it answers "nothing" only when no queue is ready. Random workloads with
+ * windows that move (feedback on), destinations that die and come back,
+ * and entries added to messages already in progress (blockers gaining
+ * entries).
+ */
+static void test_ready_count_and_no_stall(void **state)
+{
+    enum { DESTS = 5, FLIGHT = 48, MSGS = 24 };
+
+    (void)state;
+    for (int seed = 1; seed <= 600; seed++) {
+        struct core *core = props_core();
+        struct core_transport_params p;
+        struct core_transport *t;
+        struct core_queue *q[DESTS];
+        struct core_message *m[MSGS];
+        struct core_entry *flight[FLIGHT];
+        int nflight = 0, n, steps = 0;
+        uint64_t next_rcpt = 1000;
+        char key[16];
+        core_time_t now;
+
+        rng_state = (uint64_t)seed * 31;
+        props_params(&p, 2 + (int)(rng() % 4), (int)(rng() % 4), 50, 1);
+        p.concurrency_limit = 1 + (int)(rng() % 4);
+        p.initial_concurrency = 1;
+        p.positive.value = 1;
+        p.failed_cohort_limit = 1;
+        p.dead_backoff = 5 * SEC;
+        p.process_limit = 8;
+        t = core_transport_create(core, "smtp", &p);
+        for (int d = 0; d < DESTS; d++) {
+            snprintf(key, sizeof(key), "d%d", d);
+            q[d] = core_queue_create(t, key);
+        }
+        n = 2 + (int)(rng() % (MSGS - 2));
+        for (int j = 0; j < n; j++) {
+            int entries = 1 + (int)(rng() % 20);
+
+            m[j] = core_message_create(core, j, (core_time_t)j * SEC, NULL);
+            for (int i = 0; i < entries; i++)
+                core_message_add(m[j], q[rng() % DESTS], i);
+        }
+        for (now = (n + 1) * SEC; steps < 4000; now += SEC / 4, steps++) {
+            struct core_entry *e = NULL;
+            int r = (int)(rng() % 10);
+
+            core_run_timers(core, now);
+            assert_int_equal(t->ready_queues, ready_recount(t));
+            if (r == 0) {
+                /* a later batch: more entries for a message in core */
+                core_message_add(m[rng() % n], q[rng() % DESTS], next_rcpt++);
+            } else if (nflight < FLIGHT && (nflight == 0 || r < 6)) {
+                e = core_select(core, now);
+                if (e == NULL && core_transport_can_start(t) &&
+                    ready_recount(t) > 0)
+                    fail_msg("seed %d step %d: nothing selected with %d "
+                             "ready queues",
+                             seed, steps, ready_recount(t));
+                if (e != NULL)
+                    flight[nflight++] = e;
+                else if (nflight == 0 && ready_recount(t) == 0 &&
+                         core_next_timer(core) == CORE_TIME_NEVER)
+                    break;
+            } else if (nflight > 0) {
+                int i = (int)(rng() % nflight);
+
+                core_entry_done(flight[i], now,
+                                rng() % 8 == 0 ? CORE_HOP_FAIL : CORE_HOP_OK,
+                                "refused");
+                flight[i] = flight[--nflight];
+            }
+            assert_int_equal(t->ready_queues, ready_recount(t));
+        }
+        while (nflight > 0)
+            core_entry_done(flight[--nflight], now, CORE_HOP_OK, NULL);
+        for (int j = 0; j < n; j++)
+            core_message_release(m[j]);
+        core_free(core);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_slot_cost_below_two_fifo),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_fifo_per_destination),
+        cmocka_unit_test(test_ready_count_and_no_stall),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
