@@ -41,6 +41,7 @@ static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
     struct qmgr_notice_params p = {q->hostname, spool_now(), 0,
                                    q->bounce_size_limit};
     struct spool_msg *nm = spool_msg_new();
+    char why[512];
 
     p.retry_until = m->sm->arrival + q->retry.lifetime;
     for (size_t k = 0; k < n; k++) {
@@ -54,7 +55,14 @@ static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
     }
     nm->sender = xstrdup("");
     nm->arrival = p.now;
+    /* The original goes into the notice; without it, the notice still
+     * goes, with its headers and text only. */
+    if (qm_message_body(m, why, sizeof(why)) == NULL)
+        qm_log(q, QMGR_LOG_WARNING,
+               "%s: cannot read the message body for the %s: %s", m->id,
+               label[kind], why);
     nm->body = qmgr_notice_format(&p, kind, m->sm, r, n, &nm->size);
+    qm_message_body_idle(m);
     /* A notice is never the subject of another one. */
     spool_msg_add_rcpt(nm, m->sm->sender, NULL, SPOOL_NOTIFY_NEVER, NULL);
     free(r);

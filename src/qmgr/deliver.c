@@ -28,6 +28,8 @@
 void qm_delivery_free(struct qm_delivery *d)
 {
     LIST_REMOVE(d, link);
+    d->m->deliveries--;
+    qm_message_body_idle(d->m);
     free(d);
 }
 
@@ -101,7 +103,19 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     struct deliver_rcpt *rcpt = xcalloc((size_t)d->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = NULL;
     struct spool_msg *sm = d->m->sm;
+    char why[512];
 
+    if ((req.body = qm_message_body(d->m, why, sizeof(why))) == NULL) {
+        /* The spool cannot give it now: try again later, not a bounce. */
+        qm_log(q, QMGR_LOG_WARNING, "%s: cannot read the message body: %s",
+               d->m->id, why);
+        qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, "4.3.0",
+                          "cannot read the message from the queue", "none");
+        delivery_entry_done(d, CORE_HOP_NEUTRAL, NULL);
+        free(rcpt);
+        qm_delivery_free(d);
+        return;
+    }
     qmgr_deliver_settings(q->conf, r->transport, &set);
     for (int k = 0; k < d->nrcpt; k++) {
         const struct spool_rcpt *sr = &sm->rcpt[d->rcpt[k]];
@@ -120,7 +134,6 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
     req.rcpt = rcpt;
     req.nrcpt = (size_t)d->nrcpt;
-    req.body = d->m->body;
     req.session_limit = set.session_limit;
     req.timeouts = set.timeouts;
     req.reason = r->nexthop;
@@ -180,6 +193,7 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     d->queue = core_entry_queue(e);
     d->rcpt = core_entry_rcpts(e, &d->nrcpt);
     d->m = core_message_ctx(core_entry_message(e));
+    d->m->deliveries++;
     d->dest = core_queue_ctx(d->queue);
     d->handoff = qm_now_sec();
     LIST_INSERT_HEAD(&q->deliveries, d, link);

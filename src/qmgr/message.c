@@ -7,6 +7,9 @@
  *	struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
  *	void	qm_message_free(struct qm_msg *m)
  *	void	qm_message_load(struct qmgr *q, const char *id, int expire)
+ *	struct util_blob *qm_message_body(struct qm_msg *m, char *why,
+ *			size_t whylen)
+ *	void	qm_message_body_idle(struct qm_msg *m)
  *	void	qm_message_write(struct qm_msg *m,
  *			const struct spool_change *ch, int final)
  *	void	qm_core_entry_deferred(void *ctx, struct core_entry *e,
@@ -17,9 +20,17 @@
  *	qm_message_free() frees one that has left the queue manager's
  *	lists; its body lives on while deliveries still hold it.
  *
- *	A message's body is read from the spool once, when it is loaded,
- *	and every delivery of it sends that one copy (a util_blob: the
- *	deliveries hold references, not copies).
+ *	A message's body is in memory only while it is used: a message
+ *	waiting for a delivery slot holds its envelope and recipients,
+ *	not its body, so the active queue's memory does not grow with the
+ *	size of the messages in it. qm_message_body() reads the body from
+ *	the spool when a delivery or a notice needs it and it is not in
+ *	memory (sm->body then points into it); every delivery under way
+ *	sends that one copy (a util_blob: the deliveries hold references,
+ *	not copies). qm_message_body_idle() lets it go when no delivery of
+ *	the message is in progress (m->deliveries); a session still
+ *	sending keeps its own reference. It returns NULL with the reason
+ *	when the spool cannot give the body.
  *
  *	qm_message_load() brings message id into memory: each recipient
  *	not yet final is routed to its destination queue; or, with expire,
@@ -70,6 +81,30 @@ void qm_message_free(struct qm_msg *m)
     util_blob_unref(m->body);
     free(m->relayed);
     free(m);
+}
+
+struct util_blob *qm_message_body(struct qm_msg *m, char *why, size_t whylen)
+{
+    struct spool_msg *got;
+
+    if (m->body != NULL)
+        return m->body;
+    if (spool_get(m->q->sp, m->id, &got, SPOOL_GET_BODY, why, whylen) < 0)
+        return NULL;
+    m->body = util_blob_adopt(got->body, (size_t)got->size);
+    got->body = NULL;
+    spool_msg_free(got);
+    m->sm->body = (char *)util_blob_data(m->body);
+    return m->body;
+}
+
+void qm_message_body_idle(struct qm_msg *m)
+{
+    if (m->deliveries > 0 || m->body == NULL)
+        return;
+    m->sm->body = NULL;
+    util_blob_unref(m->body);
+    m->body = NULL;
 }
 
 static void message_forget(struct qm_msg *m)
@@ -271,14 +306,12 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     int nbad = 0;
     unsigned h;
 
-    if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS | SPOOL_GET_BODY, why,
-                  sizeof(why)) < 0) {
+    if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS, why, sizeof(why)) < 0) {
         qm_log(q, QMGR_LOG_WARNING, "%s: cannot read: %s", id, why);
         free(m);
         return;
     }
     m->q = q;
-    m->body = util_blob_adopt(m->sm->body, (size_t)m->sm->size);
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = qm_now_sec();
     m->relayed = xcalloc(m->sm->nrcpt + 1, 1);

@@ -236,8 +236,13 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
 {
     struct core_transport *t = NULL;
 
+    const struct qm_msg *m;
+
     *st = q->stats;
     st->active = q->active;
+    st->bodies = 0;
+    TAILQ_FOREACH(m, &q->msgs, link)
+        st->bodies += m->body != NULL;
     st->destinations = 0;
     while ((t = core_transport_next(q->core, t)) != NULL)
         st->destinations += (long)core_transport_queue_count(t);

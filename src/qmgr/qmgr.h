@@ -217,6 +217,7 @@ struct qmgr_stats {
     long submitted;    /* messages stored through qmgr_submit() */
     long destinations; /* destination queues in memory now */
     long notices;      /* notices to senders stored */
+    long bodies;       /* message bodies in memory now (being delivered) */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,

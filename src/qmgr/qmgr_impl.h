@@ -39,7 +39,8 @@ struct qm_msg {
     struct qmgr *q;
     char id[SPOOL_ID_MAX + 1];
     struct spool_msg *sm;
-    struct util_blob *body; /* sm->body, shared with its deliveries */
+    struct util_blob *body; /* sm->body while in use, or NULL */
+    int deliveries;         /* deliveries of it in progress */
     struct core_message *cm;
     double active;          /* seconds: entered the active queue */
     int pending;            /* spool writes not yet committed */
@@ -126,6 +127,8 @@ void qm_expire_sweep(struct qmgr *q);
 struct qm_msg *qm_message_find(struct qmgr *q, const char *id);
 void qm_message_free(struct qm_msg *m);
 void qm_message_load(struct qmgr *q, const char *id, int expire);
+struct util_blob *qm_message_body(struct qm_msg *m, char *why, size_t whylen);
+void qm_message_body_idle(struct qm_msg *m);
 void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
                       int final);
 void qm_core_entry_deferred(void *ctx, struct core_entry *e,

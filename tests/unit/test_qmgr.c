@@ -224,6 +224,8 @@ static void test_delivers_everything(void **state)
 
 /* More mail than qmgr_message_active_limit: loaded in batches as room
  * frees up, every message delivered, never more than the limit in memory. */
+static long max_active;
+
 static void active_limit_check(evutil_socket_t fd, short what, void *arg)
 {
     struct world *w = arg;
@@ -266,6 +268,64 @@ static void test_active_limit(void **state)
     assert_int_equal(st.delivered, 30);
     assert_int_equal(st.removed, 30);
     assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
+    world_stop(&w);
+    assert_int_equal(sink_count(&sk), 30);
+    sink_stop(&sk);
+}
+
+/*
+ * Issue 16: "Message bodies are not held in memory for every in-core
+ * message." With 30 messages in memory and one delivery at a time to
+ * their destination, at most one body is in memory at any moment (the
+ * one being sent); the others wait with their envelopes only.
+ */
+static void bodies_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct world *w = arg;
+    struct qmgr_stats st;
+
+    (void)fd;
+    (void)what;
+    qmgr_stats(w->q, &st);
+    if (st.bodies > 1)
+        fail_msg("%ld bodies in memory with %ld messages, one delivery at "
+                 "a time",
+                 st.bodies, st.active);
+    if (st.active > max_active)
+        max_active = st.active;
+}
+
+static void test_bodies_only_while_delivered(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char relay[64];
+    struct qmgr_stats st;
+    struct event *watch;
+    struct timeval tick = {0, 500};
+
+    (void)state;
+    NEED_SINK(&sk, NULL, NULL);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "initial_destination_concurrency", "1",
+                "default_destination_concurrency_limit", "1", NULL);
+    for (int i = 0; i < 30; i++) {
+        char a[64];
+        const char *r[1] = {a};
+
+        snprintf(a, sizeof(a), "u%d@bodies.test", i);
+        store(&w, "sender@client.test", 1, r);
+    }
+    max_active = 0;
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    watch = event_new(w.base, -1, EV_PERSIST, bodies_check, &w);
+    event_add(watch, &tick);
+    run_until_idle(&w, 30);
+    event_free(watch);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.delivered, 30);
+    assert_int_equal(st.bodies, 0);
+    assert_true(max_active > 10); /* they did wait in memory together */
     world_stop(&w);
     assert_int_equal(sink_count(&sk), 30);
     sink_stop(&sk);
@@ -925,6 +985,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivers_everything),
         cmocka_unit_test(test_active_limit),
+        cmocka_unit_test(test_bodies_only_while_delivered),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_flush_spool_full),
