@@ -220,6 +220,14 @@ struct route_table *route_load(const struct conf *conf, char *why,
         route_free(t);
         return NULL;
     }
+    for (int i = 0; i < t->ntransports; i++) {
+        struct route_transport *tr = t->transports + i;
+
+        tr->per_recipient =
+            tr->type != ROUTE_ERROR &&
+            conf_int(conf, tr->name,
+                     CONF_default_destination_recipient_limit) == 1;
+    }
     return t;
 }
 
@@ -308,6 +316,26 @@ static void domain_host(const struct domain *d, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)klen, key);
 }
 
+/* The recipient's own queue: "localpart@" before the next hop, lower-cased. */
+static void key_per_recipient(struct route_result *out)
+{
+    const char *at = strrchr(out->address, '@');
+    size_t local = (size_t)(at - out->address);
+    size_t hop = strlen(out->key.queue);
+    char *key = out->key.queue;
+
+    /* address_parse() found the "@"; a local part over RFC 5321's 64
+     * bytes is cut to what the key holds. */
+    if (local + 1 + hop >= sizeof(out->key.queue))
+        local = sizeof(out->key.queue) - 2 - hop;
+    memmove(key + local + 1, key, hop + 1);
+    memcpy(key, out->address, local);
+    key[local] = '@';
+    for (char *p = key; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+}
+
 static void result_fill(const struct route_table *t, int transport,
                         const struct route_hop *hop, const struct domain *d,
                         struct route_result *out)
@@ -334,6 +362,8 @@ static void result_fill(const struct route_table *t, int transport,
     route_nexthop_format(out, out->key.queue, sizeof(out->key.queue));
     snprintf(out->key.cache, sizeof(out->key.cache), "%s:%s", tr->name,
              out->key.queue);
+    if (tr->per_recipient)
+        key_per_recipient(out);
 }
 
 int route_resolve(const struct route_table *t, const char *address,

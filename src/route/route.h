@@ -85,13 +85,15 @@ enum route_type {
 #define ROUTE_NEXTHOP_MAX 511
 /* Longest local socket path: what struct sockaddr_un holds on Linux. */
 #define ROUTE_SOCKET_PATH_MAX 107
-/* The next hop in brackets with ":65535"; "transport:" and that. */
-#define ROUTE_QUEUE_KEY_MAX (ROUTE_NEXTHOP_MAX + 2 + 6)
+/* A local part and "@" (per-recipient queues), the next hop in brackets
+ * with ":65535"; "transport:" and the next hop so written. */
+#define ROUTE_QUEUE_KEY_MAX (64 + 1 + ROUTE_NEXTHOP_MAX + 2 + 6)
 #define ROUTE_KEY_MAX       (ROUTE_NAME_MAX + 1 + ROUTE_QUEUE_KEY_MAX)
 
 struct route_transport {
     const char *name; /* [a-z0-9_-], at most ROUTE_NAME_MAX bytes */
     enum route_type type;
+    int per_recipient; /* _destination_recipient_limit 1: a queue each */
 };
 
 /*
@@ -128,9 +130,14 @@ struct route_result {
  * key.queue: two recipients of one transport with the same queue key
  * share a destination queue ("example.com", "[10.0.0.1]:2525", "5.1.1
  * no such user"); it is the next hop as route_nexthop_format() writes
- * it. key.cache: a connection made for one destination may be reused
- * for any with the same cache key, "TRANSPORT:" and the queue key
- * ("smtp:example.com", "relay:[10.0.0.1]:2525"). Both are opaque to
+ * it. For a transport whose _destination_recipient_limit is 1 (except
+ * an error transport), each recipient is its own destination, as in the
+ * reference: the key is "localpart@" and that, lower-cased
+ * ("alice@example.com"), so that concurrency and dead-destination
+ * detection count per recipient. key.cache: a connection made for one
+ * destination may be reused for any with the same cache key,
+ * "TRANSPORT:" and the next hop as written above ("smtp:example.com",
+ * "relay:[10.0.0.1]:2525"), per recipient or not. Both are opaque to
  * callers, who only compare them.
  */
 

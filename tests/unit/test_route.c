@@ -300,6 +300,57 @@ static void test_transport_errors(void **state)
         NULL)));
 }
 
+/* The queue and cache keys of address, checked apart. */
+static void routes_keys(const struct route_table *t, const char *address,
+                        const char *queue, const char *cache)
+{
+    struct route_result r;
+    char why[WHY_SIZE] = "";
+
+    if (route_resolve(t, address, &r, why, sizeof(why)) != 0)
+        fail_msg("route_resolve(%s): %s", address, why);
+    assert_string_equal(r.key.queue, queue);
+    assert_string_equal(r.key.cache, cache);
+}
+
+/*
+ * "_destination_recipient_limit = 1 makes the recipient its own
+ * destination queue" (issue 16): the reference names the queue
+ * "localpart@nexthop", lower-cased, so that concurrency and dead
+ * destinations count per recipient, while connections stay shared per
+ * next hop (the cache key does not change). The error transport keeps
+ * one queue per text, as in the reference.
+ */
+static void test_per_recipient_queues(void **state)
+{
+    struct route_table *t;
+    char text[256];
+
+    (void)state;
+    snprintf(text, sizeof(text),
+             "gone.test error:5.1.1 no such user\n"
+             "lmtp.test lmtp:[10.0.0.7]:24\n");
+    table_write_n(text, strlen(text));
+    t = load_conf_ok(conf_with("smtp_destination_recipient_limit", "1",
+                               "lmtp_destination_recipient_limit", "1",
+                               "error_destination_recipient_limit", "1",
+                               "transport_maps", table, NULL));
+    routes_keys(t, "Alice@Example.COM", "alice@example.com",
+                "smtp:example.com");
+    routes_keys(t, "bob@example.com", "bob@example.com", "smtp:example.com");
+    routes_keys(t, "\"a b\"@example.com", "\"a b\"@example.com",
+                "smtp:example.com");
+    routes_keys(t, "carol@lmtp.test", "carol@[10.0.0.7]:24",
+                "lmtp:[10.0.0.7]:24");
+    routes_keys(t, "dave@gone.test", "5.1.1 no such user",
+                "error:5.1.1 no such user");
+    route_free(t);
+    /* Any other limit: one queue per next hop, as before. */
+    t = load_conf_ok(conf_with("smtp_destination_recipient_limit", "2", NULL));
+    routes_keys(t, "alice@example.com", "example.com", "smtp:example.com");
+    route_free(t);
+}
+
 static void test_relayhost(void **state)
 {
     struct route_table *t;
@@ -1058,6 +1109,7 @@ int main(void)
         cmocka_unit_test(test_table_unbounded_line),
         cmocka_unit_test(test_big_table),
         cmocka_unit_test(test_reload),
+        cmocka_unit_test(test_per_recipient_queues),
         cmocka_unit_test(test_random_junk),
     };
 
