@@ -37,6 +37,8 @@ struct core *core_create(const struct core_callbacks *cb, void *ctx)
     if (cb)
         core->cb = *cb;
     core->ctx = ctx;
+    core->msg_rcpt_limit = 20000; /* the reference's defaults */
+    core->msg_rcpt_minimum = 10;
     TAILQ_INIT(&core->timers);
     TAILQ_INIT(&core->messages);
     return core;

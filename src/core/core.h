@@ -197,6 +197,12 @@ struct core_callbacks {
     void (*entry_deferred)(void *ctx, struct core_entry *e, const char *reason);
     /* Every entry of a released message is done; it is freed after. */
     void (*message_done)(void *ctx, struct core_message *m);
+    /*
+     * Read up to max more recipients of m (core_message_add() each, then
+     * core_message_unread_set()); returns how many were read. Asked only
+     * while m has unread recipients; NULL: they are never read.
+     */
+    long (*message_more)(void *ctx, struct core_message *m, long max);
 };
 
 /* Feedback g(N) or f(N): x, x/N or x/sqrt(N). */
@@ -236,6 +242,10 @@ struct core_transport_params {
     int slot_loan;       /* _delivery_slot_loan */
     int slot_discount;   /* _delivery_slot_discount, percent */
     int min_slots;       /* _minimum_delivery_slots */
+    int rcpt_pool;       /* _recipient_limit: in-core recipient slots */
+    int rcpt_extra;      /* _extra_recipient_limit: for unread preemptors */
+    int refill_limit;    /* _recipient_refill_limit */
+    core_time_t refill_delay; /* _recipient_refill_delay */
     const struct core_job_policy *scheduler; /* _scheduler */
 };
 
@@ -289,6 +299,12 @@ struct core_message *core_message_create(struct core *core, uint64_t id,
 int core_message_add(struct core_message *m, struct core_queue *q,
                      uint64_t rcpt);
 void core_message_release(struct core_message *m);
+
+void core_recipient_limits_set(struct core *core, long message_limit,
+                               long minimum);
+long core_message_read_limit(const struct core_message *m);
+void core_message_unread_set(struct core_message *m, long unread);
+long core_recipient_count(const struct core *core);
 
 struct core_entry *core_select(struct core *core, core_time_t now);
 struct core_entry *core_transport_select(struct core_transport *t,

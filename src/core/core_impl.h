@@ -36,11 +36,22 @@
  *	void	core_queue_unblock(struct core_queue *q)
  *	void	core_queue_destroy(struct core_queue *q)
  *	void	core_queue_drop_entries(struct core_queue *q)
- *	void	core_queue_defer_todo(struct core_queue *q, const char *reason)
+ *	void	core_queue_defer_todo(struct core_queue *q, const char *reason,
+ *			core_time_t now)
  *	void	core_entry_start(struct core_entry *e, core_time_t now)
- *	void	core_entry_free(struct core_entry *e)
+ *	void	core_entry_free(struct core_entry *e, core_time_t now)
  *	void	core_entry_free_rcpts(struct core_entry *e)
  *	void	core_message_free(struct core_message *m)
+ *
+ *	Recipient memory limits (rcpt.c):
+ *	void	core_rcpt_job_linked(struct core_job *job)
+ *	void	core_rcpt_move_limits(struct core_job *job)
+ *	void	core_rcpt_preempted(struct core_job *job)
+ *	void	core_rcpt_read_done(struct core_message *m)
+ *	long	core_rcpt_more(struct core_message *m, core_time_t now,
+ *			long max)
+ *	int	core_rcpt_refill_due(const struct core_message *m,
+ *			const struct core_transport *t, core_time_t now)
  * DESCRIPTION
  *	Memory comes from util/'s allocators, which never return NULL
  *	(util/ is libc-only and deterministic, so core/ may use it).
@@ -63,7 +74,7 @@
  *	without looking at its jobs (queue.c).
  *
  *	The job, entry and message functions are described in job.c,
- *	entry.c and message.c.
+ *	entry.c and message.c, the recipient limits in rcpt.c.
  */
 
 #include "core/core.h"
@@ -101,11 +112,19 @@ void core_candidate_reset(struct core_transport *t);
 void core_queue_unblock(struct core_queue *q);
 void core_queue_destroy(struct core_queue *q);
 void core_queue_drop_entries(struct core_queue *q);
-void core_queue_defer_todo(struct core_queue *q, const char *reason);
+void core_queue_defer_todo(struct core_queue *q, const char *reason,
+                           core_time_t now);
 void core_entry_start(struct core_entry *e, core_time_t now);
-void core_entry_free(struct core_entry *e);
+void core_entry_free(struct core_entry *e, core_time_t now);
 void core_entry_free_rcpts(struct core_entry *e);
 void core_message_free(struct core_message *m);
+void core_rcpt_job_linked(struct core_job *job);
+void core_rcpt_move_limits(struct core_job *job);
+void core_rcpt_preempted(struct core_job *job);
+void core_rcpt_read_done(struct core_message *m);
+long core_rcpt_more(struct core_message *m, core_time_t now, long max);
+int core_rcpt_refill_due(const struct core_message *m,
+                         const struct core_transport *t, core_time_t now);
 
 enum core_queue_state {
     CORE_QUEUE_READY,     /* may start deliveries up to the window */
@@ -165,6 +184,8 @@ struct core_job {
     TAILQ_ENTRY(core_job) stack_siblings;
     unsigned blocker_tag;
     struct core_job *next_of_message;
+    long rcpt_count; /* recipients in core, in its entries */
+    long rcpt_limit; /* recipient slots it holds (rcpt.c) */
 };
 
 struct core_message {
@@ -176,6 +197,11 @@ struct core_message {
     struct core_job *jobs;
     long entries; /* not yet done, all jobs */
     int released;
+    long rcpt_count;         /* recipients in core */
+    long rcpt_limit;         /* recipient slots: minimum + its jobs' */
+    long rcpt_unread;        /* recipients the caller has not read yet */
+    long reads;              /* batches read */
+    core_time_t refill_time; /* when the last batch was read */
 };
 
 struct core_queue {
@@ -214,6 +240,8 @@ struct core_transport {
     struct core_job_list jobs;        /* the scheduler's job list */
     struct core_job_list jobs_bytime; /* by enqueue time */
     struct core_job *current;         /* job of the last selection */
+    long rcpt_unused;                 /* the recipient pool (may go < 0) */
+    struct core_job *next_unread;     /* first job, by time, still unread */
     unsigned blocker_tag;             /* odd; jobs and queues with it block */
     struct core_job *candidate;       /* candidate cache: the result, */
     struct core_job *candidate_for;   /* for this current job, */
@@ -240,6 +268,9 @@ struct core {
     struct core_transport *rr_next; /* core_select() starts here */
     struct core_timer_list timers;  /* armed timers, by time */
     struct core_message_list messages;
+    long rcpt_count;       /* recipients in core, all messages */
+    long msg_rcpt_limit;   /* qmgr_message_recipient_limit */
+    long msg_rcpt_minimum; /* qmgr_message_recipient_minimum */
 };
 
 /* Named predicates. */

@@ -13,7 +13,8 @@
  *	#include "core/core_impl.h"
  *
  *	void	core_entry_start(struct core_entry *e, core_time_t now)
- *	void	core_queue_defer_todo(struct core_queue *q, const char *reason)
+ *	void	core_queue_defer_todo(struct core_queue *q, const char *reason,
+ *			core_time_t now)
  *
  *	struct core_message *core_entry_message(const struct core_entry *e)
  *	struct core_queue *core_entry_queue(const struct core_entry *e)
@@ -102,10 +103,11 @@ void core_entry_done(struct core_entry *e, core_time_t now, enum core_hop hop,
                    "queue %s:%s: done for an entry never selected",
                    q->transport->name, q->key);
     core_queue_done(q, now, hop, reason);
-    core_entry_free(e);
+    core_entry_free(e, now);
 }
 
-void core_queue_defer_todo(struct core_queue *q, const char *reason)
+void core_queue_defer_todo(struct core_queue *q, const char *reason,
+                           core_time_t now)
 {
     struct core *core = q->transport->core;
     struct core_entry *e;
@@ -113,7 +115,7 @@ void core_queue_defer_todo(struct core_queue *q, const char *reason)
     while ((e = TAILQ_FIRST(&q->todo)) != NULL) {
         if (core->cb.entry_deferred)
             core->cb.entry_deferred(core->ctx, e, reason);
-        core_entry_free(e);
+        core_entry_free(e, now);
     }
 }
 

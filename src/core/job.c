@@ -95,6 +95,12 @@ void core_job_free(struct core_job *job)
 
     if (job->stack_level >= 0)
         core_job_retire(job);
+    core_rcpt_move_limits(job); /* and off next_unread */
+    if (t->next_unread == job)
+        t->next_unread = TAILQ_NEXT(job, bytime);
+    if (job->rcpt_limit != 0 && job->message->rcpt_count == 0)
+        core_panic(t->core, "job %llu: %ld recipient slots leak",
+                   (unsigned long long)job->message->id, job->rcpt_limit);
     TAILQ_REMOVE(&t->jobs_bytime, job, bytime);
     free(job);
 }
@@ -125,6 +131,7 @@ static void job_link(struct core_job *job)
     job->stack_level = 0;
     if (current == NULL)
         t->current = job;
+    core_rcpt_job_linked(job);
 }
 
 void core_job_entry_added(struct core_job *job)
@@ -149,9 +156,11 @@ void core_job_entry_added(struct core_job *job)
     core_candidate_reset(t);
 }
 
+/* Nothing left to select: off the list, unless more may be read. */
 static void job_retire_if_done(struct core_job *job)
 {
-    if (job->stack_level >= 0 && job->selected_entries >= job->read_entries)
+    if (job->stack_level >= 0 && job->selected_entries >= job->read_entries &&
+        job->message->rcpt_unread == 0)
         core_job_retire(job);
 }
 
@@ -211,6 +220,7 @@ void core_job_retire(struct core_job *job)
     TAILQ_REMOVE(&t->jobs, job, list);
     job->stack_level = -1;
     job->blocker_tag = 0;
+    core_rcpt_move_limits(job);
 }
 
 void core_job_block(struct core_job *job)

@@ -57,6 +57,8 @@ struct core_message *core_message_create(struct core *core, uint64_t id,
     m->ctx = ctx;
     m->queued = queued;
     m->core = core;
+    m->rcpt_limit = core->msg_rcpt_minimum; /* "always applies" */
+    m->refill_time = queued;
     TAILQ_INSERT_TAIL(&core->messages, m, link);
     return m;
 }
@@ -152,6 +154,9 @@ int core_message_add(struct core_message *m, struct core_queue *q,
         core_job_entry_added(job);
     }
     entry_add_rcpt(e, rcpt);
+    job->rcpt_count++;
+    m->rcpt_count++;
+    m->core->rcpt_count++;
     return 0;
 }
 
@@ -164,19 +169,40 @@ static void message_finish(struct core_message *m)
     core_message_free(m);
 }
 
-void core_message_release(struct core_message *m)
+/*
+ * A released message without entries is done, unless recipients are
+ * still unread: then the next batch is read, for as long as batches
+ * bring entries (a batch of recipients that are all final or refused
+ * brings none).
+ */
+static void message_check_done(struct core_message *m, core_time_t now)
 {
-    m->released = 1;
+    long unread;
+
+    while (m->entries == 0 && m->rcpt_unread > 0) {
+        unread = m->rcpt_unread;
+        if (core_rcpt_more(m, now, 0) <= 0 && m->rcpt_unread >= unread)
+            break; /* the caller cannot read: it keeps them for later */
+    }
     if (m->entries == 0)
         message_finish(m);
 }
 
-void core_entry_free(struct core_entry *e)
+void core_message_release(struct core_message *m)
+{
+    m->released = 1;
+    if (m->rcpt_unread == 0)
+        core_rcpt_read_done(m);
+    message_check_done(m, m->refill_time);
+}
+
+void core_entry_free(struct core_entry *e, core_time_t now)
 {
     struct core_peer *peer = e->peer;
     struct core_job *job = peer->job;
     struct core_message *m = job->message;
     struct core_queue *q = peer->queue;
+    struct core_transport *t = q->transport;
 
     if (e->busy) {
         TAILQ_REMOVE(&q->busy_list, e, queue_link);
@@ -187,6 +213,9 @@ void core_entry_free(struct core_entry *e)
         core_queue_ready_update(q);
         core_job_entry_dropped(job);
     }
+    job->rcpt_count -= e->nrcpt;
+    m->rcpt_count -= e->nrcpt;
+    m->core->rcpt_count -= e->nrcpt;
     core_entry_free_rcpts(e);
     free(e);
     if (--peer->entries == 0) {
@@ -195,8 +224,13 @@ void core_entry_free(struct core_entry *e)
             q->last_peer = NULL;
         free(peer);
     }
-    if (--m->entries == 0 && m->released)
-        message_finish(m);
+    m->entries--;
+    if (m->rcpt_unread == 0)
+        core_rcpt_move_limits(job);
+    else if (m->released && core_rcpt_refill_due(m, t, now))
+        core_rcpt_more(m, now, 0);
+    if (m->released)
+        message_check_done(m, now);
 }
 
 void core_message_free(struct core_message *m)

@@ -47,7 +47,14 @@
 
 #include "core/core_impl.h"
 
-/* The fewest and the most entries a job can end up with. */
+#include <limits.h>
+
+/*
+ * The fewest and the most entries a job can end up with: its entries so
+ * far, and as many again as its message has unread recipients (each may
+ * go to this transport, each to a destination of its own). The minimum
+ * cannot count them: they may all go to other transports.
+ */
 static int job_min_entries(const struct core_job *job)
 {
     return job->read_entries;
@@ -55,7 +62,9 @@ static int job_min_entries(const struct core_job *job)
 
 static int job_max_entries(const struct core_job *job)
 {
-    return job->read_entries;
+    long max = job->read_entries + job->message->rcpt_unread;
+
+    return max > INT_MAX ? INT_MAX : (int)max;
 }
 
 static struct core_job *job_candidate(struct core_job *current, core_time_t now)
@@ -134,6 +143,7 @@ static struct core_job *job_preempt(struct core_job *current, core_time_t now)
     core_candidate_reset(t);
     current->slots_available -= expected * p->slot_cost;
     job->slots_used = -expected;
+    core_rcpt_preempted(job);
     core_log(t->core, CORE_LOG_DEBUG,
              "%s: message %llu preempted by message %llu, level %d", t->name,
              (unsigned long long)current->message->id,
@@ -142,7 +152,7 @@ static struct core_job *job_preempt(struct core_job *current, core_time_t now)
 }
 
 /* The first peer of the job, round-robin, that may deliver now. */
-static struct core_peer *job_peer_select(struct core_job *job)
+static struct core_peer *job_peer_find(struct core_job *job)
 {
     struct core_peer *peer;
 
@@ -154,6 +164,22 @@ static struct core_peer *job_peer_select(struct core_job *job)
         }
     }
     return NULL;
+}
+
+/*
+ * As job_peer_find(), reading more recipients of the job's message when
+ * none of its entries can go and it has slots for more: not sooner, so
+ * that recipients still group per destination into few entries.
+ */
+static struct core_peer *job_peer_select(struct core_job *job, core_time_t now)
+{
+    struct core_peer *peer = job_peer_find(job);
+    struct core_message *m = job->message;
+
+    if (peer == NULL && m->released && m->rcpt_unread > 0 &&
+        m->rcpt_limit > m->rcpt_count && core_rcpt_more(m, now, 0) > 0)
+        peer = job_peer_find(job);
+    return peer;
 }
 
 static struct core_entry *preemptive_select(struct core_transport *t,
@@ -170,14 +196,17 @@ static struct core_entry *preemptive_select(struct core_transport *t,
         next = TAILQ_NEXT(job, list);
         if (CORE_JOB_BLOCKER_P(job))
             continue;
-        if ((peer = job_peer_select(job)) != NULL) {
+        if ((peer = job_peer_select(job, now)) != NULL) {
             struct core_entry *e = TAILQ_FIRST(&peer->todo);
 
             t->current = job;
             core_entry_start(e, now);
             return e;
         }
-        core_job_block(job);
+        if (job->selected_entries < job->read_entries)
+            core_job_block(job);
+        else /* stalled: nothing here until more is read */
+            core_job_retire(job);
     }
     t->current = NULL;
     return NULL;

@@ -305,7 +305,7 @@ static void queue_die(struct core_queue *q, core_time_t now, const char *reason)
     queue_debug(q, old_window, "dead");
     if (t->core->cb.queue_dead)
         t->core->cb.queue_dead(t->core->ctx, q, q->dead_reason);
-    core_queue_defer_todo(q, q->dead_reason);
+    core_queue_defer_todo(q, q->dead_reason, now);
     q->blocker_tag = 0;
 }
 

@@ -27,7 +27,9 @@
  *	(initial concurrency 5, limit 20, feedback 1 both ways, cohort
  *	limit 1, seed rounding, no rate delays, 300s dead backoff, process
  *	limit 100, 50 recipients per entry, slot cost 5, loan 3, discount
- *	50 %, minimum slots 3, the preemptive scheduler). Callers with a
+ *	50 %, minimum slots 3, a recipient pool of 20000 with 1000 extra,
+ *	refill at 100 free slots or after 5 s, the preemptive scheduler).
+ *	Callers with a
  *	configuration overwrite what it sets.
  *
  *	core_transport_create() adds a transport with a copy of p, using
@@ -88,6 +90,10 @@ void core_transport_params_init(struct core_transport_params *p)
     p->slot_loan = 3;
     p->slot_discount = 50;
     p->min_slots = 3;
+    p->rcpt_pool = 20000;
+    p->rcpt_extra = 1000;
+    p->refill_limit = 100;
+    p->refill_delay = 5000;
     p->scheduler = &core_policy_preemptive;
 }
 
@@ -140,6 +146,7 @@ core_transport_create(struct core *core, const char *name,
     TAILQ_INIT(&t->queues);
     TAILQ_INIT(&t->jobs);
     TAILQ_INIT(&t->jobs_bytime);
+    t->rcpt_unused = p->rcpt_pool;
     t->hash_size = 64;
     t->hash = xcalloc(t->hash_size, sizeof(*t->hash));
     t->next = core->transports;
@@ -156,6 +163,7 @@ void core_transport_update(struct core_transport *t,
     if (p->initial_concurrency < 1)
         core_panic(t->core, "transport %s: initial concurrency %d < 1", t->name,
                    p->initial_concurrency);
+    t->rcpt_unused += p->rcpt_pool - t->params.rcpt_pool;
     t->params = *p;
     t->params.scheduler = t->scheduler;
     TAILQ_FOREACH(q, &t->queues, link) {
@@ -204,7 +212,7 @@ void core_transport_suspend(struct core_transport *t, core_time_t now,
     t->suspended = 1;
     core_timer_arm(t->core, &t->suspend_timer, now + duration);
     TAILQ_FOREACH(q, &t->queues, link)
-        core_queue_defer_todo(q, t->suspend_reason);
+        core_queue_defer_todo(q, t->suspend_reason, now);
 }
 
 void core_transport_resume(struct core_transport *t)

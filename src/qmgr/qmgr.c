@@ -139,6 +139,9 @@ static void settings_apply(struct qmgr *q)
     struct timeval scan;
 
     q->limit = conf_int(conf, NULL, CONF_qmgr_message_active_limit);
+    core_recipient_limits_set(
+        q->core, conf_int(conf, NULL, CONF_qmgr_message_recipient_limit),
+        conf_int(conf, NULL, CONF_qmgr_message_recipient_minimum));
     q->feed_batch = q->limit / 20 > 0 ? q->limit / 20 : 1;
     q->scan_delay_ms = conf_time_ms(conf, NULL, CONF_queue_run_delay);
     qmgr_retry_params(conf, &q->retry);
@@ -167,8 +170,9 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
 {
     struct qmgr *q = xcalloc(1, sizeof(*q));
     /* core/ logs deaths and revivals itself: no queue callbacks. */
-    struct core_callbacks cb = {core_log_cb, NULL, NULL, qm_core_entry_deferred,
-                                qm_core_message_done};
+    struct core_callbacks cb = {.log = core_log_cb,
+                                .entry_deferred = qm_core_entry_deferred,
+                                .message_done = qm_core_message_done};
     struct deliver_cache_params cp = {0};
 
     q->base = base;
