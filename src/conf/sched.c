@@ -81,7 +81,8 @@ void conf_core_params(const struct conf *conf, const char *transport,
     p->rcpt_extra = (int)conf_int(conf, t, CONF_default_extra_recipient_limit);
     p->refill_limit =
         (int)conf_int(conf, t, CONF_default_recipient_refill_limit);
-    p->refill_delay = conf_time_ms(conf, t, CONF_default_recipient_refill_delay);
+    p->refill_delay =
+        conf_time_ms(conf, t, CONF_default_recipient_refill_delay);
     p->scheduler =
         strcmp(conf_str(conf, t, CONF_default_scheduler), "round_robin") == 0
             ? &core_policy_round_robin

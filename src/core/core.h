@@ -245,7 +245,7 @@ struct core_transport_params {
     int rcpt_pool;       /* _recipient_limit: in-core recipient slots */
     int rcpt_extra;      /* _extra_recipient_limit: for unread preemptors */
     int refill_limit;    /* _recipient_refill_limit */
-    core_time_t refill_delay; /* _recipient_refill_delay */
+    core_time_t refill_delay;                /* _recipient_refill_delay */
     const struct core_job_policy *scheduler; /* _scheduler */
 };
 

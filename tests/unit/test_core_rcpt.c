@@ -126,8 +126,8 @@ static long read_limit_of(const int in_core[3], const int slots[3])
     core_transport_params_init(&p);
     p.rcpt_pool = 0; /* the slots are set by hand below */
     for (int i = 0; i < 3; i++)
-        q[i] = core_queue_create(core_transport_create(core, names[i], &p),
-                                 "d");
+        q[i] =
+            core_queue_create(core_transport_create(core, names[i], &p), "d");
     m = core_message_create(core, 0, 0, NULL);
     for (int i = 0; i < 3; i++)
         for (int r = 0; r < in_core[i]; r++)
@@ -230,7 +230,7 @@ static long transport_in_core(const struct core_transport *t)
 struct run {
     long minimum, limit;
     struct core_transport_params p[2];
-    int reference; /* limit <= each pool + extra, as the defaults are */
+    int reference;     /* limit <= each pool + extra, as the defaults are */
     int one_transport; /* every message goes to one transport */
     int n;             /* messages, the run's qmgr_message_active_limit */
 };
@@ -253,8 +253,7 @@ struct run {
 static void bounds_check(const struct run *r, struct core *core,
                          struct core_transport *t[2], int seed, int step)
 {
-    long in_core = core_recipient_count(core), active = 0, seed_total,
-         proven;
+    long in_core = core_recipient_count(core), active = 0, seed_total, proven;
     const struct core_message *m;
 
     TAILQ_FOREACH(m, &core->messages, link)
@@ -268,8 +267,8 @@ static void bounds_check(const struct run *r, struct core *core,
     if (seed_total < r->limit)
         seed_total = r->limit;
     if (in_core > proven)
-        fail_msg("seed %d step %d: %ld in core, over %ld", seed, step,
-                 in_core, proven);
+        fail_msg("seed %d step %d: %ld in core, over %ld", seed, step, in_core,
+                 proven);
     if (r->reference && in_core > seed_total)
         fail_msg("seed %d step %d: %ld in core, over the seed's %ld", seed,
                  step, in_core, seed_total);
@@ -328,7 +327,7 @@ static void test_bounds_random(void **state)
         int nflight = 0, created = 0;
         core_time_t now = 0;
         struct run r;
-        char key[8];
+        char key[16];
 
         rng_state = (uint64_t)seed * 977;
         run_params(&r, seed);
