@@ -215,6 +215,67 @@ static void test_batches_within_bound(void **state)
     fake_free();
 }
 
+/*
+ * "Each time an unread job preempts the current job, it gets half of the
+ * remaining recipient slots from the normal pool and this extra pool."
+ * A (40 recipients, all read) holds the transport's pool; B (5, of which
+ * the global pool leaves room for 2) is unread and has no slots of its
+ * own. When B preempts A it gets (extra 6 + unused 0 + 1) / 2 = 3 slots,
+ * the pool going 3 below zero, and reads the rest; at the end every slot
+ * is back in the pool.
+ */
+static void test_extra_pool_for_unread_preemptor(void **state)
+{
+    struct core *core = core_create(&rcpt_callbacks, NULL);
+    struct core_transport_params p;
+    struct core_transport *t;
+    struct core_queue *q;
+    struct core_entry *e;
+    struct core_job *b;
+    core_time_t now = 100 * SEC;
+    int preempted = 0, done = 0;
+
+    (void)state;
+    rng_state = 5;
+    core_recipient_limits_set(core, 42, 1);
+    core_transport_params_init(&p);
+    p.rcpt_pool = 10;
+    p.rcpt_extra = 6;
+    p.recipient_limit = 1;
+    p.slot_cost = 2;
+    p.slot_loan = 0;
+    p.slot_discount = 0;
+    p.min_slots = 1;
+    p.initial_concurrency = 1;
+    p.concurrency_limit = 1;
+    p.refill_limit = 1;
+    t = core_transport_create(core, "smtp", &p);
+    q = core_queue_create(t, "d");
+    fake_message(core, 0, 40, &q, 1, 0);
+    assert_int_equal(msgs[0].next, 40);
+    fake_message(core, 1, 5, &q, 1, SEC);
+    assert_int_equal(msgs[1].next, 2); /* 42 - 40 */
+    b = msgs[1].cm->jobs;
+    assert_int_equal(b->rcpt_limit, 0);
+    assert_int_equal(t->rcpt_unused, 0);
+    while ((e = core_select(core, now)) != NULL) {
+        if (!preempted && b->stack_level > 0) {
+            preempted = 1;
+            assert_int_equal(b->rcpt_limit, 3);
+            assert_int_equal(t->rcpt_unused, -3);
+        }
+        core_entry_done(e, now, CORE_HOP_OK, NULL);
+        done++;
+        now += SEC;
+    }
+    assert_true(preempted);
+    assert_int_equal(done, 45);
+    assert_int_equal(msgs[1].next, 5);
+    assert_int_equal(t->rcpt_unused, 10);
+    core_free(core);
+    fake_free();
+}
+
 /* The recipients in core on transport t. */
 static long transport_in_core(const struct core_transport *t)
 {
@@ -386,6 +447,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_example),
         cmocka_unit_test(test_batches_within_bound),
+        cmocka_unit_test(test_extra_pool_for_unread_preemptor),
         cmocka_unit_test(test_bounds_random),
     };
 
