@@ -101,7 +101,8 @@ void sim_report_header(FILE *fp, int tsv)
                     "concurrency_stddev\ttimeouts_connect\t"
                     "timeouts_greeting\trejected\tsuspended\trecipients\t"
                     "attempts\tconnections\ttheoretical_pct\tduration_s\t"
-                    "events\n");
+                    "events\tconcurrency_time_avg\tconcurrency_time_stddev\t"
+                    "max_incore_recipients\tincore_bound\n");
         return;
     }
     fprintf(fp, "client server  feedback connection percentage client        "
@@ -132,14 +133,15 @@ void sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
     if (tsv) {
         fprintf(fp,
                 "%s\t%d\t%d\t%s\t%s\t%.2f\t%.2f\t%.2f\t%ld\t%ld\t%ld\t%ld\t"
-                "%ld\t%ld\t%ld\t%.2f\t%.1f\t%ld\t%.2f\t%.2f\n",
+                "%ld\t%ld\t%ld\t%.2f\t%.1f\t%ld\t%.2f\t%.2f\t%ld\t%ld\n",
                 sc->name, sc->params.concurrency_limit, server_limit(sc), style,
                 sc->connection_caching ? "yes" : "no", pct,
                 res->concurrency_avg, res->concurrency_stddev,
                 res->timeouts_connect, res->timeouts_greeting, res->rejected,
                 res->suspended, res->recipients, res->attempts,
                 res->connections, th, res->duration, res->events,
-                res->concurrency_time_avg, res->concurrency_time_stddev);
+                res->concurrency_time_avg, res->concurrency_time_stddev,
+                res->max_incore_recipients, res->incore_bound);
         return;
     }
     count_or_dash(tc, sizeof(tc), res->timeouts_connect);

@@ -297,6 +297,10 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
     snprintf(sc->transport, sizeof(sc->transport), "%s",
              conf_str_named(conf, NULL, "sim_transport"));
     conf_core_params(conf, sc->transport, &sc->params);
+    sc->message_rcpt_limit =
+        conf_int(conf, NULL, CONF_qmgr_message_recipient_limit);
+    sc->message_rcpt_minimum =
+        conf_int(conf, NULL, CONF_qmgr_message_recipient_minimum);
     if (*workload) {
         char path[1024];
 

@@ -109,7 +109,9 @@ struct sim_scenario {
     int connection_caching;
     core_time_t cache_time_limit;
     core_time_t reuse_time_limit;
-    int reuse_count_limit; /* 0 = none */
+    int reuse_count_limit;     /* 0 = none */
+    long message_rcpt_limit;   /* qmgr_message_recipient_limit */
+    long message_rcpt_minimum; /* qmgr_message_recipient_minimum */
     uint64_t seed;
 };
 
@@ -136,8 +138,11 @@ struct sim_result {
     double concurrency_stddev;
     double concurrency_time_avg; /* deliveries in flight, time-weighted */
     double concurrency_time_stddev;
-    double duration; /* seconds of virtual time */
-    long events;     /* simulator events processed */
+    double duration;            /* seconds of virtual time */
+    long events;                /* simulator events processed */
+    long max_incore_recipients; /* the most recipients core/ held */
+    long max_incore_messages;   /* the most messages in core at once */
+    long incore_bound;          /* the seed's total bound for the run */
     struct sim_latency latency[SIM_SIZE_CLASSES];
     char **sequence; /* per domain: message numbers in selection order */
 };

@@ -237,27 +237,54 @@ int world_conn_reusable(const struct world *w, const struct conn *c)
            w->now - c->opened_at < sc->reuse_time_limit;
 }
 
-/* A message of the workload arrives: its recipients go to core/. */
-static void message_arrive(struct world *w, int i)
+/*
+ * The next max recipients of message i go to core/, as the queue
+ * manager reads a batch from the spool; then core/ learns how many are
+ * left unread. Returns how many were read.
+ */
+static long message_read(struct world *w, int i, long max)
 {
     const struct sim_message *sm = &w->sc->messages[i];
+    struct run_msg *rm = &w->msgs[i];
+    long n = 0;
+
+    while (n < max && rm->part < sm->nparts) {
+        struct domain *d = &w->domains[sm->parts[rm->part].domain];
+
+        if (rm->in_part == sm->parts[rm->part].rcpts) {
+            rm->part++;
+            rm->in_part = 0;
+            continue;
+        }
+        if (core_message_add(rm->core, d->q, (uint64_t)(rm->read + n)) < 0) {
+            w->res->deferred++;
+            w->res->suspended++;
+        }
+        rm->in_part++;
+        n++;
+    }
+    rm->read += n;
+    core_message_unread_set(rm->core, sm->rcpts - rm->read);
+    return n;
+}
+
+static long world_message_more(void *ctx, struct core_message *m, long max)
+{
+    struct world *w = ctx;
+
+    return message_read(w, (int)core_message_id(m) - 1, max);
+}
+
+/* A message of the workload arrives: its first batch goes to core/. */
+static void message_arrive(struct world *w, int i)
+{
     struct core_message *m;
-    uint64_t rcpt = 0;
 
     m = core_message_create(w->core, (uint64_t)i + 1, w->now, &w->msgs[i]);
     w->msgs[i].core = m;
     w->msgs[i].done_at = -1;
     w->in_core++;
-    for (int p = 0; p < sm->nparts; p++) {
-        struct domain *d = &w->domains[sm->parts[p].domain];
-
-        for (long r = 0; r < sm->parts[p].rcpts; r++, rcpt++) {
-            if (core_message_add(m, d->q, rcpt) < 0) {
-                w->res->deferred++;
-                w->res->suspended++;
-            }
-        }
-    }
+    message_read(w, i, core_message_read_limit(m));
     core_message_release(m);
 }
 
@@ -295,6 +322,7 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
         .log = world_log,
         .entry_deferred = world_entry_deferred,
         .message_done = world_message_done,
+        .message_more = world_message_more,
     };
 
     memset(w, 0, sizeof(*w));
@@ -304,6 +332,8 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
     w->trace = trace;
     w->rng = sc->seed;
     w->core = core_create(&cb, w);
+    core_recipient_limits_set(w->core, sc->message_rcpt_limit,
+                              sc->message_rcpt_minimum);
     w->t = core_transport_create(w->core, sc->transport, &sc->params);
     w->domains = xcalloc(sc->ndomains, sizeof(*w->domains));
     w->dirty = xcalloc(sc->ndomains, sizeof(*w->dirty));
@@ -405,6 +435,13 @@ static void world_results(struct world *w)
         res->concurrency_time_stddev = tvar > 0 ? sqrt(tvar / used) : 0;
     }
     res->duration = w->now / 1000.0;
+    /* The seed's: max(minimum * messages in core + the transport's pool
+     * and reserve, qmgr_message_recipient_limit); the sim has no active
+     * limit, so the most messages it held stand for it. */
+    res->incore_bound = w->sc->message_rcpt_minimum * res->max_incore_messages +
+                        w->sc->params.rcpt_pool + w->sc->params.rcpt_extra;
+    if (res->incore_bound < w->sc->message_rcpt_limit)
+        res->incore_bound = w->sc->message_rcpt_limit;
     world_latency(w);
 }
 
@@ -461,6 +498,10 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
         }
         res->events++;
         dispatch(&w);
+        if (core_recipient_count(w.core) > res->max_incore_recipients)
+            res->max_incore_recipients = core_recipient_count(w.core);
+        if (w.in_core > res->max_incore_messages)
+            res->max_incore_messages = w.in_core;
     }
     if (trace)
         trace_flush(&w);

@@ -127,6 +127,9 @@ struct event {
 struct run_msg {
     struct core_message *core;
     core_time_t done_at; /* -1 while recipients are outstanding */
+    int part;            /* the next recipient to read: this part, */
+    long in_part;        /* this one in it, */
+    long read;           /* and so many read before it */
 };
 
 struct world {
