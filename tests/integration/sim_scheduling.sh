@@ -110,4 +110,28 @@ else
         not_ok "a missing workload file is an error naming it"
 fi
 
+# Issue 16: recipients reach core/ in batches; the TSV says how many it
+# held at most, under the seed's bound, and the big message still goes.
+cat >"$tmp/mem.conf" <<'EOF'
+sim_recipients = 2000
+qmgr_message_recipient_limit = 100
+default_recipient_limit = 200
+default_extra_recipient_limit = 0
+EOF
+"$sim" --tsv "$tmp/mem.conf" >"$tmp/mem"
+expect "the TSV header ends with max_incore_recipients and incore_bound" \
+    "max_incore_recipients incore_bound" \
+    "$(head -1 "$tmp/mem" | awk -F'\t' '{ print $(NF - 1), $NF }')"
+# shellcheck disable=SC2046
+set -- $(awk -F'\t' 'NR == 2 { print $13, $(NF - 1), $NF, NF }' "$tmp/mem")
+expect "the run has its 2000 recipients" "2000" "$1"
+expect "the bound is max(10 x 1 + 200 + 0, 100)" "210" "$3"
+if [ "$2" -gt 0 ] && [ "$2" -le "$3" ]; then
+    ok "at most $2 recipients in core, within the bound $3"
+else
+    not_ok "recipients in core within the bound (got $2, bound $3)"
+fi
+expect "the header and the row have the same columns" \
+    "$(head -1 "$tmp/mem" | awk -F'\t' '{ print NF }')" "$4"
+
 tap_done
