@@ -118,7 +118,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     }
     qmgr_deliver_settings(q->conf, r->transport, &set);
     for (int k = 0; k < d->nrcpt; k++) {
-        const struct spool_rcpt *sr = &sm->rcpt[d->rcpt[k]];
+        const struct spool_rcpt *sr = qm_rcpt_get(d->m, (uint32_t)d->rcpt[k]);
 
         rcpt[k].address = sr->address;
         rcpt[k].orcpt = sr->orcpt;

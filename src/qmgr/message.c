@@ -15,6 +15,8 @@
  *	void	qm_core_entry_deferred(void *ctx, struct core_entry *e,
  *			const char *reason)
  *	void	qm_core_message_done(void *ctx, struct core_message *cm)
+ *	long	qm_core_message_more(void *ctx, struct core_message *cm,
+ *			long max)
  * DESCRIPTION
  *	qm_message_find() finds a message in memory by queue id.
  *	qm_message_free() frees one that has left the queue manager's
@@ -32,19 +34,23 @@
  *	sending keeps its own reference. It returns NULL with the reason
  *	when the spool cannot give the body.
  *
- *	qm_message_load() brings message id into memory: each recipient
- *	not yet final is routed to its destination queue; or, with expire,
- *	returned to the sender at once (a message found too old in any
- *	state, held ones included).
+ *	qm_message_load() brings message id into memory: its envelope, and
+ *	the first batch of its recipients that core/ makes room for
+ *	(rcpt.c), each one not yet final routed to its destination queue;
+ *	or, with expire, every open recipient returned to the sender at
+ *	once (a message found too old in any state, held ones included).
  *
  *	qm_message_write() submits one change of m (or, with ch NULL, its
  *	removal) to the group commit; final says it is the message's last
  *	write, after which it leaves memory once committed.
  *
- *	qm_core_entry_deferred() and qm_core_message_done() are core/'s
- *	callbacks: an entry of a dead destination deferred without a
- *	delivery, and a message with no in-core work left, which then
- *	finishes: removed, deferred until its retry time, or expired.
+ *	qm_core_entry_deferred(), qm_core_message_done() and
+ *	qm_core_message_more() are core/'s callbacks: an entry of a dead
+ *	destination deferred without a delivery; a message with no in-core
+ *	work left, which then finishes (removed, deferred until its retry
+ *	time, or expired); and the next batch of a message's recipients.
+ *	A message finishes from what the spool says of its recipients
+ *	(bounce.c counts them), since most are no longer in memory.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -79,7 +85,7 @@ void qm_message_free(struct qm_msg *m)
     m->sm->body = NULL; /* the blob's: freed with its last reference */
     spool_msg_free(m->sm);
     util_blob_unref(m->body);
-    free(m->relayed);
+    qm_rcpt_free(m);
     free(m);
 }
 
@@ -200,63 +206,69 @@ static uint32_t random_u32(void)
     return r;
 }
 
+/* The message stays: deferred until its next attempt, notices sent. */
+static void message_requeue(struct qm_msg *m, struct qm_census *c, int64_t now,
+                            int64_t next)
+{
+    struct spool_change ch = {0};
+    struct spool_result *marks = NULL;
+
+    m->finishing = 1;
+    if (c != NULL)
+        qm_bounce_notices(m, c, 1, &ch, &marks);
+    ch.has_state = 1;
+    ch.state = SPOOL_DEFERRED;
+    ch.keep_hold = 1; /* held while it was being delivered: stays */
+    ch.has_next_attempt = 1;
+    ch.next_attempt = now + qmgr_retry_jitter(next - now, random_u32());
+    ch.has_attempts = 1;
+    ch.attempts = m->sm->attempts + 1;
+    m->q->stats.requeued++;
+    qm_message_write(m, &ch, 1);
+    free(marks);
+}
+
 static void message_finish(struct qm_msg *m)
 {
     struct qmgr *q = m->q;
-    struct spool_change ch = {0};
+    struct qm_census c;
     int64_t now, next = 0;
-    int open = 0;
+    char why[512], text[600];
 
     if (!m->core_done || m->pending > 0 || m->finishing)
         return;
-    for (uint32_t i = 0; i < m->sm->nrcpt; i++)
-        open += m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
-                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING;
     now = spool_now();
-    switch (qmgr_retry_decide(&q->retry, open > 0, m->sm->sender[0] == 0,
+    if (qm_bounce_census(m, &c, why, sizeof(why)) < 0) {
+        /* What happened is in the spool, unread: decide next time. */
+        qm_log(q, QMGR_LOG_WARNING, "%s: cannot read recipients: %s", m->id,
+               why);
+        next = now + q->retry.min_backoff;
+        message_requeue(m, NULL, now, next);
+        return;
+    }
+    switch (qmgr_retry_decide(&q->retry, c.open > 0, m->sm->sender[0] == 0,
                               m->sm->arrival, now, &next)) {
     case QMGR_DONE:
         m->finishing = 1;
-        qm_bounce_notices(m, 0, NULL, NULL);
+        qm_bounce_notices(m, &c, 0, NULL, NULL);
         qm_log(q, QMGR_LOG_INFO, "%s: removed", m->id);
         q->stats.removed++;
         qm_message_write(m, NULL, 1);
-        return;
-    case QMGR_EXPIRE: {
-        uint64_t *idx = xcalloc(m->sm->nrcpt, sizeof(*idx));
-        int n = 0;
-        char text[700];
-
-        for (uint32_t i = 0; i < m->sm->nrcpt; i++)
-            if (m->sm->rcpt[i].status == SPOOL_RCPT_DEFERRED ||
-                m->sm->rcpt[i].status == SPOOL_RCPT_PENDING)
-                idx[n++] = i;
-        snprintf(text, sizeof(text), "message expired: %s",
+        break;
+    case QMGR_EXPIRE:
+        snprintf(text, sizeof(text), "%s",
                  m->last_reason[0] ? m->last_reason : "not delivered");
         message_expired_log(m);
-        qm_outcome_decide(m, idx, n, DELIVER_BOUNCE, "4.4.7", text, "none");
-        free(idx);
-        return; /* finishes again once that is committed: DONE */
+        if (qm_rcpt_expire(m, text) > 0)
+            break; /* finishes again once that is committed: DONE */
+        next = now + q->retry.min_backoff;
+        message_requeue(m, &c, now, next);
+        break;
+    case QMGR_RETRY:
+        message_requeue(m, &c, now, next);
+        break;
     }
-    case QMGR_RETRY: {
-        /* One mark per recipient at most: the kinds are disjoint. */
-        struct spool_result *marks = xcalloc(m->sm->nrcpt + 1, sizeof(*marks));
-
-        m->finishing = 1;
-        qm_bounce_notices(m, 1, &ch, marks);
-        ch.has_state = 1;
-        ch.state = SPOOL_DEFERRED;
-        ch.keep_hold = 1; /* held while it was being delivered: stays */
-        ch.has_next_attempt = 1;
-        ch.next_attempt = now + qmgr_retry_jitter(next - now, random_u32());
-        ch.has_attempts = 1;
-        ch.attempts = m->sm->attempts + 1;
-        q->stats.requeued++;
-        qm_message_write(m, &ch, 1);
-        free(marks);
-        return;
-    }
-    }
+    qm_bounce_census_free(&c);
 }
 
 void qm_core_entry_deferred(void *ctx, struct core_entry *e, const char *reason)
@@ -280,33 +292,25 @@ void qm_core_message_done(void *ctx, struct core_message *cm)
     message_finish(m);
 }
 
-/* A recipient of a message found too old: returned with its last reason. */
-static void expire_rcpt(struct qm_msg *m, uint32_t i)
+long qm_core_message_more(void *ctx, struct core_message *cm, long max)
 {
-    const char *last = m->sm->rcpt[i].reason;
-    const char *sp = last ? strchr(last, ' ') : NULL;
-    uint64_t one = i;
-    char text[700];
-
-    snprintf(text, sizeof(text), "message expired: %s",
-             sp && sp[1] ? sp + 1 : "not delivered");
-    qm_outcome_decide(m, &one, 1, DELIVER_BOUNCE, "4.4.7", text, "none");
+    (void)ctx;
+    return qm_rcpt_read(core_message_ctx(cm), max);
 }
 
 /*
- * Bring message id into memory: each recipient not yet final is routed
- * to its destination queue; or, with expire, returned to the sender at
- * once (a message found too old in any state, held ones included).
+ * Bring message id into memory: its envelope and the first batch of
+ * recipients core/ makes room for; or, with expire, every open
+ * recipient returned to the sender at once (a message found too old in
+ * any state, held ones included).
  */
 void qm_message_load(struct qmgr *q, const char *id, int expire)
 {
     struct qm_msg *m = xcalloc(1, sizeof(*m));
     char why[512];
-    uint64_t *bad;
-    int nbad = 0;
     unsigned h;
 
-    if (spool_get(q->sp, id, &m->sm, SPOOL_GET_RCPTS, why, sizeof(why)) < 0) {
+    if (spool_get(q->sp, id, &m->sm, 0, why, sizeof(why)) < 0) {
         qm_log(q, QMGR_LOG_WARNING, "%s: cannot read: %s", id, why);
         free(m);
         return;
@@ -314,7 +318,6 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     m->q = q;
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = qm_now_sec();
-    m->relayed = xcalloc(m->sm->nrcpt + 1, 1);
     h = id_hash(m->id);
     m->hnext = q->hash[h];
     q->hash[h] = m;
@@ -322,35 +325,12 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     q->active++;
     q->stats.loaded++;
     m->cm = core_message_create(q->core, ++q->next_id, qm_now_ms(), m);
-    bad = xcalloc(m->sm->nrcpt + 1, sizeof(*bad));
-    if (expire)
+    if (expire) {
         message_expired_log(m);
-    for (uint32_t i = 0; i < m->sm->nrcpt; i++) {
-        struct route_result r;
-        struct core_queue *cq;
-
-        if (m->sm->rcpt[i].status == SPOOL_RCPT_DELIVERED ||
-            m->sm->rcpt[i].status == SPOOL_RCPT_BOUNCED)
-            continue;
-        if (expire) {
-            expire_rcpt(m, i);
-            continue;
-        }
-        if (route_resolve(q->routes, m->sm->rcpt[i].address, &r, why,
-                          sizeof(why)) < 0) {
-            bad[nbad++] = i;
-            continue;
-        }
-        cq = qm_dest_queue(q, &r);
-        if (core_message_add(m->cm, cq, i) < 0) {
-            uint64_t one = i;
-
-            qm_outcome_suspended(m, &one, 1, core_queue_refusal(cq));
-        }
+        qm_rcpt_expire(m, NULL);
+        core_message_unread_set(m->cm, 0);
+    } else if (qm_rcpt_read(m, core_message_read_limit(m->cm)) == 0) {
+        core_message_unread_set(m->cm, 0); /* no recipients at all */
     }
-    if (nbad > 0)
-        qm_outcome_decide(m, bad, nbad, DELIVER_BOUNCE, "5.1.3",
-                          "bad address syntax", "none");
-    free(bad);
     core_message_release(m->cm); /* may finish it at once */
 }

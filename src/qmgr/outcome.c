@@ -47,8 +47,8 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
     char line[2048];
 
     e.queue_id = m->id;
-    e.recipient = m->sm->rcpt[i].address;
-    e.orig_recipient = m->sm->rcpt[i].orig;
+    e.recipient = qm_rcpt_get(m, i)->address;
+    e.orig_recipient = qm_rcpt_get(m, i)->orig;
     e.relay = relay;
     e.conn_use = conn_use;
     e.dsn = dsn;
@@ -85,24 +85,19 @@ void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
         out[k].status = spool_status(r->status);
         out[k].code = r->code;
         out[k].reason = reason[k];
-        m->sm->rcpt[i].status = out[k].status;
-        m->sm->rcpt[i].code = r->code;
-        free(m->sm->rcpt[i].reason);
-        m->sm->rcpt[i].reason = xstrdup(reason[k]);
         if (r->status == DELIVER_OK &&
-            (m->sm->rcpt[i].notify & SPOOL_NOTIFY_SUCCESS)) {
-            if (how == QM_HOW_SMTP_DSN) {
-                out[k].notified = SPOOL_NOTIFIED_SUCCESS;
-                m->sm->rcpt[i].notified |= SPOOL_NOTIFIED_SUCCESS;
-            }
-            m->relayed[i] = how == QM_HOW_SMTP;
-        }
+            (qm_rcpt_get(m, i)->notify & SPOOL_NOTIFY_SUCCESS))
+            out[k].notified = how == QM_HOW_SMTP_DSN ? SPOOL_NOTIFIED_SUCCESS
+                              : how == QM_HOW_SMTP   ? SPOOL_NOTIFIED_RELAYED
+                                                     : 0;
         if (r->status == DELIVER_DEFER && r->text)
             snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->text);
     }
     ch.nresults = (uint32_t)n;
     ch.results = out;
     qm_message_write(m, &ch, 0); /* the change is copied */
+    for (int k = 0; k < n; k++)
+        qm_rcpt_decided(m, (uint32_t)idx[k]);
     free(out);
     free(reason);
 }

@@ -172,7 +172,8 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     /* core/ logs deaths and revivals itself: no queue callbacks. */
     struct core_callbacks cb = {.log = core_log_cb,
                                 .entry_deferred = qm_core_entry_deferred,
-                                .message_done = qm_core_message_done};
+                                .message_done = qm_core_message_done,
+                                .message_more = qm_core_message_more};
     struct deliver_cache_params cp = {0};
 
     q->base = base;
@@ -245,6 +246,7 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
     *st = q->stats;
     st->active = q->active;
     st->bodies = 0;
+    st->recipients = q->recipients;
     TAILQ_FOREACH(m, &q->msgs, link)
         st->bodies += m->body != NULL;
     st->destinations = 0;

@@ -218,6 +218,7 @@ struct qmgr_stats {
     long destinations; /* destination queues in memory now */
     long notices;      /* notices to senders stored */
     long bodies;       /* message bodies in memory now (being delivered) */
+    long recipients;   /* recipients in memory now, awaiting an outcome */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,

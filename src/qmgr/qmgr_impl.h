@@ -12,6 +12,7 @@
  *	qmgr.c		the object: create, reload, stop, free, its events
  *	feed.c		the active-queue feed: which messages come in next
  *	message.c	a message in core: load, spool writes, its end
+ *	rcpt.c		its recipients in memory: batches from the spool
  *	dest.c		destination queues and their routes
  *	deliver.c	hand-off of core/'s entries to the delivery agents
  *	outcome.c	recipient outcomes: to the spool and the log
@@ -42,11 +43,13 @@ struct qm_msg {
     struct util_blob *body; /* sm->body while in use, or NULL */
     int deliveries;         /* deliveries of it in progress */
     struct core_message *cm;
-    double active;          /* seconds: entered the active queue */
-    int pending;            /* spool writes not yet committed */
-    int core_done;          /* core/ has no entry of it left */
-    int finishing;          /* the last write is on its way */
-    unsigned char *relayed; /* per recipient: delivered to a non-DSN hop */
+    double active;             /* seconds: entered the active queue */
+    int pending;               /* spool writes not yet committed */
+    int core_done;             /* core/ has no entry of it left */
+    int finishing;             /* the last write is on its way */
+    uint32_t next_read;        /* the first recipient not yet read */
+    struct qm_batch **batches; /* recipients in memory, by index */
+    int nbatches, batch_cap;
     char last_reason[512];
     struct qm_msg *hnext;
     TAILQ_ENTRY(qm_msg) link;
@@ -101,6 +104,7 @@ struct qmgr {
     int closing;        /* qmgr_stop(): start nothing, write nothing */
     int draining;       /* qmgr_drain(): start nothing, finish what runs */
     long submitting;    /* new messages not yet committed */
+    long recipients;    /* read from the spool, awaiting an outcome */
     struct qmgr_stats stats;
 };
 
@@ -134,6 +138,18 @@ void qm_message_write(struct qm_msg *m, const struct spool_change *ch,
 void qm_core_entry_deferred(void *ctx, struct core_entry *e,
                             const char *reason);
 void qm_core_message_done(void *ctx, struct core_message *cm);
+long qm_core_message_more(void *ctx, struct core_message *cm, long max);
+
+/* rcpt.c */
+typedef void qm_rcpt_visit_fn(void *ctx, uint32_t i, struct spool_rcpt *r);
+
+long qm_rcpt_read(struct qm_msg *m, long max);
+struct spool_rcpt *qm_rcpt_get(struct qm_msg *m, uint32_t i);
+void qm_rcpt_decided(struct qm_msg *m, uint32_t i);
+long qm_rcpt_expire(struct qm_msg *m, const char *text);
+int qm_rcpt_walk(struct qm_msg *m, qm_rcpt_visit_fn *visit, void *ctx,
+                 char *why, size_t whylen);
+void qm_rcpt_free(struct qm_msg *m);
 
 /* dest.c */
 struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r);
@@ -158,8 +174,25 @@ void qm_outcome_suspended(struct qm_msg *m, const uint64_t *idx, int n,
                           const char *reason);
 
 /* bounce.c */
-void qm_bounce_notices(struct qm_msg *m, int retry, struct spool_change *ch,
-                       struct spool_result *marks);
+struct qm_owed {
+    uint32_t *idx;              /* recipients owed one kind of notice */
+    struct qmgr_notice_rcpt *r; /* what the notice says of each */
+    size_t n, cap;
+};
+
+struct qm_census {
+    uint32_t open;          /* recipients deferred or never tried */
+    int warned;             /* a delay notice went out already */
+    int notices;            /* the sender gets notices (not null) */
+    int delays;             /* old enough for a delay notice */
+    struct qm_owed owed[3]; /* by enum qmgr_notice */
+};
+
+int qm_bounce_census(struct qm_msg *m, struct qm_census *c, char *why,
+                     size_t whylen);
+void qm_bounce_notices(struct qm_msg *m, struct qm_census *c, int retry,
+                       struct spool_change *ch, struct spool_result **marks);
+void qm_bounce_census_free(struct qm_census *c);
 
 /* submit.c */
 void qm_submit_notice(struct qmgr *q, struct spool_msg *nm, const char *kind,

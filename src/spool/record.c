@@ -350,7 +350,7 @@ int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *rc,
             if (field_to_num(&r, tag, data, flen, &v) < 0)
                 goto bad;
             if ((tag == RCPT_NOTIFY && v > 15) ||
-                (tag == RCPT_NOTIFIED && v > 7) ||
+                (tag == RCPT_NOTIFIED && v > 15) ||
                 (tag == RCPT_STATUS && v > SPOOL_RCPT_DEFERRED) ||
                 (tag == RCPT_CODE && v > 999)) {
                 snprintf(why, whylen, "field %d: value %llu out of range", tag,

@@ -86,7 +86,9 @@
  *	spool_get() reads a message by queue id: its envelope always, its
  *	recipients with SPOOL_GET_RCPTS, its body with SPOOL_GET_BODY.
  *	spool_rcpts() reads up to max recipients starting at index from
- *	(recipients can be read in batches from any position). spool_list()
+ *	(recipients can be read in batches from any position);
+ *	spool_rcpts_free() frees what it gave, and spool_rcpt_clear() the
+ *	strings of one of them (left NULL). spool_list()
  *	calls fn for each message of an index: SPOOL_INDEX_INCOMING in
  *	arrival order, SPOOL_INDEX_DEFERRED by next attempt time,
  *	SPOOL_INDEX_ALL by queue id (roughly arrival order); fn returns
@@ -159,6 +161,9 @@ enum spool_rcpt_status {
 #define SPOOL_NOTIFIED_FAILURE 1u /* bounced or expired */
 #define SPOOL_NOTIFIED_DELAY   2u /* delayed */
 #define SPOOL_NOTIFIED_SUCCESS 4u /* delivered or relayed */
+/* Not a notice: delivered to a next hop without DSN, so the success
+ * notice owed says "relayed" (RFC 3464 Action). */
+#define SPOOL_NOTIFIED_RELAYED 8u
 
 /* DSN RET. */
 enum spool_ret {
@@ -277,6 +282,7 @@ int spool_rcpts(struct spool *sp, const char *id, uint32_t from, uint32_t max,
                 struct spool_rcpt **out, uint32_t *count, char *why,
                 size_t whylen);
 void spool_rcpts_free(struct spool_rcpt *r, uint32_t count);
+void spool_rcpt_clear(struct spool_rcpt *r);
 int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                void *ctx, char *why, size_t whylen);
 int spool_list_index(struct spool *sp, enum spool_index index,

@@ -98,7 +98,6 @@ int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,
 void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r);
 int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *r,
                       char *why, size_t whylen);
-void spool_rcpt_clear(struct spool_rcpt *r);
 void spool_envelope_clear(struct spool_msg *m);
 
 void spool_key_id(unsigned char key[SPOOL_KEY_ID], const char *id);

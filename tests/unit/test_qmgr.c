@@ -331,6 +331,97 @@ static void test_bodies_only_while_delivered(void **state)
     sink_stop(&sk);
 }
 
+/*
+ * Issue 16, the seed's "Dealing with memory resource limits": "the
+ * queue manager reads the recipients in batches" and keeps at most
+ * max(qmgr_message_recipient_limit, minimum * active messages +
+ * _recipient_limit + _extra_recipient_limit) of them in core per
+ * transport. Three lists of 1,500 recipients over 30 domains and 20
+ * single-recipient messages, with limits of 100: the recipients in
+ * memory never pass the bound, every one is delivered once, and the
+ * lists are read in many batches.
+ */
+static long max_recipients;
+
+static void recipients_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct world *w = arg;
+    struct qmgr_stats st;
+    long bound;
+
+    (void)fd;
+    (void)what;
+    qmgr_stats(w->q, &st);
+    bound = 10 * st.active + 100 + 100;
+    if (bound < 100)
+        bound = 100;
+    if (st.recipients > bound)
+        fail_msg("%ld recipients in memory, bound %ld (%ld messages)",
+                 st.recipients, bound, st.active);
+    if (st.recipients > max_recipients)
+        max_recipients = st.recipients;
+}
+
+static void store_list(struct world *w, int list, int nrcpt)
+{
+    char **a = calloc((size_t)nrcpt, sizeof(*a));
+
+    for (int i = 0; i < nrcpt; i++) {
+        a[i] = malloc(64);
+        snprintf(a[i], 64, "l%d-u%d@d%d.test", list, i, i % 30);
+    }
+    store(w, "owner@client.test", nrcpt, (const char *const *)a);
+    for (int i = 0; i < nrcpt; i++)
+        free(a[i]);
+    free(a);
+}
+
+static void test_recipient_batches(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char relay[64];
+    struct qmgr_stats st;
+    struct event *watch;
+    struct timeval tick = {0, 1000};
+
+    (void)state;
+    NEED_SINK(&sk, NULL, NULL);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "qmgr_message_recipient_limit", "100",
+                "qmgr_message_recipient_minimum", "10",
+                "default_recipient_limit", "100",
+                "default_extra_recipient_limit", "100",
+                "default_destination_recipient_limit", "20", NULL);
+    for (int l = 0; l < 3; l++)
+        store_list(&w, l, 1500);
+    for (int i = 0; i < 20; i++) {
+        char a[64];
+        const char *r[1] = {a};
+
+        snprintf(a, sizeof(a), "single%d@small.test", i);
+        store(&w, "sender@client.test", 1, r);
+    }
+    max_recipients = 0;
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    watch = event_new(w.base, -1, EV_PERSIST, recipients_check, &w);
+    event_add(watch, &tick);
+    run_until_idle(&w, 120);
+    event_free(watch);
+    qmgr_stats(w.q, &st);
+    assert_int_equal(st.loaded, 23);
+    assert_int_equal(st.delivered, 3 * 1500 + 20);
+    assert_int_equal(st.deferred + st.bounced, 0);
+    assert_int_equal(st.removed, 23);
+    assert_int_equal(st.recipients, 0);
+    assert_true(max_recipients > 20); /* batches were in memory */
+    assert_int_equal(count_of(w.log, "status=sent (250"), 3 * 1500 + 20);
+    assert_int_equal(count_of(w.log, "to=<l1-u1499@d29.test>"), 1);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
+    world_stop(&w);
+    sink_stop(&sk);
+}
+
 /* The transport table's discard and error transports, and an address
  * that cannot be routed: every recipient final, the message removed. */
 static void test_local_outcomes(void **state)
@@ -986,6 +1077,7 @@ int main(void)
         cmocka_unit_test(test_delivers_everything),
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_bodies_only_while_delivered),
+        cmocka_unit_test(test_recipient_batches),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_flush_spool_full),
