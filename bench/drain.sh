@@ -95,11 +95,14 @@ EOF
 	start=$(now)
 	start_sluiced "$DIR/s" "$DIR/s/sluice.conf"
 	anon=0
+	file=0
 	until [ "$(sink_messages "$DIR"/sinks/*.count)" -ge "$want" ]; do
 		kill -0 "$SLUICED_PID" 2>/dev/null ||
 			die "sluiced exited: $(tail -n 3 "$DIR/s/sluiced.log")"
 		a=$(awk '/^RssAnon/ { print $2 }' "/proc/$SLUICED_PID/status")
 		[ "${a:-0}" -gt "$anon" ] && anon=$a
+		f=$(awk '/^RssFile/ { print $2 }' "/proc/$SLUICED_PID/status")
+		[ "${f:-0}" -gt "$file" ] && file=$f
 		sleep 0.05
 	done
 	secs=$(span "$start" "$(now)" 3)
@@ -110,8 +113,8 @@ EOF
 	last_us=$us
 	echo "drain: $size messages in $secs s = $(rate "$size" "$secs") msg/s," \
 		"$us us per message, peak resident $((hwm / 1024)) MB" \
-		"(of it anonymous, sampled: $((anon / 1024)) MB; the rest is the" \
-		"spool's map)"
+		"(sampled: anonymous $((anon / 1024)) MB, file-backed" \
+		"$((file / 1024)) MB, mostly the spool's map)"
 	rm -rf "$q"
 done
 echo "drain: growth, per-message time at the largest size over the smallest:" \

@@ -190,6 +190,7 @@ int spool_get(struct spool *sp, const char *id, struct spool_msg **mp, int what,
     ret = 0;
 done:
     spool_txn_end(sp, txn);
+    spool_map_touch(sp, 1 + (long)m->nrcpt * !!(what & SPOOL_GET_RCPTS), 0);
     if (ret == 0)
         *mp = m;
     else
@@ -208,6 +209,7 @@ int spool_rcpts(struct spool *sp, const char *id, uint32_t from, uint32_t max,
         return -1;
     ret = rcpts_read(sp, txn, id, from, max, out, count, why, whylen);
     spool_txn_end(sp, txn);
+    spool_map_touch(sp, ret == 0 ? (long)*count : 1, 0);
     return ret;
 }
 
@@ -245,9 +247,11 @@ static int walk(struct spool *sp, MDB_dbi dbi, const char *what, walk_fn *visit,
         spool_txn_end(sp, txn);
         return -1;
     }
-    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+        spool_map_touch(sp, 1, 1);
         if (visit(ctx, txn, &k, &v))
             break;
+    }
     mdb_cursor_close(cur);
     spool_txn_end(sp, txn);
     if (rc && rc != MDB_NOTFOUND) {

@@ -207,10 +207,20 @@ static void batch_done(struct spool_pending *batch, int status, const char *why)
     }
 }
 
+static long batch_count(const struct spool_pending *batch)
+{
+    long n = 0;
+
+    for (; batch; batch = batch->next)
+        n++;
+    return n;
+}
+
 static void *committer(void *arg)
 {
     struct spool *sp = arg;
     char why[256];
+    long n;
 
     pthread_mutex_lock(&sp->lock);
     for (;;) {
@@ -225,8 +235,10 @@ static void *committer(void *arg)
         sp->head = NULL;
         sp->tail = &sp->head;
         pthread_mutex_unlock(&sp->lock);
+        n = batch_count(batch);
         status = batch_write(sp, batch, why, sizeof(why));
         batch_done(batch, status, why);
+        spool_map_touch(sp, n, 0);
         pthread_mutex_lock(&sp->lock);
         sp->commits++;
     }

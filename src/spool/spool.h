@@ -283,6 +283,7 @@ int spool_rcpts(struct spool *sp, const char *id, uint32_t from, uint32_t max,
                 size_t whylen);
 void spool_rcpts_free(struct spool_rcpt *r, uint32_t count);
 void spool_rcpt_clear(struct spool_rcpt *r);
+void spool_map_release(struct spool *sp);
 int spool_list(struct spool *sp, enum spool_index index, spool_list_fn *fn,
                void *ctx, char *why, size_t whylen);
 int spool_list_index(struct spool *sp, enum spool_index index,

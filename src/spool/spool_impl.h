@@ -39,6 +39,7 @@
  *			unsigned flags)
  *	void	spool_why_lmdb(char *why, size_t whylen, const char *what,
  *			int rc)
+ *	void	spool_map_touch(struct spool *sp, long n, int locked)
  * DESCRIPTION
  *	Records are versioned tag-length-value strings: a version byte,
  *	then fields, each a tag byte, a length (LEB128) and the bytes;
@@ -63,10 +64,16 @@
  *	while the writes or the commit do not fit; fn returns 0, an MDB
  *	error (reported as "WHAT: ..."), or -1 with why set. spool_put()
  *	is mdb_put() of key and data given as pointers and lengths.
+ *
+ *	spool_map_touch() counts n records read or written through the map;
+ *	every SPOOL_MAP_RELEASE_RECORDS it lets the map's pages go
+ *	(spool_map_release()). With locked, the caller holds a transaction
+ *	(and so the resize lock) already.
  */
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "spool/spool.h"
 #include "util/util.h"
@@ -89,8 +96,15 @@ struct spool {
     struct spool_pending *head, **tail;
     int stop, committer_running;
     pthread_t committer;
-    long commits; /* transactions committed by the committer */
+    long commits;            /* transactions committed by the committer */
+    atomic_long map_touched; /* records read or written since the last
+                                spool_map_release() */
 };
+
+/* Records read or written between two releases of the map's pages. */
+#define SPOOL_MAP_RELEASE_RECORDS 1000
+
+void spool_map_touch(struct spool *sp, long n, int locked);
 
 void spool_envelope_encode(struct util_buf *b, const struct spool_msg *m);
 int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,

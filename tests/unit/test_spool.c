@@ -884,6 +884,73 @@ static void test_map_grows_then_full(void **state)
 /* The database file never shrinks: what deleted messages occupied is
  * free inside it, and spool_free_bytes() counts it, so that a spool
  * that was filled and then emptied is not taken for a full one. */
+/* The process's resident file-backed pages (RssFile), in kB. */
+static long rss_file_kb(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+
+    assert_non_null(fp);
+    while (fgets(line, sizeof(line), fp))
+        if (sscanf(line, "RssFile: %ld kB", &kb) == 1)
+            break;
+    fclose(fp);
+    return kb;
+}
+
+/*
+ * Issue 16: "peak resident memory (under 150 MB at 100,000 queued)". The
+ * pages of the map a process has read count in its resident size until
+ * spool_map_release() lets them go: reading 20 MB of bodies maps 20 MB,
+ * and after the release they are no longer the process's (the data are
+ * still there, read again through the page cache).
+ */
+static void test_map_release(void **state)
+{
+    struct fixture *fx = *state;
+    char *big = malloc(200001);
+    char ids[100][SPOOL_ID_MAX + 1];
+    long before, read_all, released;
+
+    memset(big, 'y', 200000);
+    big[200000] = 0;
+    for (int i = 0; i < 100; i++) {
+        struct spool_msg *m = make_msg("a@a.test", 1, big);
+
+        if (spool_store(fx->sp, m, fx->why, sizeof(fx->why)) != 0)
+            fail_msg("store: %s", fx->why);
+        snprintf(ids[i], sizeof(ids[0]), "%s", m->id);
+        spool_msg_free(m);
+    }
+    spool_map_release(fx->sp);
+    before = rss_file_kb();
+    for (int i = 0; i < 100; i++) {
+        struct spool_msg *m;
+
+        if (spool_get(fx->sp, ids[i], &m, SPOOL_GET_BODY, fx->why,
+                      sizeof(fx->why)) != 0)
+            fail_msg("get: %s", fx->why);
+        spool_msg_free(m);
+    }
+    read_all = rss_file_kb();
+    spool_map_release(fx->sp);
+    released = rss_file_kb();
+    assert_true(read_all - before >= 15000); /* 20 MB of bodies mapped */
+    assert_true(read_all - released >= 15000);
+    for (int i = 0; i < 100; i++) {
+        struct spool_msg *m;
+
+        if (spool_get(fx->sp, ids[i], &m, SPOOL_GET_BODY, fx->why,
+                      sizeof(fx->why)) != 0)
+            fail_msg("get again: %s", fx->why);
+        assert_int_equal(m->size, 200000);
+        assert_memory_equal(m->body, big, 200000);
+        spool_msg_free(m);
+    }
+    free(big);
+}
+
 static void test_free_bytes(void **state)
 {
     struct fixture *fx = *state;
@@ -1080,6 +1147,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_grows_then_full, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_free_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_map_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_writable, setup, teardown),
