@@ -203,10 +203,9 @@ int spool_open(struct spool **spp, const struct spool_config *cf, int flags,
         (rc = mdb_env_set_maxdbs(sp->env, 8)) ||
         (rc = mdb_env_set_maxreaders(sp->env, 512)) ||
         (rc = mdb_env_set_mapsize(sp->env, sp->map_size)) ||
-        (rc = mdb_env_open(sp->env, path,
-                           MDB_NOTLS | MDB_NORDAHEAD |
-                               ((flags & SPOOL_READONLY) ? MDB_RDONLY : 0),
-                           0600))) {
+        (rc = mdb_env_open(
+             sp->env, path,
+             MDB_NOTLS | ((flags & SPOOL_READONLY) ? MDB_RDONLY : 0), 0600))) {
         spool_why_lmdb(why, whylen, "spool: open", rc);
         errno = rc == EACCES ? EACCES : EIO;
         spool_close(sp);
