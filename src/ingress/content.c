@@ -48,12 +48,10 @@
  *	message_size_limit is read to its end and refused with 552 5.3.4.
  *
  *	Content is held in memory up to smtpd_staging_threshold bytes (the
- *	Received: header included), and also when all sessions together
- *	come near smtpd_memory_limit; past either, what the session holds
- *	and everything after goes to a staging file (staging.c) and the
- *	memory is given back, so that only content in memory counts
- *	against smtpd_memory_limit, and a session holds at most the
- *	threshold. A staging file that cannot be written (a full disk) or
+ *	Received: header included); past it, what the session holds and
+ *	everything after goes to a staging file (staging.c) and the memory
+ *	is given back, so that a session holds at most the threshold and
+ *	only content in memory counts against smtpd_memory_limit. A staging file that cannot be written (a full disk) or
  *	read back fails the message alone, at its end, with "451 4.3.0
  *	Error: queue file write error" (logged "warning: ID: CLIENT:
  *	staging file PATH: write: REASON"); a message refused for any
@@ -158,12 +156,7 @@ static int staging_due(const struct smtpd_session *ss, size_t n)
 {
     const struct smtpd_server *s = ss->s;
 
-    if (s->staging_dir == NULL)
-        return 0;
-    if (ss->held + n > s->cf.staging_threshold)
-        return 1;
-    /* near smtpd_memory_limit, a file rather than a refusal */
-    return s->cf.memory_limit != 0 && s->held + n > s->cf.memory_limit;
+    return s->staging_dir != NULL && ss->held + n > s->cf.staging_threshold;
 }
 
 static void staging_begin(struct smtpd_session *ss)

@@ -29,8 +29,9 @@
  *	the spool: the same file system, whose free space the server
  *	already checks at MAIL.
  *
- *	staging_dir_prepare() makes the directory dir (mode 0700) if it is
- *	not there, and removes every file in it: at start no session is
+ *	staging_dir_prepare() makes the directory dir if it is not there,
+ *	gives it mode 0700 (message content is its owner's alone, as the
+ *	spool's db directory is), and removes every file in it: at start no session is
  *	receiving, so what is there was left by a daemon that stopped
  *	mid-DATA (a crash, a kill), and no client got a 250 for it. It
  *	sets *removed to the count, for the log. It returns 0, or -1 with
@@ -89,6 +90,10 @@ int staging_dir_prepare(const char *dir, long *removed, char *why,
     *removed = 0;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (chmod(dir, 0700) < 0) { /* message content: its owner's alone */
+        snprintf(why, whylen, "cannot chmod %s: %s", dir, strerror(errno));
         return -1;
     }
     if ((d = opendir(dir)) == NULL) {

@@ -501,7 +501,8 @@ static void test_write_error(void **state)
     free(c);
 }
 
-/* Files left by an earlier run are removed at start, and logged. */
+/* Files left by an earlier run are removed at start, and logged; a
+ * directory that was there is made private. */
 static void test_leftovers(void **state)
 {
     char path[256];
@@ -523,7 +524,7 @@ static void test_leftovers(void **state)
              staging_dir);
     assert_true(was_logged(path));
     assert_int_equal(stat(staging_dir, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0755); /* an operator's mode stays */
+    assert_int_equal(st.st_mode & 0777, 0700); /* made private */
 }
 
 /* A fresh directory is made 0700: message content is private. */
