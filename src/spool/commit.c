@@ -32,6 +32,13 @@
  *	0), and every recipient pending. The spool owns a submitted message
  *	until it hands it back to the callback, which frees it or keeps it.
  *
+ *	A body given as a file (spool_msg_body_file(), the SMTP server's
+ *	staging file) is read into the space the transaction reserves for
+ *	the value (MDB_RESERVE), never into a buffer of ours; such a message
+ *	goes in a nested transaction, so that a file that cannot be read
+ *	fails it alone. Its file is closed and unlinked once the batch is
+ *	durable or has failed, before the callback.
+ *
  *	spool_store() submits and waits for the outcome. Programs opened
  *	with SPOOL_NO_COMMITTER (sendmail: one message, then exit) write in
  *	the calling thread instead.
