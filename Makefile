@@ -163,5 +163,5 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
-	$(BUILD)/obj/qmgr/main.d \
+	$(BUILD)/obj/daemon/main.d \
 	$(TESTS:=.d) $(BENCHES:=.d)

@@ -143,6 +143,8 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->hopcount_limit = conf_int(conf, NULL, CONF_hopcount_limit);
     p->junk_limit = conf_int(conf, NULL, CONF_smtpd_junk_command_limit);
     p->memory_limit = (uint64_t)conf_int(conf, NULL, CONF_smtpd_memory_limit);
+    p->staging_threshold =
+        (uint64_t)conf_int(conf, NULL, CONF_smtpd_staging_threshold);
     p->add_missing_headers =
         conf_bool(conf, NULL, CONF_always_add_missing_headers);
     p->strip_chars = conf_str(conf, NULL, CONF_message_strip_characters);

@@ -47,6 +47,16 @@
  *	message refused at the end with "452 4.3.1". A message larger than
  *	message_size_limit is read to its end and refused with 552 5.3.4.
  *
+ *	Content is held in memory up to smtpd_staging_threshold bytes (the
+ *	Received: header included); past it, what the session holds and
+ *	everything after goes to a staging file (staging.c) and the memory
+ *	is given back, so that a session holds at most the threshold and
+ *	only content in memory counts against smtpd_memory_limit. A staging file that cannot be written (a full disk) or
+ *	read back fails the message alone, at its end, with "451 4.3.0
+ *	Error: queue file write error" (logged "warning: ID: CLIENT:
+ *	staging file PATH: write: REASON"); a message refused for any
+ *	reason, or a session that ends mid-DATA, removes its file.
+ *
  *	Finished, a message is refused as a mail loop ("554 5.4.6 Error:
  *	too many hops") when it has more Received: headers than
  *	hopcount_limit; otherwise it gets what always_add_missing_headers
@@ -95,6 +105,8 @@ void content_drop(struct smtpd_session *ss)
 {
     held_release(ss);
     util_buf_free(&ss->msg);
+    staging_discard(ss->staging);
+    ss->staging = NULL;
 }
 
 /* Over the limit: the content is dropped, the message refused at its end. */
@@ -120,10 +132,72 @@ static int held_room(struct smtpd_session *ss, size_t n)
     return 0;
 }
 
+/* ------------------------------------------------------------ staging */
+
+/*
+ * A staging write failed (a full disk): the content is dropped as it
+ * comes and the message gets 451 at its end. Only this transaction
+ * suffers; the session, and every other, goes on.
+ */
+static void staging_fail(struct smtpd_session *ss, const char *why)
+{
+    smtpd_log(ss->s, "warning: %s: %s: %s", ss->id, ss->client, why);
+    content_drop(ss);
+    ss->staging_failed = 1;
+}
+
+/*
+ * Past smtpd_staging_threshold, the content goes to a staging file
+ * (staging.c): what the session held goes first, and is given back.
+ * What a session holds in memory is so at most the threshold, whatever
+ * the size of its message.
+ */
+static int staging_due(const struct smtpd_session *ss, size_t n)
+{
+    const struct smtpd_server *s = ss->s;
+
+    return s->staging_dir != NULL && ss->held + n > s->cf.staging_threshold;
+}
+
+static void staging_begin(struct smtpd_session *ss)
+{
+    char why[512];
+
+    ss->staging = staging_create(ss->s->staging_dir, ss->id, why, sizeof(why));
+    if (ss->staging == NULL) {
+        staging_fail(ss, why);
+        return;
+    }
+    if (staging_append(ss->staging, ss->msg.data, ss->msg.len, why,
+                       sizeof(why)) < 0) {
+        staging_fail(ss, why);
+        return;
+    }
+    held_release(ss);
+    util_buf_free(&ss->msg);
+}
+
+static void staging_add(struct smtpd_session *ss, const char *p, size_t n)
+{
+    char why[512];
+
+    if (ss->staging == NULL)
+        staging_begin(ss);
+    if (ss->staging != NULL &&
+        staging_append(ss->staging, p, n, why, sizeof(why)) < 0)
+        staging_fail(ss, why);
+}
+
 static void emit(void *ctx, const char *p, size_t n)
 {
     struct smtpd_session *ss = ctx;
 
+    if (ss->staging_failed)
+        return;
+    if (ss->staging != NULL || (!ss->memory_full && staging_due(ss, n))) {
+        staging_add(ss, p, n);
+        return;
+    }
     if (!held_room(ss, n))
         return;
     util_buf_add(&ss->msg, p, n);
@@ -189,11 +263,10 @@ static void content_refuse(struct smtpd_session *ss, const char *reply,
  * (its Received: headers, ours included, as Postfix counts them) is in
  * a mail loop: refused, never stored, so that it stops going round.
  */
-static int looping(struct smtpd_session *ss)
+static int looping(struct smtpd_session *ss, const struct submit_input *in)
 {
-    struct submit_input in = {ss->msg.data, ss->msg.len, ss->msg.size};
     char **values;
-    size_t hops = submit_header_get(&in, "Received", &values);
+    size_t hops = submit_header_get(in, "Received", &values);
     char detail[64];
 
     submit_header_values_free(values);
@@ -222,11 +295,37 @@ static int nul_refused(struct smtpd_session *ss)
     return 1;
 }
 
+/* A staging file that cannot be written or read: this message only. */
+static void staging_refuse(struct smtpd_session *ss, const char *why)
+{
+    if (why != NULL)
+        smtpd_log(ss->s, "warning: %s: %s: %s", ss->id, ss->client, why);
+    content_refuse(ss, "451 4.3.0 Error: queue file write error", "");
+}
+
+/* Refused at its end: a loop, or a staged message that cannot be read. */
+static int refused_at_end(struct smtpd_session *ss)
+{
+    struct util_buf head = UTIL_BUF_INIT;
+    struct submit_input in;
+    char why[512];
+    int refused;
+
+    if (receive_head(ss, &head, &in, why, sizeof(why)) < 0) {
+        util_buf_free(&head);
+        staging_refuse(ss, why);
+        return 1;
+    }
+    refused = looping(ss, &in);
+    util_buf_free(&head);
+    return refused;
+}
+
 static void message_store(struct smtpd_session *ss)
 {
     struct smtpd_server *s = ss->s;
     struct spool_msg *m;
-    char origin[128];
+    char origin[128], why[512];
 
     if (ss->memory_full) {
         session_reply(
@@ -234,11 +333,19 @@ static void message_store(struct smtpd_session *ss)
         session_transaction_reset(ss);
         return;
     }
-    if (looping(ss))
+    if (ss->staging_failed) {
+        staging_refuse(ss, NULL); /* logged when it failed */
+        return;
+    }
+    if (refused_at_end(ss))
         return;
     held_release(ss); /* the spool's from here on */
     m = receive_message(ss, s->cf.hostname, s->cf.add_missing_headers,
-                        time(NULL));
+                        time(NULL), why, sizeof(why));
+    if (m == NULL) {
+        staging_refuse(ss, why);
+        return;
+    }
     snprintf(origin, sizeof(origin), "client=%s", ss->client);
     session_wait_begin(ss);
     ss->pending = 1;

@@ -346,7 +346,7 @@ struct smtpd_params {
     const char *hostname;        /* myhostname */
     const char *mynetworks;      /* clients that may relay anywhere */
     const char *relay_domains;   /* where anyone may send */
-    const char *queue_directory; /* for the free space check */
+    const char *queue_directory; /* free space; staging files ("": none) */
     uint64_t size_limit;         /* message_size_limit, 0 = none */
     uint64_t queue_minfree;      /* queue_minfree, bytes */
     long recipient_limit;        /* smtpd_recipient_limit */
@@ -363,6 +363,7 @@ struct smtpd_params {
     long hopcount_limit;         /* hopcount_limit */
     long junk_limit;             /* smtpd_junk_command_limit */
     uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
+    uint64_t staging_threshold;  /* smtpd_staging_threshold */
     int add_missing_headers;     /* always_add_missing_headers */
     const char *strip_chars;     /* message_strip_characters */
     const char *bare_newline;    /* smtpd_forbid_bare_newline */

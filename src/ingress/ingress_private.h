@@ -22,6 +22,23 @@
  *	ingress_path_join() writes "DIR/NAME" into buf (len bytes), and
  *	panics when it does not fit.
  *
+ *	The staging file of a session's large message (staging.c, which
+ *	describes each function):
+ *
+ *	int	staging_dir_prepare(const char *dir, long *removed,
+ *			char *why, size_t whylen)
+ *	struct staging *staging_create(const char *dir, const char *id,
+ *			char *why, size_t whylen)
+ *	int	staging_append(struct staging *st, const void *p, size_t n,
+ *			char *why, size_t whylen)
+ *	uint64_t staging_size(const struct staging *st)
+ *	int	staging_head(const struct staging *st, struct util_buf *b,
+ *			size_t max, char *why, size_t whylen)
+ *	int	staging_insert(struct staging *st, uint64_t at,
+ *			const void *p, size_t n, char *why, size_t whylen)
+ *	void	staging_hand_over(struct staging *st, struct spool_msg *m)
+ *	void	staging_discard(struct staging *st)
+ *
  *	maildrop_envelope_format() appends to b what a maildrop file holds
  *	before message m's body (maildrop.c); MAILDROP_END_LINE follows
  *	the body. It returns -1, with the reason in why, for a message
@@ -31,16 +48,32 @@
 #include "util/util.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define MAILDROP_END_LINE "end\n" /* the last line of a maildrop file */
 
 struct spool_msg;
+struct staging;
 
 void ingress_notify_format(unsigned bits, char *buf, size_t len);
 void ingress_path_join(char *buf, size_t len, const char *dir,
                        const char *name);
 int maildrop_envelope_format(const struct spool_msg *m, struct util_buf *b,
                              char *why, size_t whylen);
+
+int staging_dir_prepare(const char *dir, long *removed, char *why,
+                        size_t whylen);
+struct staging *staging_create(const char *dir, const char *id, char *why,
+                               size_t whylen);
+int staging_append(struct staging *st, const void *p, size_t n, char *why,
+                   size_t whylen);
+uint64_t staging_size(const struct staging *st);
+int staging_head(const struct staging *st, struct util_buf *b, size_t max,
+                 char *why, size_t whylen);
+int staging_insert(struct staging *st, uint64_t at, const void *p, size_t n,
+                   char *why, size_t whylen);
+void staging_hand_over(struct staging *st, struct spool_msg *m);
+void staging_discard(struct staging *st);
 
 void ingress_panic(const char *fmt, ...)
 #if defined(__GNUC__)

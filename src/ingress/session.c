@@ -165,6 +165,7 @@ void session_transaction_reset(struct smtpd_session *ss)
     ss->reader_error = 0;
     ss->memory_full = 0;
     content_drop(ss);
+    ss->staging_failed = 0;
 }
 
 /* ------------------------------------------------------------ waiting */

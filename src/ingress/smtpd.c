@@ -90,6 +90,14 @@
  *	checked here, with message_strip_characters (a set of bytes, no CR
  *	or LF) and the network lists.
  *
+ *	Message content (content.c) is held in memory up to
+ *	smtpd_staging_threshold bytes per message, and past it written to a
+ *	staging file in <queue_directory>/staging (staging.c), which
+ *	smtpd_server_create() makes (mode 0700) and empties, logging
+ *	"warning: DIR: removed N staging files left by an earlier run";
+ *	with an empty queue_directory nothing is staged. Only content held
+ *	in memory counts against smtpd_memory_limit.
+ *
  *	smtpd_server_close() is the start of a stop: the listeners close,
  *	every session gets "421 4.3.2 ... Service shutting down" and is
  *	closed, except those whose message is being stored, which get their
@@ -290,6 +298,7 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
     cf->hopcount_limit = p->hopcount_limit > 0 ? p->hopcount_limit : 50;
     cf->junk_limit = p->junk_limit;
     cf->memory_limit = p->memory_limit;
+    cf->staging_threshold = p->staging_threshold;
     cf->add_missing_headers = p->add_missing_headers;
     cf->bare_code =
         p->bare_code >= 500 && p->bare_code <= 599 ? p->bare_code : 550;
@@ -694,6 +703,33 @@ static int listen_one(void *arg, const char *word)
     return 0;
 }
 
+/*
+ * The staging directory beside the spool, for messages past
+ * smtpd_staging_threshold (staging.c). Whatever is in it was left by a
+ * daemon that stopped while receiving: no client had a 250 for it.
+ * Without a queue directory (tests, fuzzing) nothing is staged.
+ */
+static int staging_start(struct smtpd_server *s, char *why, size_t whylen)
+{
+    char dir[4096], swhy[512];
+    long removed;
+
+    if (s->cf.queue_directory[0] == 0)
+        return 0;
+    ingress_path_join(dir, sizeof(dir), s->cf.queue_directory, "staging");
+    if (staging_dir_prepare(dir, &removed, swhy, sizeof(swhy)) < 0) {
+        snprintf(why, whylen, "smtpd: staging: %s", swhy);
+        return -1;
+    }
+    if (removed > 0)
+        smtpd_log(s,
+                  "warning: %s: removed %ld staging file%s left by an "
+                  "earlier run (messages never acknowledged)",
+                  dir, removed, removed == 1 ? "" : "s");
+    s->staging_dir = xstrdup(dir);
+    return 0;
+}
+
 struct smtpd_server *smtpd_server_create(struct event_base *base,
                                          const struct smtpd_params *p,
                                          const struct smtpd_ops *ops, char *why,
@@ -708,6 +744,10 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
     LIST_INIT(&s->sessions);
     if (conf_parse(&s->cf, p, why, whylen) < 0) {
         free(s);
+        return NULL;
+    }
+    if (staging_start(s, why, whylen) < 0) {
+        smtpd_server_free(s);
         return NULL;
     }
     if ((s->resume_ev = evtimer_new(base, resume_cb, s)) == NULL) {
@@ -771,5 +811,6 @@ void smtpd_server_free(struct smtpd_server *s)
     if (s->resume_ev)
         event_free(s->resume_ev);
     conf_clear(&s->cf);
+    free(s->staging_dir);
     free(s);
 }

@@ -79,12 +79,17 @@
  *	void	receive_received(struct util_buf *b,
  *			const struct smtpd_session *ss, const char *hostname,
  *			time_t now)
+ *	int	receive_head(struct smtpd_session *ss, struct util_buf *tmp,
+ *			struct submit_input *in, char *why, size_t whylen)
  *	struct spool_msg *receive_message(struct smtpd_session *ss,
- *			const char *hostname, int add_missing, time_t now)
+ *			const char *hostname, int add_missing, time_t now,
+ *			char *why, size_t whylen)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
  *	smtpd.c, session.c, command.c, content.c, deadline.c and receive.c
- *	describe their functions. SESSION_REPLY_MAX bounds one reply.
+ *	describe their functions (staging.c's are in ingress_private.h).
+ *	SESSION_REPLY_MAX bounds one reply; RECEIVE_HEAD_MAX the start of
+ *	a staged message read back for its header checks (receive.c).
  */
 
 #include "ingress/ingress.h"
@@ -101,7 +106,8 @@ struct evbuffer;
 struct evconnlistener;
 struct event;
 
-#define SESSION_REPLY_MAX 600 /* bytes of one reply line, CRLF included */
+#define SESSION_REPLY_MAX 600    /* bytes of one reply line, CRLF included */
+#define RECEIVE_HEAD_MAX  262144 /* bytes of a staged message read back */
 
 /* smtpd_forbid_bare_newline: what a bare line end from a client does. */
 enum bare_mode {
@@ -126,6 +132,7 @@ struct smtpd_conf {
     int per_record_deadline;
     long hopcount_limit, junk_limit;
     uint64_t memory_limit;
+    uint64_t staging_threshold; /* past it, content goes to a file */
     int add_missing_headers;
     unsigned char strip[SMTP_STRIP_SET]; /* message_strip_characters */
     enum bare_mode bare_mode;            /* smtpd_forbid_bare_newline */
@@ -148,6 +155,7 @@ struct smtpd_server {
     time_t flow_logged;      /* last in_flow_delay warning */
     uint64_t held;           /* message bytes all sessions hold */
     time_t memory_logged;    /* last smtpd_memory_limit warning */
+    char *staging_dir;       /* <queue_directory>/staging, or NULL */
     struct event *resume_ev; /* accept again after a failed accept() */
     time_t accept_logged;    /* last accept() warning */
     LIST_HEAD(, smtpd_session) sessions;
@@ -218,9 +226,11 @@ struct smtpd_session {
     int noted_bare;            /* notes=bare_lf (BARE_NOTE) */
     struct util_buf msg;       /* Received: + content, stored form */
     struct smtp_data_reader reader;
-    int reader_error; /* a bare line end seen in a BDAT chunk */
-    uint64_t held;    /* bytes of msg counted in the server's held */
-    int memory_full;  /* smtpd_memory_limit reached: content dropped */
+    int reader_error;        /* a bare line end seen in a BDAT chunk */
+    uint64_t held;           /* bytes of msg counted in the server's held */
+    int memory_full;         /* smtpd_memory_limit reached: content dropped */
+    struct staging *staging; /* past staging_threshold: content goes here */
+    int staging_failed;      /* a staging write failed: content dropped */
     uint64_t chunk_left;
     int chunk_last;
     int chunk_skip; /* discard the chunk, then answer chunk_reply */
@@ -283,8 +293,10 @@ void deadline_free(struct smtpd_session *ss);
 
 void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);
+int receive_head(struct smtpd_session *ss, struct util_buf *tmp,
+                 struct submit_input *in, char *why, size_t whylen);
 struct spool_msg *receive_message(struct smtpd_session *ss,
                                   const char *hostname, int add_missing,
-                                  time_t now);
+                                  time_t now, char *why, size_t whylen);
 
 #endif

@@ -32,6 +32,13 @@
  *	0), and every recipient pending. The spool owns a submitted message
  *	until it hands it back to the callback, which frees it or keeps it.
  *
+ *	A body given as a file (spool_msg_body_file(), the SMTP server's
+ *	staging file) is read into the space the transaction reserves for
+ *	the value (MDB_RESERVE), never into a buffer of ours; such a message
+ *	goes in a nested transaction, so that a file that cannot be read
+ *	fails it alone. Its file is closed and unlinked once the batch is
+ *	durable or has failed, before the callback.
+ *
  *	spool_store() submits and waits for the outcome. Programs opened
  *	with SPOOL_NO_COMMITTER (sendmail: one message, then exit) write in
  *	the calling thread instead.
@@ -72,7 +79,9 @@ static void msg_prepare(struct spool_msg *m, int64_t now)
         m->state = SPOOL_INCOMING;
     else
         m->held_from = SPOOL_INCOMING;
-    if (m->body == NULL)
+    if (m->body_path != NULL)
+        ; /* the size is the file's, as the caller said */
+    else if (m->body == NULL)
         m->size = 0;
     else if (m->size == 0)
         m->size = strlen(m->body);
@@ -80,7 +89,37 @@ static void msg_prepare(struct spool_msg *m, int64_t now)
         m->rcpt[i].status = SPOOL_RCPT_PENDING;
 }
 
-int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
+/*
+ * A body in a file goes straight from the file into the space LMDB
+ * reserves for the value: the submitter never held it in memory, and
+ * neither does this thread beyond what the transaction itself holds
+ * until it is written. -1 with why when the file cannot be read whole.
+ */
+static int body_file_put(struct spool *sp, MDB_txn *txn,
+                         const unsigned char *key, struct spool_msg *m,
+                         char *why, size_t whylen)
+{
+    MDB_val k = {SPOOL_KEY_ID, (void *)key};
+    MDB_val v = {(size_t)m->size, NULL};
+    ssize_t got;
+    int rc;
+
+    if ((rc = mdb_put(txn, sp->body, &k, &v, MDB_RESERVE)))
+        return rc;
+    got = util_pread_all(m->body_fd, v.mv_data, (size_t)m->size, 0);
+    if (got == (ssize_t)m->size)
+        return 0;
+    if (got < 0)
+        snprintf(why, whylen, "staging file %s: %s", m->body_path,
+                 strerror(errno));
+    else
+        snprintf(why, whylen, "staging file %s: %zd bytes, expected %llu",
+                 m->body_path, got, (unsigned long long)m->size);
+    return -1;
+}
+
+int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m,
+                  char *why, size_t whylen)
 {
     unsigned char key[SPOOL_KEY_RCPT];
     struct util_buf b = {0};
@@ -111,8 +150,12 @@ int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m)
             goto done;
     }
     spool_key_id(key, m->id);
-    if ((rc = spool_put(txn, sp->body, key, SPOOL_KEY_ID,
-                        m->body ? m->body : "", m->size, 0)))
+    if (m->body_path != NULL)
+        rc = body_file_put(sp, txn, key, m, why, whylen);
+    else
+        rc = spool_put(txn, sp->body, key, SPOOL_KEY_ID, m->body ? m->body : "",
+                       m->size, 0);
+    if (rc)
         goto done;
     rc = spool_index_put(sp, txn, m);
 done:
@@ -120,10 +163,27 @@ done:
     return rc;
 }
 
+/* In a nested transaction: one item's own failure (-1, why set). */
+static int item_write(struct spool *sp, MDB_txn *child, struct spool_pending *p)
+{
+    switch (p->kind) {
+    case PENDING_NEW:
+        return spool_put_msg(sp, child, p->msg, p->why, sizeof(p->why));
+    case PENDING_CHANGE:
+        return spool_apply_change(sp, child, p->id, &p->change, p->why,
+                                  sizeof(p->why));
+    default:
+        return spool_apply_delete(sp, child, p->id, p->why, sizeof(p->why));
+    }
+}
+
 /*
  * A change or delete goes in a nested transaction, so that one that
- * cannot be applied leaves nothing behind and fails alone. Returns 0 (the
- * item's own status is in p->status) or an MDB error for the batch.
+ * cannot be applied leaves nothing behind and fails alone; so does a
+ * new message whose body is in a file, which may not be readable. Other
+ * new messages cannot fail alone and go in the transaction itself.
+ * Returns 0 (the item's own status is in p->status) or an MDB error for
+ * the batch.
  */
 static int item_apply(struct spool *sp, MDB_txn *txn, struct spool_pending *p)
 {
@@ -131,14 +191,11 @@ static int item_apply(struct spool *sp, MDB_txn *txn, struct spool_pending *p)
     int rc;
 
     p->status = 0;
-    if (p->kind == PENDING_NEW)
-        return spool_put_msg(sp, txn, p->msg);
+    if (p->kind == PENDING_NEW && p->msg->body_path == NULL)
+        return spool_put_msg(sp, txn, p->msg, p->why, sizeof(p->why));
     if ((rc = mdb_txn_begin(sp->env, txn, 0, &child)))
         return rc;
-    rc = p->kind == PENDING_CHANGE
-             ? spool_apply_change(sp, child, p->id, &p->change, p->why,
-                                  sizeof(p->why))
-             : spool_apply_delete(sp, child, p->id, p->why, sizeof(p->why));
+    rc = item_write(sp, child, p);
     if (rc == -1) {
         mdb_txn_abort(child);
         p->status = -1;
@@ -191,6 +248,12 @@ static void pending_free(struct spool_pending *p)
     free(p);
 }
 
+/*
+ * Tell each submitter its outcome: the batch's, or the item's own. A
+ * body file has served its purpose either way (the transaction is
+ * durable or gone): it goes before the callback, so that a 250 is
+ * never answered with the file still there.
+ */
 static void batch_done(struct spool_pending *batch, int status, const char *why)
 {
     struct spool_pending *p;
@@ -198,7 +261,11 @@ static void batch_done(struct spool_pending *batch, int status, const char *why)
     while ((p = batch) != NULL) {
         batch = p->next;
         if (p->kind == PENDING_NEW)
-            p->done(p->ctx, p->msg, status, status ? why : NULL);
+            spool_msg_body_file_drop(p->msg);
+        if (p->kind == PENDING_NEW && status)
+            p->done(p->ctx, p->msg, status, why);
+        else if (p->kind == PENDING_NEW)
+            p->done(p->ctx, p->msg, p->status, p->status ? p->why : NULL);
         else if (status)
             p->change_done(p->ctx, p->id, status, why);
         else
@@ -379,10 +446,17 @@ int spool_store(struct spool *sp, struct spool_msg *m, char *why, size_t whylen)
     }
     if (sp->flags & SPOOL_NO_COMMITTER) {
         struct spool_pending one = {0};
+        int rc;
 
         one.kind = PENDING_NEW;
         one.msg = m;
-        return batch_write(sp, &one, why, whylen);
+        rc = batch_write(sp, &one, why, whylen);
+        spool_msg_body_file_drop(m);
+        if (rc == 0 && one.status != 0) {
+            snprintf(why, whylen, "%s", one.why);
+            rc = -1;
+        }
+        return rc;
     }
     if (spool_submit(sp, m, store_done, &w) < 0) {
         snprintf(why, whylen, "spool: cannot start the committer");

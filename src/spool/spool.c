@@ -12,6 +12,8 @@
  *	void	spool_msg_free(struct spool_msg *m)
  *	int	spool_msg_add_rcpt(struct spool_msg *m, const char *address,
  *			const char *orig, unsigned notify, const char *orcpt)
+ *	void	spool_msg_body_file(struct spool_msg *m, int fd,
+ *			const char *path, uint64_t size)
  *	const char *spool_state_name(enum spool_state s)
  *	const char *spool_rcpt_status_name(enum spool_rcpt_status s)
  *	int64_t spool_free_bytes(struct spool *sp)
@@ -369,10 +371,38 @@ struct spool_msg *spool_msg_new(void)
     return xcalloc(1, sizeof(struct spool_msg));
 }
 
+void spool_msg_body_file(struct spool_msg *m, int fd, const char *path,
+                         uint64_t size)
+{
+    spool_msg_body_file_drop(m);
+    free(m->body);
+    m->body = NULL;
+    m->body_fd = fd;
+    m->body_path = xstrdup(path);
+    m->size = size;
+}
+
+/*
+ * The body file was the submitter's until it handed it over: once the
+ * message is stored, failed or freed, nobody needs it, and a file left
+ * behind would only be swept at the next start.
+ */
+void spool_msg_body_file_drop(struct spool_msg *m)
+{
+    if (m->body_path == NULL)
+        return;
+    close(m->body_fd);
+    unlink(m->body_path);
+    free(m->body_path);
+    m->body_path = NULL;
+    m->body_fd = -1;
+}
+
 void spool_msg_free(struct spool_msg *m)
 {
     if (m == NULL)
         return;
+    spool_msg_body_file_drop(m);
     spool_envelope_clear(m);
     for (uint32_t i = 0; i < m->nrcpt && m->rcpt; i++)
         spool_rcpt_clear(&m->rcpt[i]);

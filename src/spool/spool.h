@@ -15,6 +15,8 @@
  *	void	spool_msg_free(struct spool_msg *m)
  *	int	spool_msg_add_rcpt(struct spool_msg *m, const char *address,
  *			const char *orig, unsigned notify, const char *orcpt)
+ *	void	spool_msg_body_file(struct spool_msg *m, int fd,
+ *			const char *path, uint64_t size)
  *
  *	int	spool_submit(struct spool *sp, struct spool_msg *m,
  *			spool_done_fn *done, void *ctx)
@@ -66,7 +68,17 @@
  *	returns at once; the message gets its queue id (m->id) when it is
  *	written, and belongs to the spool until the callback gets it back.
  *	The body is m->size bytes at m->body (size 0: the body is a string
- *	and its length is taken). A committer thread writes every message queued
+ *	and its length is taken), or, after spool_msg_body_file(), the
+ *	first size bytes of the open file fd named path (the SMTP server's
+ *	staging file of a large message): m takes fd and a copy of path
+ *	over. Such a body is copied from the file straight into the space
+ *	the write transaction reserves for it (MDB_RESERVE), so that the
+ *	caller never holds it in memory; the file is closed and unlinked
+ *	once the transaction that holds the message is durable, before
+ *	the callback, or when it failed, or when m is freed unsubmitted
+ *	(spool_msg_free()). A file that cannot be read whole (an I/O
+ *	error, shorter than size) fails its own message, "staging file:
+ *	...", and no other. A committer thread writes every message queued
  *	while the previous commit was going on in one transaction, commits
  *	it (one fsync for all) and then calls each message's done callback,
  *	from the committer thread, with status 0 (durable) or -1 and a
@@ -199,6 +211,8 @@ struct spool_msg {
     uint32_t nrcpt;
     struct spool_rcpt *rcpt; /* with SPOOL_GET_RCPTS or when submitting */
     char *body;              /* with SPOOL_GET_BODY or when submitting */
+    int body_fd;             /* with body_path: the body is in this file */
+    char *body_path;         /* spool_msg_body_file(): unlinked when stored */
     size_t rcpt_cap;
 };
 
@@ -265,6 +279,8 @@ struct spool_msg *spool_msg_new(void);
 void spool_msg_free(struct spool_msg *m);
 int spool_msg_add_rcpt(struct spool_msg *m, const char *address,
                        const char *orig, unsigned notify, const char *orcpt);
+void spool_msg_body_file(struct spool_msg *m, int fd, const char *path,
+                         uint64_t size);
 
 int spool_submit(struct spool *sp, struct spool_msg *m, spool_done_fn *done,
                  void *ctx);

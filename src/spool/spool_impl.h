@@ -135,8 +135,12 @@ void spool_why_lmdb(char *why, size_t whylen, const char *what, int rc);
 
 /* Stop the committer after what is queued (commit.c; spool_close()). */
 void spool_committer_stop(struct spool *sp);
-/* Write one new message in txn (commit.c); MDB errors come back as is. */
-int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m);
+/* Write one new message in txn (commit.c); MDB errors come back as is,
+ * -1 with why when a body file cannot be read. */
+int spool_put_msg(struct spool *sp, MDB_txn *txn, struct spool_msg *m,
+                  char *why, size_t whylen);
+/* Close and unlink a message's body file, if it has one (spool.c). */
+void spool_msg_body_file_drop(struct spool_msg *m);
 /* Apply a change or a delete in txn (access.c): 0, an MDB error, or -1
  * with the reason (the message or a recipient does not exist). */
 int spool_apply_change(struct spool *sp, MDB_txn *txn, const char *id,

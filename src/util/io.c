@@ -6,6 +6,8 @@
  *
  *	int	util_write_all(int fd, const void *p, size_t n)
  *	ssize_t	util_read_all(int fd, void *p, size_t n)
+ *	int	util_pwrite_all(int fd, const void *p, size_t n, off_t off)
+ *	ssize_t	util_pread_all(int fd, void *p, size_t n, off_t off)
  * DESCRIPTION
  *	write(2) and read(2) may move fewer bytes than asked, and fail with
  *	EINTR when a signal arrives; these loops hide both, for blocking
@@ -18,6 +20,11 @@
  *	util_read_all() reads until p holds n bytes or the end of the file:
  *	the count read (less than n only at the end of the file), or -1
  *	with errno set.
+ *
+ *	util_pwrite_all() and util_pread_all() are the same at offset off
+ *	of a file, with pwrite(2) and pread(2): the file offset does not
+ *	move, so that a reader and a writer of one file need not agree on
+ *	where it is.
  */
 
 #include "util/util.h"
@@ -50,6 +57,43 @@ ssize_t util_read_all(int fd, void *p, size_t n)
 
     while (got < n) {
         if ((done = read(fd, cp + got, n - got)) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (done == 0)
+            break;
+        got += (size_t)done;
+    }
+    return (ssize_t)got;
+}
+
+int util_pwrite_all(int fd, const void *p, size_t n, off_t off)
+{
+    const char *cp = p;
+    ssize_t done;
+
+    while (n > 0) {
+        if ((done = pwrite(fd, cp, n, off)) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        cp += done;
+        n -= (size_t)done;
+        off += done;
+    }
+    return 0;
+}
+
+ssize_t util_pread_all(int fd, void *p, size_t n, off_t off)
+{
+    char *cp = p;
+    size_t got = 0;
+    ssize_t done;
+
+    while (got < n) {
+        if ((done = pread(fd, cp + got, n - got, off + (off_t)got)) < 0) {
             if (errno == EINTR)
                 continue;
             return -1;

@@ -33,6 +33,8 @@
  *
  *	int	util_write_all(int fd, const void *p, size_t n)
  *	ssize_t	util_read_all(int fd, void *p, size_t n)
+ *	int	util_pwrite_all(int fd, const void *p, size_t n, off_t off)
+ *	ssize_t	util_pread_all(int fd, void *p, size_t n, off_t off)
  *
  *	int	util_socket_address(struct sockaddr_un *sun,
  *			const char *queue_directory, const char *name,
@@ -74,7 +76,8 @@
  *
  *	util_write_all() and util_read_all() (io.c) move all n bytes
  *	through a blocking descriptor (reading stops early only at the end
- *	of the file), retrying after EINTR and short counts.
+ *	of the file), retrying after EINTR and short counts;
+ *	util_pwrite_all() and util_pread_all() do the same at an offset.
  *
  *	util_socket_address() and util_socket_listen() (socket.c) name and
  *	make the daemon's Unix sockets under its queue directory, the same
@@ -158,6 +161,8 @@ int64_t util_clock_wall_us(void);
 
 int util_write_all(int fd, const void *p, size_t n);
 ssize_t util_read_all(int fd, void *p, size_t n);
+int util_pwrite_all(int fd, const void *p, size_t n, off_t off);
+ssize_t util_pread_all(int fd, void *p, size_t n, off_t off);
 
 struct sockaddr_un;
 

@@ -126,6 +126,7 @@ static const struct {
     {"hopcount_limit", 50},
     {"smtpd_junk_command_limit", 100},
     {"smtpd_memory_limit", 268435456},
+    {"smtpd_staging_threshold", 1048576},
     {"smtpd_forbid_bare_newline_reject_code", 550},
 };
 
@@ -254,11 +255,11 @@ static void test_table_has_every_parameter(void **state)
      * queue_directory, myhostname), and routing's and the SMTP client's
      * 4 strings and 2 lists (default_transport, relayhost,
      * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 10 integers, 2 times, 2 booleans, 5 lists, 1
+     * SMTP server's 11 integers, 2 times, 2 booleans, 5 lists, 1
      * choice (smtpd_forbid_bare_newline) and 1 string
      * (message_strip_characters).
      */
-    assert_int_equal(conf_param_count, 78);
+    assert_int_equal(conf_param_count, 79);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

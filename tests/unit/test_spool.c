@@ -1,6 +1,7 @@
 /*
  * test_spool - the LMDB spool: storing, reading, listing, changing,
- * recovering, group commit, and full maps and disks
+ * recovering, group commit, full maps and disks, and bodies stored from a
+ * file (the SMTP server's staging files)
  */
 
 #include <setjmp.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1065,6 +1067,178 @@ static void test_disk_full(void **state)
     spool_msg_free(m);
 }
 
+/* ------------------------------------------------------- body files */
+
+#define FILE_BODY (5u << 20) /* 5 MB: overflow pages, more than one write */
+
+/* A body of n bytes that is not text: NULs, every byte value, no period. */
+static char *body_bytes(size_t n, unsigned seed)
+{
+    char *b = malloc(n);
+
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        b[i] = (char)(seed >> 16);
+    }
+    return b;
+}
+
+/* A staging file under the spool's directory holding n bytes of body. */
+static int body_file(struct fixture *fx, const char *name, const char *body,
+                     size_t n, char *path, size_t len)
+{
+    int fd;
+
+    snprintf(path, len, "%s/%s", fx->dir, name);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, body, n), (ssize_t)n);
+    return fd;
+}
+
+/* What the callback saw: the status, and whether the file was gone. */
+struct file_seen {
+    pthread_mutex_t lock;
+    int n, status[4], file_gone[4];
+    char why[4][256];
+};
+
+static void file_cb(void *ctx, struct spool_msg *m, int status, const char *why)
+{
+    struct file_seen *f = ctx;
+    struct stat st;
+
+    pthread_mutex_lock(&f->lock);
+    f->status[f->n] = status;
+    /* the sender names the file the message had */
+    f->file_gone[f->n] = stat(m->sender, &st) < 0 && errno == ENOENT;
+    snprintf(f->why[f->n], sizeof(f->why[0]), "%s", why ? why : "");
+    f->n++;
+    pthread_mutex_unlock(&f->lock);
+    spool_msg_free(m);
+}
+
+static void body_matches(struct fixture *fx, const char *id, const char *body,
+                         size_t n)
+{
+    struct spool_msg *got;
+
+    assert_int_equal(
+        spool_get(fx->sp, id, &got, SPOOL_GET_BODY, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(got->size, n);
+    assert_memory_equal(got->body, body, n);
+    spool_msg_free(got);
+}
+
+/*
+ * A body in a file is stored byte for byte, through the group commit
+ * beside a body in memory, and the file is gone when the callback says
+ * the message is durable.
+ */
+static void test_body_file(void **state)
+{
+    struct fixture *fx = *state;
+    struct file_seen f = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {0}, {{0}}};
+    char *body = body_bytes(FILE_BODY, 1), path[128], id[SPOOL_ID_MAX + 1];
+    struct spool_msg *m = make_msg("", 2, "");
+    struct spool_msg *small = make_msg("", 1, "in memory\r\n");
+    int fd = body_file(fx, "staged", body, FILE_BODY, path, sizeof(path));
+
+    free(m->sender);
+    m->sender = strdup(path);
+    free(small->sender);
+    small->sender = strdup("/nonexistent/in-memory");
+    spool_msg_body_file(m, fd, path, FILE_BODY);
+    assert_null(m->body);
+    spool_id_new(m->id, spool_now());
+    snprintf(id, sizeof(id), "%s", m->id);
+    assert_int_equal(spool_submit(fx->sp, m, file_cb, &f), 0);
+    assert_int_equal(spool_submit(fx->sp, small, file_cb, &f), 0);
+    reopen(fx, 0); /* closing waits for the committer */
+    assert_int_equal(f.n, 2);
+    assert_int_equal(f.status[0], 0);
+    assert_int_equal(f.status[1], 0);
+    assert_true(f.file_gone[0]);
+    assert_int_equal(count(fx, SPOOL_INDEX_INCOMING), 2);
+    body_matches(fx, id, body, FILE_BODY);
+    free(body);
+}
+
+/*
+ * A batch that fails (the map may not grow) removes the file too, and
+ * stores nothing; a file shorter than its size fails its own message
+ * alone; a message freed unsubmitted takes its file with it.
+ */
+static void test_body_file_failures(void **state)
+{
+    struct fixture *fx = *state;
+    struct file_seen f = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {0}, {{0}}};
+    char *body = body_bytes(FILE_BODY, 2), path[128], expect[300];
+    struct spool_msg *m;
+    struct stat st;
+    int fd;
+
+    fx->cf.map_size_limit = 1 << 20; /* 1 MB: the 5 MB body cannot fit */
+    reopen(fx, 0);
+    fd = body_file(fx, "too-big", body, FILE_BODY, path, sizeof(path));
+    m = make_msg(path, 1, "");
+    spool_msg_body_file(m, fd, path, FILE_BODY);
+    assert_int_equal(spool_submit(fx->sp, m, file_cb, &f), 0);
+    reopen(fx, 0);
+    assert_int_equal(f.n, 1);
+    assert_int_equal(f.status[0], -1);
+    assert_string_equal(f.why[0], "spool full: the map reached "
+                                  "queue_map_size_limit (1048576 bytes)");
+    assert_true(f.file_gone[0]);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 0);
+
+    /* a short file fails alone; the message beside it is stored */
+    fd = body_file(fx, "short", body, 1000, path, sizeof(path));
+    m = make_msg(path, 1, "");
+    spool_msg_body_file(m, fd, path, 2000);
+    assert_int_equal(spool_submit(fx->sp, m, file_cb, &f), 0);
+    assert_int_equal(
+        spool_submit(fx->sp, make_msg("/none", 1, "x\r\n"), file_cb, &f), 0);
+    reopen(fx, 0);
+    assert_int_equal(f.n, 3);
+    assert_int_equal(f.status[1], -1);
+    snprintf(expect, sizeof(expect),
+             "staging file %s: 1000 bytes, expected 2000", path);
+    assert_string_equal(f.why[1], expect);
+    assert_true(f.file_gone[1]);
+    assert_int_equal(f.status[2], 0);
+    assert_int_equal(count(fx, SPOOL_INDEX_ALL), 1);
+
+    /* freed without being submitted */
+    fd = body_file(fx, "unsubmitted", body, 10, path, sizeof(path));
+    m = make_msg("", 1, "");
+    spool_msg_body_file(m, fd, path, 10);
+    spool_msg_free(m);
+    assert_int_equal(stat(path, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    free(body);
+}
+
+/* spool_store() without a committer (sendmail's way) does the same. */
+static void test_body_file_no_committer(void **state)
+{
+    struct fixture *fx = *state;
+    char *body = body_bytes(FILE_BODY, 3), path[128];
+    struct spool_msg *m = make_msg("s@a.test", 1, "");
+    struct stat st;
+    int fd = body_file(fx, "sync", body, FILE_BODY, path, sizeof(path));
+
+    reopen(fx, SPOOL_NO_COMMITTER);
+    spool_msg_body_file(m, fd, path, FILE_BODY);
+    store(fx, m);
+    assert_int_equal(stat(path, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    body_matches(fx, m->id, body, FILE_BODY);
+    spool_msg_free(m);
+    free(body);
+}
+
 /* Read-only: reading works, writing is refused with the reason. */
 static void test_readonly(void **state)
 {
@@ -1149,6 +1323,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_body_file_failures, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_body_file_no_committer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_writable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_missing, setup, teardown),

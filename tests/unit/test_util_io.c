@@ -1,6 +1,7 @@
 /*
  * test_util_io - whole writes and reads: through a pipe bigger than its
- * buffer, in small pieces, up to the end of the file, and errors
+ * buffer, in small pieces, up to the end of the file, at an offset, and
+ * errors
  */
 
 #include <setjmp.h>
@@ -94,12 +95,38 @@ static void test_errors(void **state)
     assert_int_equal(errno, EBADF);
 }
 
+/* At an offset: the file offset stays where it was; past the end, short. */
+static void test_at_offset(void **state)
+{
+    char path[] = "/tmp/test_util_io.XXXXXX";
+    char in[8];
+    int fd = mkstemp(path);
+
+    (void)state;
+    assert_true(fd >= 0);
+    unlink(path);
+    assert_int_equal(util_write_all(fd, "0123456789", 10), 0);
+    assert_int_equal(util_pwrite_all(fd, "abc", 3, 4), 0);
+    assert_int_equal(lseek(fd, 0, SEEK_CUR), 10);
+    assert_int_equal(util_pread_all(fd, in, 8, 2), 8);
+    assert_memory_equal(in, "23abc789", 8);
+    assert_int_equal(util_pread_all(fd, in, 8, 7), 3);
+    assert_memory_equal(in, "789", 3);
+    assert_int_equal(util_pread_all(fd, in, 8, 10), 0);
+    close(fd);
+    errno = 0;
+    assert_int_equal(util_pread_all(fd, in, 1, 0), -1);
+    assert_int_equal(errno, EBADF);
+    assert_int_equal(util_pwrite_all(fd, "x", 1, 0), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_through_a_pipe),
         cmocka_unit_test(test_short_at_end_of_file),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_at_offset),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
