@@ -49,14 +49,18 @@ int util_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-ssize_t util_read_all(int fd, void *p, size_t n)
+/* Read until n bytes, the end of the file or an error: at off, or with
+ * off -1 from the descriptor's position. */
+static ssize_t read_loop(int fd, void *p, size_t n, off_t off)
 {
     char *cp = p;
     size_t got = 0;
     ssize_t done;
 
     while (got < n) {
-        if ((done = read(fd, cp + got, n - got)) < 0) {
+        done = off < 0 ? read(fd, cp + got, n - got)
+                       : pread(fd, cp + got, n - got, off + (off_t)got);
+        if (done < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
@@ -66,6 +70,11 @@ ssize_t util_read_all(int fd, void *p, size_t n)
         got += (size_t)done;
     }
     return (ssize_t)got;
+}
+
+ssize_t util_read_all(int fd, void *p, size_t n)
+{
+    return read_loop(fd, p, n, -1);
 }
 
 int util_pwrite_all(int fd, const void *p, size_t n, off_t off)
@@ -88,19 +97,9 @@ int util_pwrite_all(int fd, const void *p, size_t n, off_t off)
 
 ssize_t util_pread_all(int fd, void *p, size_t n, off_t off)
 {
-    char *cp = p;
-    size_t got = 0;
-    ssize_t done;
-
-    while (got < n) {
-        if ((done = pread(fd, cp + got, n - got, off + (off_t)got)) < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (done == 0)
-            break;
-        got += (size_t)done;
+    if (off < 0) {
+        errno = EINVAL;
+        return -1;
     }
-    return (ssize_t)got;
+    return read_loop(fd, p, n, off);
 }
