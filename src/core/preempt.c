@@ -39,8 +39,10 @@
  *	The candidate moves in front of the current job and becomes its
  *	child on the preemption stack.
  *
- *	Entry counts are the jobs' entries read so far; the memory-limits
- *	issue will add estimates for recipients not yet read (MIN/MAX).
+ *	Entry counts are estimates while a message has recipients not yet
+ *	read (rcpt.c): the minimum is the entries read so far, the maximum
+ *	adds one entry per unread recipient (job_min_entries(),
+ *	job_max_entries(), the reference's MIN_ENTRIES and MAX_ENTRIES).
  */
 
 #include "core/core.h"
