@@ -34,7 +34,12 @@
 #	127.0.3.254:PORT, mynetworks 127.0.0.0/8, transport_maps to the
 #	sinks with smtp:[address]:port, no DNS, unchrooted), at Postfix's
 #	defaults except smtpd_recipient_limit = LIST_RCPTS (default 1000),
-#	so that the list goes in one transaction. The scheduler
+#	so that the list goes in one transaction, and message_size_limit
+#	and mailbox_size_limit = 100 bytes per list recipient, at least
+#	51200000: Postfix counts the queue file, its envelope records
+#	included, against message_size_limit, and refuses a list of
+#	200,000 with "552 5.3.4 Error: message file too big" at the
+#	default (10240000); sluice counts the content only. The scheduler
 #	(default_recipient_limit, qmgr_message_recipient_limit,
 #	default_recipient_refill_limit and _delay, concurrency 20 and 50
 #	recipients per delivery) stays at its defaults. It is stopped (its
@@ -56,7 +61,9 @@
 #	  single-message latency: the "delay=" fields (arrival in the
 #	    queue to the end of the delivery, as each side logs it) of the
 #	    "to=<...@sN.bench>, ... status=sent" lines: median, 90th and
-#	    99th percentile (nearest rank), maximum.
+#	    99th percentile (nearest rank), maximum; and the same for the
+#	    singles logged before the list's last recipient, while the
+#	    list was being delivered (how much the list held them up).
 #	  memory: Postfix: the VmHWM of the qmgr process (its own peak,
 #	    read from /proc at the end), the largest VmHWM of each other
 #	    kind of process still alive at the end (smtpd and cleanup,
@@ -517,14 +524,24 @@ run_side() {
 	done
 }
 
-# latency LOG: "median P90 P99 max" of the singles' delay= in LOG.
+# latency LOG [DURING]: "median P90 P99 max COUNT" of the singles'
+# delay= in LOG; with DURING, of those logged before the list's last
+# recipient (while the list was being delivered).
 latency() {
-	grep ' status=sent ' "$1" | grep '@s[0-9]*\.bench>' |
-		sed -n 's/.*, delay=\([0-9.]*\),.*/\1/p' | sort -n |
+	upto=0
+	if [ -n "${2:-}" ]; then
+		upto=$(grep -n ' status=sent ' "$1" | grep '@l[0-9]*\.bench>' |
+			tail -n 1 | cut -d: -f1)
+	fi
+	awk -v upto="${upto:-0}" '
+		upto > 0 && NR >= upto { exit }
+		/ status=sent / && /@s[0-9]+\.bench>/ {
+			if (match($0, /, delay=[0-9.]+,/)) print substr($0, RSTART + 8, RLENGTH - 9)
+		}' "$1" | sort -n |
 		awk '
 			{ v[++n] = $1 }
 			function at(p,  i) { i = int(p * n); if (i < p * n) i++; if (i < 1) i = 1; return v[i] }
-			END { if (n) printf "%s %s %s %s %d\n", at(0.5), at(0.9), at(0.99), v[n], n; else print "? ? ? ? 0" }'
+			END { if (n) printf "%s %s %s %s %d\n", at(0.5), at(0.9), at(0.99), v[n], n; else print "- - - - 0" }'
 }
 
 # counts LOG: "SENT DEFERRED BOUNCED" recipient lines in LOG.
@@ -533,12 +550,20 @@ counts() {
 }
 
 write_postfix_config() {
+	# About 50 bytes of queue file per recipient; 100 to spare.
+	size=$((LIST * 100))
+	[ "$size" -ge 51200000 ] || size=51200000
 	postfix_config "$DIR" "$POSTFIX_SMTPD:$PORT inet n - n - - smtpd" <<EOF
 mynetworks = 127.0.0.0/8
 transport_maps = hash:$DIR/etc/transport
 smtp_dns_support_level = disabled
 # The list in one transaction; every other limit at its default.
 smtpd_recipient_limit = $LIST
+# Postfix counts the queue file, envelope included, against this limit:
+# a 200,000-recipient list is "552 5.3.4 Error: message file too big"
+# at the default (10240000), a 2 KB body or not.
+message_size_limit = $size
+mailbox_size_limit = $size
 EOF
 	while read -r kind i addr; do
 		printf '%s%s.bench\tsmtp:[%s]:%s\n' "$kind" "$i" "$addr" "$PORT"
@@ -563,6 +588,9 @@ EOF
 	read -r med p90 p99 max n <<EOF
 $(latency "$DIR/maillog")
 EOF
+	read -r dmed dp90 _ dmax dn <<EOF
+$(latency "$DIR/maillog" during)
+EOF
 	read -r procs rss pss <"$DIR/postfix.mem"
 	POSTFIX_DRAIN=$DRAIN
 	POSTFIX_MEDIAN=$med
@@ -574,6 +602,8 @@ EOF
 		"p99 $p99 s, max $max s ($n); memory: qmgr VmHWM" \
 		"$(echo "$peaks" | awk '{ print $3 }') MB, all processes sampled: RSS" \
 		"$((rss / 1024)) MB ($procs processes), PSS $((pss / 1024)) MB"
+	echo "postfix: while the list was delivered, $dn singles delivered:" \
+		"latency median $dmed s, p90 $dp90 s, max $dmax s"
 }
 
 write_sluice_config() {
@@ -618,6 +648,9 @@ EOF
 	read -r med p90 p99 max n <<EOF
 $(latency "$log")
 EOF
+	read -r dmed dp90 _ dmax dn <<EOF
+$(latency "$log" during)
+EOF
 	read -r anon file <"$DIR/sluice.mem"
 	SLUICE_DRAIN=$DRAIN
 	SLUICE_MEDIAN=$med
@@ -627,12 +660,14 @@ EOF
 	if [ "$others" -ne 0 ]; then
 		grep -v -e ' status=sent ' -e ': removed$' -e ': started: ' \
 			-e ': stopping on signal 15: ' -e ': stopped: ' -e ': client=' \
-		-e ': connect from ' -e ': disconnect from ' "$log" |
+			-e ': connect from ' -e ': disconnect from ' "$log" |
 			head -n 5 | sed 's/^/sluice:   /'
 	fi
 	echo "sluice: drain $DRAIN s; single latency median $med s, p90 $p90 s," \
 		"p99 $p99 s, max $max s ($n); memory: VmHWM $((hwm / 1024)) MB," \
 		"sampled RssAnon $((anon / 1024)) MB, RssFile $((file / 1024)) MB"
+	echo "sluice: while the list was delivered, $dn singles delivered:" \
+		"latency median $dmed s, p90 $dp90 s, max $dmax s"
 }
 
 for arg; do
