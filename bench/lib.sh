@@ -1,6 +1,6 @@
 # shellcheck shell=sh
-# bench/lib.sh: what the benchmark scripts (postfix_deliver.sh,
-# sendmail_inject.sh, smtpd_accept.sh) share; sourced, not run, after the
+# bench/lib.sh: what the benchmark scripts (postfix_deliver.sh, drain.sh,
+# list.sh, sendmail_inject.sh, smtpd_accept.sh) share; sourced, not run, after the
 # script has set NAME (the word its messages start with) and before it
 # parses its options.
 #
