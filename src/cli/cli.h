@@ -8,7 +8,8 @@
  *	#include "cli/cli.h"
  *
  *	extern const struct cli_command cli_config_command;
- *	extern const struct cli_command cli_queue_command, cli_show_command;
+ *	extern const struct cli_command cli_queue_command, cli_show_command,
+ *			cli_qshape_command;
  *	extern const struct cli_command cli_delete_command, cli_hold_command,
  *			cli_release_command, cli_requeue_command;
  *	extern const struct cli_command cli_import_command, cli_recover_command;
@@ -19,6 +20,14 @@
  *	void	cli_option_error(const char *cmd, int ch)
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
  *			int flags, struct spool **sp)
+ *
+ *	struct cli_qshape *cli_qshape_create(int tick, int buckets,
+ *			int linear)
+ *	void	cli_qshape_add(struct cli_qshape *qs, const char *address,
+ *			int64_t age_us)
+ *	void	cli_qshape_print(const struct cli_qshape *qs, FILE *fp,
+ *			int width)
+ *	void	cli_qshape_free(struct cli_qshape *qs)
  * DESCRIPTION
  *	The sluice command (src/cli/main.c) is a dispatcher: it takes the
  *	global options, then runs one subcommand from its table. A
@@ -49,6 +58,8 @@
 #include "spool/spool.h"
 #include "util/util.h"
 
+#include <stdio.h>
+
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 64 /* EX_USAGE of sysexits.h */
@@ -73,6 +84,7 @@ struct cli_command {
 extern const struct cli_command cli_config_command;
 extern const struct cli_command cli_queue_command;
 extern const struct cli_command cli_show_command;
+extern const struct cli_command cli_qshape_command;
 extern const struct cli_command cli_delete_command;
 extern const struct cli_command cli_hold_command;
 extern const struct cli_command cli_release_command;
@@ -87,5 +99,12 @@ struct conf *cli_conf_open(const char *opt_path);
 void cli_option_error(const char *cmd, int ch);
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
                             struct spool **sp);
+
+/* qshape.c: the table of "sluice qshape" (tests fill it directly). */
+struct cli_qshape;
+struct cli_qshape *cli_qshape_create(int tick, int buckets, int linear);
+void cli_qshape_add(struct cli_qshape *qs, const char *address, int64_t age_us);
+void cli_qshape_print(const struct cli_qshape *qs, FILE *fp, int width);
+void cli_qshape_free(struct cli_qshape *qs);
 
 #endif

@@ -14,7 +14,8 @@
  *	(sendmail_main()). "--help" and "--version"
  *	in the command's place are the same as "help" and "version", as
  *	most commands take them. Called sendmail (argv[0]), the program is
- *	"sluice sendmail".
+ *	"sluice sendmail", and called mailq, "sluice queue"; sendmail -bp
+ *	is mailq, as in Postfix.
  *
  *	Exit status: the subcommand's; 1 when what it printed could not all
  *	be written to standard output ("sluice: CMD: write error: ..."); 64
@@ -58,16 +59,37 @@ static const struct cli_command version_command = {
 /* The subcommands, in the order "sluice help" lists them. */
 static const struct cli_command *const commands[] = {
     &sendmail_command,    &cli_import_command,  &cli_queue_command,
-    &cli_show_command,    &cli_delete_command,  &cli_hold_command,
-    &cli_release_command, &cli_requeue_command, &cli_recover_command,
-    &cli_config_command,  &cli_route_command,   &cli_reload_command,
-    &cli_flush_command,   &help_command,        &version_command,
+    &cli_qshape_command,  &cli_show_command,    &cli_delete_command,
+    &cli_hold_command,    &cli_release_command, &cli_requeue_command,
+    &cli_recover_command, &cli_config_command,  &cli_route_command,
+    &cli_reload_command,  &cli_flush_command,   &help_command,
+    &version_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+/*
+ * sendmail -bp is mailq, as in Postfix: the listing is sluice queue's,
+ * with the configuration sendmail would use (-C FILE).
+ */
 static int sendmail_run(const struct cli *cli, int argc, char **argv)
 {
+    struct cli listing = *cli;
+    int bp = 0;
+
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-bp") == 0)
+            bp = 1;
+        else if (strcmp(argv[i], "-C") == 0 && i + 1 < argc)
+            listing.config_path = argv[++i];
+        else if (strncmp(argv[i], "-C", 2) == 0 && argv[i][2])
+            listing.config_path = argv[i] + 2;
+    }
+    if (bp) {
+        char *args[] = {"queue", NULL};
+
+        return cli_queue_command.run(&listing, 1, args);
+    }
     return sendmail_main(cli->config_path, argc, argv);
 }
 
@@ -150,9 +172,14 @@ int main(int argc, char **argv)
     const char *base = strrchr(argv[0], '/');
     int ch;
 
-    /* Installed as the system's sendmail, it is sendmail. */
-    if (strcmp(base ? base + 1 : argv[0], "sendmail") == 0)
-        return sendmail_command.run(&cli, argc, argv);
+    base = base ? base + 1 : argv[0];
+    /* Installed as the system's mailq, or sendmail, it is those. */
+    if (strcmp(base, "mailq") == 0)
+        return output_checked(&cli_queue_command,
+                              cli_queue_command.run(&cli, argc, argv));
+    if (strcmp(base, "sendmail") == 0)
+        return output_checked(&sendmail_command,
+                              sendmail_run(&cli, argc, argv));
 
     opterr = 0;
     while (optind < argc && strncmp(argv[optind], "--", 2) != 0 &&

@@ -2,10 +2,10 @@
  * NAME
  *	manage 3 - "sluice delete|hold|release|requeue ID...|ALL"
  * SYNOPSIS
- *	sluice delete ID...|ALL
- *	sluice hold ID...|ALL
- *	sluice release ID...|ALL
- *	sluice requeue ID...|ALL
+ *	sluice delete ID...|ALL|-
+ *	sluice hold ID...|ALL|-
+ *	sluice release ID...|ALL|-
+ *	sluice requeue ID...|ALL|-
  *	sluice recover
  * DESCRIPTION
  *	delete removes messages with everything they have. hold stops a
@@ -13,7 +13,10 @@
  *	lists) until release puts it back where it was. requeue makes
  *	deferred mail due now; incoming mail is due already, held mail
  *	stays held (release it first), corrupt mail cannot be requeued.
- *	ALL means every message in the spool.
+ *	ALL means every message in the spool; - reads the queue ids from
+ *	standard input, one per line, as postsuper -d - does (so that
+ *	mailq's output, filtered, can be fed to it). An id may keep the
+ *	mark mailq puts after it ("*" active, "!" on hold).
  *
  *	recover runs the spool's start-up recovery, as the daemon does when
  *	it starts: mail left active goes back to incoming, and a message
@@ -143,6 +146,46 @@ static int collect(void *ctx, const struct spool_msg *m)
     return 0;
 }
 
+/* A queue id as given, without mailq's mark or surrounding blanks. */
+static char *id_clean(char *id)
+{
+    size_t n;
+
+    id += strspn(id, " \t");
+    n = strcspn(id, " \t\r\n");
+    while (n > 0 && strchr("*!#", id[n - 1]) != NULL)
+        n--;
+    id[n] = 0;
+    return id;
+}
+
+/* The ids on standard input, one per line; blank lines are skipped. */
+static int act_stdin(struct spool *sp, enum action act)
+{
+    char line[256];
+    int failed = 0;
+
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        char *id;
+
+        if (strchr(line, '\n') == NULL && !feof(stdin)) {
+            fprintf(stderr,
+                    "sluice: %s: a line of standard input is too "
+                    "long for a queue id\n",
+                    action_name[act]);
+            return -1;
+        }
+        if (*(id = id_clean(line)) != 0 && act_one(sp, act, id) < 0)
+            failed = 1;
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "sluice: %s: standard input: %s\n", action_name[act],
+                strerror(errno));
+        failed = 1;
+    }
+    return failed ? -1 : 0;
+}
+
 static int manage(const struct cli *cli, enum action act, int argc, char **argv)
 {
     struct spool *sp;
@@ -151,8 +194,9 @@ static int manage(const struct cli *cli, enum action act, int argc, char **argv)
     int failed = 0, all_ids = 0;
     char why[512];
 
-    if (argc < 2 || (argc > 2 && strcmp(argv[1], "ALL") == 0)) {
-        fprintf(stderr, "usage: sluice %s ID...|ALL\n", action_name[act]);
+    if (argc < 2 || (argc > 2 && (strcmp(argv[1], "ALL") == 0 ||
+                                  strcmp(argv[1], "-") == 0))) {
+        fprintf(stderr, "usage: sluice %s ID...|ALL|-\n", action_name[act]);
         return CLI_EXIT_USAGE;
     }
     all_ids = strcmp(argv[1], "ALL") == 0;
@@ -171,9 +215,11 @@ static int manage(const struct cli *cli, enum action act, int argc, char **argv)
             if (act_one(sp, act, all.ids[i]) < 0)
                 failed = 1;
         free(all.ids);
+    } else if (strcmp(argv[1], "-") == 0) {
+        failed = act_stdin(sp, act) < 0;
     } else {
         for (int i = 1; i < argc; i++)
-            if (act_one(sp, act, argv[i]) < 0)
+            if (act_one(sp, act, id_clean(argv[i])) < 0)
                 failed = 1;
     }
     spool_close(sp);
@@ -231,14 +277,14 @@ CLI_COMMAND(cli_recover_command, "recover", "",
             "start-up recovery of the spool (active mail, corrupt records)",
             recover_run);
 
-CLI_COMMAND(cli_delete_command, "delete", "ID...|ALL",
+CLI_COMMAND(cli_delete_command, "delete", "ID...|ALL|-",
             "remove messages from the queue", delete_run);
 
-CLI_COMMAND(cli_hold_command, "hold", "ID...|ALL",
+CLI_COMMAND(cli_hold_command, "hold", "ID...|ALL|-",
             "keep messages from being delivered", hold_run);
 
-CLI_COMMAND(cli_release_command, "release", "ID...|ALL", "undo hold",
+CLI_COMMAND(cli_release_command, "release", "ID...|ALL|-", "undo hold",
             release_run);
 
-CLI_COMMAND(cli_requeue_command, "requeue", "ID...|ALL",
+CLI_COMMAND(cli_requeue_command, "requeue", "ID...|ALL|-",
             "make deferred messages due now", requeue_run);

@@ -5,13 +5,29 @@
  *	sluice queue [--json]
  *	sluice show [--body] ID
  * DESCRIPTION
- *	sluice queue lists every message, like mailq: queue id, size,
- *	arrival time, state and sender, then each recipient with its
- *	status and last reason, and for deferred mail the next attempt
- *	time; a last line counts the messages and their size. An empty or
- *	not yet created spool says "Mail queue is empty". With --json, one
- *	JSON object per message and line (times as seconds since the epoch,
- *	and as text).
+ *	sluice queue lists every message in Postfix's mailq format (its
+ *	long queue id layout, postqueue -p), so that what reads mailq's
+ *	output reads ours: a heading; per message the queue id, marked "*"
+ *	while active and "!" on hold, the size, the arrival time and the
+ *	sender (MAILER-DAEMON for the null sender); then the recipients
+ *	still to be delivered, each under the reason it was deferred for,
+ *	printed once for a run of recipients with the same reason,
+ *	right-aligned in parentheses; a last line counts the messages and
+ *	their size in Kbytes. A message found corrupt shows the reason
+ *	instead ("(corrupt: ...)"). An empty or not yet created spool says
+ *	"Mail queue is empty". The next attempt time and the recipients
+ *	already final are for sluice show.
+ *
+ *	With --json, postqueue -j's form: one JSON object per message and
+ *	line, with its field names: queue_name (incoming, active, deferred,
+ *	hold, or corrupt), queue_id, arrival_time (seconds since the epoch),
+ *	message_size, forced_expire (false: sluice has no forced expiry),
+ *	sender, and recipients, each with orig_address (the ORCPT address,
+ *	or the address), address and, when deferred with a reason,
+ *	delay_reason; a corrupt message has corrupt_reason.
+ *
+ *	Called mailq, or as sendmail -bp, the program is sluice queue
+ *	(main.c).
  *
  *	sluice show prints a message's envelope and its header section;
  *	--body prints the whole message as stored.
@@ -73,70 +89,98 @@ struct queue_listing {
     int failed;
 };
 
+/* Postfix's long queue id layout (postqueue/showq_compat.c). */
+#define QUEUE_HEADING_FORMAT "%-17s %8s %-19s %s\n"
+#define QUEUE_SENDER_FORMAT  "%-17s %8" PRIu64 " %19.19s %s\n"
+
+/* Still to be delivered: what mailq lists. */
+static int rcpt_open(const struct spool_rcpt *r)
+{
+    return r->status == SPOOL_RCPT_PENDING || r->status == SPOOL_RCPT_DEFERRED;
+}
+
+/* The text of a recipient's last reason, without its status code. */
+static const char *rcpt_why(const struct spool_rcpt *r)
+{
+    const char *sp;
+
+    if (r->reason == NULL || r->status != SPOOL_RCPT_DEFERRED)
+        return "";
+    sp = strchr(r->reason, ' ');
+    return sp ? sp + 1 : r->reason;
+}
+
+static void reason_line(const char *why)
+{
+    int pad = 76 - (int)strlen(why);
+
+    printf("%*s(%s)\n", pad > 0 ? pad : 0, "", why);
+}
+
 static void queue_text(const struct spool_msg *m)
 {
-    char arrival[64], next[64];
+    char id[SPOOL_ID_MAX + 2], arrival[32];
+    const char *last = "";
+    time_t t = (time_t)(m->arrival / 1000000);
+    struct tm tm;
 
-    time_text(arrival, sizeof(arrival), m->arrival);
-    printf("%-16s %9" PRIu64 " %-24s %-8s %s\n", m->id, m->size, arrival,
-           spool_state_name(m->state), *m->sender ? m->sender : "<>");
-    if (m->state == SPOOL_CORRUPT)
-        printf("%52s(corrupt: %s)\n", "",
-               m->corrupt_reason ? m->corrupt_reason : "unknown reason");
+    snprintf(id, sizeof(id), "%s%s", m->id,
+             m->state == SPOOL_ACTIVE ? "*"
+             : m->state == SPOOL_HOLD ? "!"
+                                      : "");
+    localtime_r(&t, &tm);
+    strftime(arrival, sizeof(arrival), "%a %b %e %H:%M:%S", &tm);
+    printf(QUEUE_SENDER_FORMAT, id, m->size, arrival,
+           *m->sender ? m->sender : "MAILER-DAEMON");
+    if (m->state == SPOOL_CORRUPT) {
+        char why[600];
+
+        snprintf(why, sizeof(why), "corrupt: %s",
+                 m->corrupt_reason ? m->corrupt_reason : "unknown reason");
+        reason_line(why);
+    }
     for (uint32_t i = 0; i < m->nrcpt && m->rcpt; i++) {
         const struct spool_rcpt *r = &m->rcpt[i];
 
-        printf("%52s%s (%s", "", r->address, spool_rcpt_status_name(r->status));
-        if (r->reason)
-            printf(": %s", r->reason);
-        printf(")\n");
+        if (!rcpt_open(r))
+            continue;
+        /* A reason once for a run of recipients that share it. */
+        if (strcmp(rcpt_why(r), last) != 0) {
+            last = rcpt_why(r);
+            reason_line(*last ? last : "reason unavailable");
+        }
+        printf(QUEUE_HEADING_FORMAT, "", "", "", r->address);
     }
-    if (m->state == SPOOL_DEFERRED) {
-        time_text(next, sizeof(next), m->next_attempt);
-        printf("%52snext attempt %s, %u attempt%s so far\n", "", next,
-               m->attempts, m->attempts == 1 ? "" : "s");
-    }
-    printf("\n");
 }
 
 static void queue_json(const struct spool_msg *m)
 {
-    char arrival[64], next[64];
-
-    time_text(arrival, sizeof(arrival), m->arrival);
-    time_text(next, sizeof(next), m->next_attempt);
-    printf("{\"id\":");
-    json_string(stdout, m->id);
-    printf(",\"size\":%" PRIu64 ",\"arrival\":%.6f,\"arrival_text\":", m->size,
-           m->arrival / 1e6);
-    json_string(stdout, arrival);
-    printf(",\"state\":");
+    printf("{\"queue_name\": ");
     json_string(stdout, spool_state_name(m->state));
-    printf(",\"sender\":");
+    printf(", \"queue_id\": ");
+    json_string(stdout, m->id);
+    printf(", \"arrival_time\": %" PRId64 ", \"message_size\": %" PRIu64
+           ", \"forced_expire\": false, \"sender\": ",
+           m->arrival / 1000000, m->size);
     json_string(stdout, m->sender);
-    printf(",\"attempts\":%u", m->attempts);
-    if (m->state == SPOOL_DEFERRED) {
-        printf(",\"next_attempt\":%.6f,\"next_attempt_text\":",
-               m->next_attempt / 1e6);
-        json_string(stdout, next);
-    }
     if (m->state == SPOOL_CORRUPT) {
-        printf(",\"corrupt_reason\":");
+        printf(", \"corrupt_reason\": ");
         json_string(stdout, m->corrupt_reason);
     }
-    printf(",\"recipients\":[");
-    for (uint32_t i = 0; i < m->nrcpt && m->rcpt; i++) {
+    printf(", \"recipients\": [");
+    for (uint32_t i = 0, n = 0; i < m->nrcpt && m->rcpt; i++) {
         const struct spool_rcpt *r = &m->rcpt[i];
+        const char *orig = r->orcpt ? strchr(r->orcpt, ';') : NULL;
 
-        printf("%s{\"address\":", i ? "," : "");
+        if (!rcpt_open(r))
+            continue;
+        printf("%s{\"orig_address\": ", n++ ? ", " : "");
+        json_string(stdout, orig ? orig + 1 : r->address);
+        printf(", \"address\": ");
         json_string(stdout, r->address);
-        printf(",\"status\":");
-        json_string(stdout, spool_rcpt_status_name(r->status));
-        if (r->code)
-            printf(",\"code\":%d", r->code);
-        if (r->reason) {
-            printf(",\"reason\":");
-            json_string(stdout, r->reason);
+        if (*rcpt_why(r)) {
+            printf(", \"delay_reason\": ");
+            json_string(stdout, rcpt_why(r));
         }
         printf("}");
     }
@@ -161,10 +205,13 @@ static int queue_one(void *ctx, const struct spool_msg *listed)
         }
         show = m;
     }
-    if (ql->messages++ == 0 && !ql->json) /* as mailq: no header when empty */
-        printf("%-16s %9s %-24s %-8s %s\n", "-Queue ID-", "--Size--",
-               "-----Arrival Time-----", "-State--",
-               "-Sender/Recipient-------");
+    /* As mailq: a heading before the first, an empty line between. */
+    if (!ql->json && ql->messages == 0)
+        printf(QUEUE_HEADING_FORMAT, "----Queue ID-----", "--Size--",
+               "---Arrival Time----", "--Sender/Recipient------");
+    else if (!ql->json)
+        printf("\n");
+    ql->messages++;
     ql->bytes += show->size;
     if (ql->json)
         queue_json(show);
@@ -216,9 +263,8 @@ static int queue_run(const struct cli *cli, int argc, char **argv)
         if (ql.messages == 0)
             printf("Mail queue is empty\n");
         else
-            printf("-- %" PRIu64 " Kbytes in %ld Request%s.\n",
-                   (ql.bytes + 1023) / 1024, ql.messages,
-                   ql.messages == 1 ? "" : "s");
+            printf("\n-- %" PRIu64 " Kbytes in %ld Request%s.\n",
+                   ql.bytes / 1024, ql.messages, ql.messages == 1 ? "" : "s");
     }
     return ql.failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -50,10 +50,12 @@ printf 'Subject: e1\n\nbody\n' | s sendmail -f a@home.test x1@far.test
 printf 'Subject: e2\n\nbody\n' | s sendmail -f b@home.test x2@far.test
 printf 'Subject: e3\n\nbody\n' | s sendmail -N never -f c@home.test x3@far.test
 # Hold b@'s message once its first attempt has failed (it then waits 3 s).
-id2() { s queue | awk '/ deferred b@home.test$/ {print $1}'; }
-wait_for 10 sh -c "$build/sluice -c $conf queue | grep -q ' deferred b@home.test\$'"
+id2() {
+    s queue --json | sed -n 's/^{"queue_name": "deferred", "queue_id": "\([0-9A-Z]*\)".*"sender": "b@home.test".*/\1/p'
+}
+wait_for 10 sh -c "$build/sluice -c $conf queue --json | grep -q '\"deferred\".*\"sender\": \"b@home.test\"'"
 s hold "$(id2)" >/dev/null 2>&1
-expect "one message held" 1 "$(s queue | grep -c ' hold  *b@home.test$')"
+expect "one message held" 1 "$(s queue --json | grep -c '"hold".*"sender": "b@home.test"')"
 
 empty() { s queue | grep -q "Mail queue is empty"; }
 if wait_for 20 empty; then

@@ -42,20 +42,21 @@ expect "sendmail stores a message: exit 0" 0 $?
     not_ok "the maildrop accepts new files from anybody (mode 1733)"
 id=$(first_id)
 s queue >"$tmp/q.out"
-if grep -q "^$id  *[0-9][0-9]* .* incoming alice@a.test$" "$tmp/q.out" &&
-    grep -q "^ *bob@b.test (pending)$" "$tmp/q.out" &&
-    grep -q "^ *carol@c.test (pending)$" "$tmp/q.out" &&
-    grep -q "^-- 1 Kbytes in 1 Request.$" "$tmp/q.out"; then
-    ok "queue lists id, size, arrival, state, sender, recipients"
+# Postfix's mailq layout (long queue ids): qshape.sh checks more of it.
+if grep -q "^$id  *[0-9][0-9]* [A-Z][a-z][a-z] [A-Z][a-z][a-z] [ 0-9][0-9] [0-9:]* alice@a.test$" "$tmp/q.out" &&
+    grep -q "^                                               bob@b.test$" "$tmp/q.out" &&
+    grep -q "^                                               carol@c.test$" "$tmp/q.out" &&
+    grep -q "^-- 0 Kbytes in 1 Request.$" "$tmp/q.out"; then
+    ok "queue lists id, size, arrival, sender, recipients as mailq does"
 else
-    not_ok "queue lists id, size, arrival, state, sender, recipients"
+    not_ok "queue lists id, size, arrival, sender, recipients as mailq does"
     sed 's/^/#   /' "$tmp/q.out"
 fi
 expect "queue id: 14 time-ordered characters" 14 "$(printf %s "$id" | wc -c)"
 
 json=$(s queue --json)
 case $json in
-"{\"id\":\"$id\",\"size\":"*"\"state\":\"incoming\",\"sender\":\"alice@a.test\",\"attempts\":0,\"recipients\":[{\"address\":\"bob@b.test\",\"status\":\"pending\"},{\"address\":\"carol@c.test\",\"status\":\"pending\"}]}")
+"{\"queue_name\": \"incoming\", \"queue_id\": \"$id\", \"arrival_time\": "*", \"message_size\": "*", \"forced_expire\": false, \"sender\": \"alice@a.test\", \"recipients\": [{\"orig_address\": \"bob@b.test\", \"address\": \"bob@b.test\"}, {\"orig_address\": \"carol@c.test\", \"address\": \"carol@c.test\"}]}")
     ok "queue --json: one object per message" ;;
 *)
     not_ok "queue --json: one object per message"
@@ -145,8 +146,8 @@ before=$(count)
 # hold / release / requeue / delete.
 out=$(s hold "$id")
 expect "hold" "$id: on hold" "$out"
-s queue | grep -q "^$id .* hold  *alice@a.test$" && ok "queue shows hold" ||
-    not_ok "queue shows hold"
+s queue | grep -q "^$id! .* alice@a.test$" && ok "queue shows hold (id marked !)" ||
+    not_ok "queue shows hold (id marked !)"
 out=$(s hold "$id")
 expect "hold twice" "$id: already on hold" "$out"
 out=$(s requeue "$id" 2>&1)
@@ -167,9 +168,9 @@ expect "one message fewer" $((before - 1)) "$(count)"
 s show "$id" 2>/dev/null
 expect "show of a deleted message: exit 1" 1 $?
 s hold ALL >/dev/null
-expect "hold ALL" "$((before - 1))" "$(s queue | grep -c ' hold ')"
+expect "hold ALL" "$((before - 1))" "$(s queue | grep -c '^[0-9A-Z]*! ')"
 s release ALL >/dev/null
-expect "release ALL" 0 "$(s queue | grep -c ' hold ')"
+expect "release ALL" 0 "$(s queue | grep -c '^[0-9A-Z]*! ')"
 s delete 2>/dev/null
 expect "delete without id: exit 64" 64 $?
 
@@ -250,7 +251,7 @@ expect "spool full: the reason" \
     "sendmail: spool full: the map reached queue_map_size_limit (1048576 bytes)" \
     "$(cat "$tmp/err")"
 expect "spool full: the earlier message is still there" 1 \
-    "$("$sluice" -c "$tmp/full.conf" queue | grep -c ' incoming ')"
+    "$("$sluice" -c "$tmp/full.conf" queue --json | grep -c '"queue_name": "incoming"')"
 
 # Output that cannot be written is a failure, whatever the command: a
 # listing cut short by a full disk must not look complete.
