@@ -45,8 +45,6 @@
 
 #include "cli/cli.h"
 
-#include "daemon/daemon.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
