@@ -4,6 +4,8 @@
  * SYNOPSIS
  *	sluice sendmail [-t] [-f sender] [-F name] [-i|-oi] [-N dsn] [-R ret]
  *		[-V envid] [-bm] [-C file] [--] [recipient...]
+ *	sluice sendmail -bs [-C file]
+ *	sluice sendmail -bp [-C file]
  *	sendmail ...	(the same, when the program is called sendmail)
  * DESCRIPTION
  *	sendmail reads a message on standard input and hands it to the
@@ -24,6 +26,9 @@
  *	comma-separated list of success, failure, delay), -R the RET
  *	(full, hdrs), -V the ENVID. -bm, the default mode, is accepted; -C
  *	names the configuration file (as -c does for the sluice command);
+ *	-bs speaks SMTP on standard input and output instead of reading one
+ *	message (stdio_smtp.c); -bp lists the queue, as mailq (cli/main.c
+ *	runs sluice queue for it);
  *	other -o options and -v, -B are accepted and ignored, as other
  *	sendmail replacements do. Missing From, Date and Message-ID
  *	headers are added (message.c).
@@ -92,7 +97,9 @@ static int sendmail_options(int argc, char **argv, struct sendmail_opts *o,
         case 'B':
             break;
         case 'b':
-            if (strcmp(opt, "-bm") != 0) {
+            if (strcmp(opt, "-bs") == 0)
+                o->smtp = 1;
+            else if (strcmp(opt, "-bm") != 0) {
                 fprintf(stderr, "sendmail: mode %s is not supported\n", opt);
                 return EX_USAGE;
             }
@@ -156,6 +163,11 @@ int sendmail_main(const char *config_path, int argc, char **argv)
     if (conf == NULL) {
         fprintf(stderr, "sluice: %s\n", why);
         return EX_TEMPFAIL;
+    }
+    if (o.smtp) {
+        rc = sendmail_smtp(conf);
+        conf_free(conf);
+        return rc;
     }
     m = spool_msg_new();
     rc = sendmail_message_prepare(&o, argc, argv, first, conf, m);

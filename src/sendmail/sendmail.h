@@ -22,7 +22,8 @@
  */
 
 #define SENDMAIL_ARGS                                                          \
-    "[-t] [-f sender] [-F name] [-i|-oi] [-N dsn] [-R ret] [-V envid] [-bm] "  \
+    "[-t] [-f sender] [-F name] [-i|-oi] [-N dsn] [-R ret] [-V envid] "        \
+    "[-bm|-bs|-bp] "                                                           \
     "[--] [recipient...]"
 
 int sendmail_main(const char *config_path, int argc, char **argv);

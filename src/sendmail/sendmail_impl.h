@@ -11,11 +11,12 @@
  *			int argc, char **argv, int first,
  *			const struct conf *conf, struct spool_msg *m)
  *	int	sendmail_store(const struct conf *conf, struct spool_msg *m)
+ *	int	sendmail_smtp(const struct conf *conf)
  * DESCRIPTION
  *	Nothing outside src/sendmail/ includes this header. A struct
  *	sendmail_opts is what the options (sendmail.c) asked for. The
- *	exit statuses are sysexits.h's. message.c and store.c describe
- *	their functions.
+ *	exit statuses are sysexits.h's. message.c, store.c and
+ *	stdio_smtp.c describe their functions.
  */
 
 #include "conf/conf.h"
@@ -28,6 +29,7 @@
 struct sendmail_opts {
     int extract;  /* -t */
     int dot_ends; /* not -i */
+    int smtp;     /* -bs */
     const char *sender, *full_name, *envid, *config;
     unsigned notify;
     enum spool_ret ret;
@@ -37,5 +39,6 @@ int sendmail_message_prepare(const struct sendmail_opts *o, int argc,
                              char **argv, int first, const struct conf *conf,
                              struct spool_msg *m);
 int sendmail_store(const struct conf *conf, struct spool_msg *m);
+int sendmail_smtp(const struct conf *conf);
 
 #endif
