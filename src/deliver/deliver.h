@@ -184,6 +184,7 @@ struct deliver_request {
     const char *cache_key;       /* the destination, or NULL: no reuse */
     struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
     struct deliver_timeouts timeouts;         /* milliseconds */
+    size_t line_limit; /* smtp_line_length_limit: break longer; 0 none */
 };
 
 struct deliver_rcpt_result {
@@ -205,6 +206,7 @@ struct deliver_result {
     int conn_use;         /* deliveries on the connection, this one included */
     int dsn_passed;       /* SMTP: the server offered DSN and got NOTIFY */
     int transport_failed; /* a local socket could not be reached */
+    long lines_folded;    /* lines broken at line_limit */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

@@ -185,9 +185,11 @@ static void send_body(struct deliver_session *s)
     struct smtp_stuffer st = {0};
     struct evbuffer *out = bufferevent_get_output(s->bev);
 
+    st.line_limit = s->req.line_limit;
     smtp_stuff(&st, util_blob_data(s->req.body), util_blob_len(s->req.body),
                emit_body, out);
     smtp_stuff_end(&st, emit_body, out);
+    s->res->lines_folded = st.folded;
     s->state = ST_DOT;
     s->dot_replied = 0;
     connection_timer_arm(s,

@@ -52,6 +52,10 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     double conn_done = res->hop_ok ? done - res->xfer_time : 0;
 
     d->session = NULL;
+    if (res->lines_folded > 0)
+        qm_log(q, QMGR_LOG_INFO,
+               "%s: breaking line > %zu bytes with <CR><LF>SPACE", m->id,
+               d->line_limit);
     for (int k = 0; k < d->nrcpt; k++) {
         const struct deliver_rcpt_result *r = &res->rcpt[k];
 
@@ -129,6 +133,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
                 : r->type == ROUTE_ERROR   ? DELIVER_ERROR
                                            : DELIVER_SMTP;
     req.helo_name = set.helo_name;
+    req.line_limit = d->line_limit = set.line_limit;
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;

@@ -244,6 +244,7 @@ struct qmgr_deliver_settings {
     int session_limit; /* smtp_mx_session_limit, 0 = no limit */
     struct deliver_cache_params cache;
     const char *helo_name; /* smtp_helo_name */
+    size_t line_limit;     /* smtp_line_length_limit, 0 = none */
 };
 
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,

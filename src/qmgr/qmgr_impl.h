@@ -71,6 +71,7 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
+    size_t line_limit; /* smtp_line_length_limit it was sent with */
     LIST_ENTRY(qm_delivery) link;
 };
 

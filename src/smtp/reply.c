@@ -39,7 +39,12 @@
  *	smtp_stuff() writes a message body for DATA: every line that starts
  *	with "." gets another "." in front (RFC 5321 4.5.2), across calls;
  *	smtp_stuff_end() ends the data: a CRLF if the body did not end with
- *	one, then ".\r\n". A stuffer starts zeroed: at a line start.
+ *	one, then ".\r\n". A stuffer starts zeroed: at a line start. With
+ *	line_limit set (smtp_line_length_limit), a line longer than that
+ *	many characters (its CRLF not counted) is broken by inserting CRLF
+ *	and a space, as Postfix's smtp(8) does "to minimize the damage to
+ *	MIME formatted mail" (RFC 5322 2.1.1 allows 998 characters); folded
+ *	counts the breaks, for the log.
  */
 
 #include "smtp/smtp.h"
@@ -183,6 +188,16 @@ void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
     size_t start = 0;
 
     for (size_t i = 0; i < len; i++) {
+        /* A long line goes on after CRLF SPACE (Postfix's smtp(8)). */
+        if (st->line_limit && st->column >= st->line_limit && p[i] != '\r' &&
+            p[i] != '\n') {
+            if (i > start)
+                emit(ctx, p + start, i - start);
+            emit(ctx, "\r\n ", 3);
+            start = i;
+            st->column = 1;
+            st->folded++;
+        }
         if (!st->mid_line && p[i] == '.') {
             if (i > start)
                 emit(ctx, p + start, i - start);
@@ -190,6 +205,7 @@ void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
             start = i; /* the original dot follows */
         }
         st->mid_line = p[i] != '\n';
+        st->column = p[i] == '\n' ? 0 : st->column + (p[i] != '\r');
         st->tail[0] = st->tail[1];
         st->tail[1] = p[i];
     }

@@ -155,6 +155,9 @@ struct smtp_stuffer {
     int mid_line;
     char tail[2];
     uint64_t bytes;
+    size_t line_limit; /* break longer lines; 0: none */
+    size_t column;     /* characters of the line so far */
+    long folded;       /* lines broken */
 };
 
 void smtp_reply_init(struct smtp_reply *r);

@@ -115,6 +115,7 @@ static const struct {
     {"smtp_connection_reuse_count_limit", 0},
     {"smtp_mx_address_limit", 5},
     {"smtp_mx_session_limit", 2},
+    {"smtp_line_length_limit", 998},
     {"message_size_limit", 10240000},
     {"bounce_size_limit", 50000},
     {"smtpd_recipient_limit", 1000},
@@ -216,6 +217,7 @@ static const struct {
     {"smtp_connection_reuse_count_limit", "_connection_reuse_count_limit"},
     {"smtp_mx_address_limit", "_mx_address_limit"},
     {"smtp_mx_session_limit", "_mx_session_limit"},
+    {"smtp_line_length_limit", "_line_length_limit"},
     {"smtp_connect_timeout", "_connect_timeout"},
     {"smtp_helo_timeout", "_helo_timeout"},
     {"smtp_mail_timeout", "_mail_timeout"},
@@ -247,19 +249,20 @@ static void test_table_has_every_parameter(void **state)
 
     (void)state;
     /*
-     * 20 integers (the reference table's 18, bounce_size_limit and
-     * smtp_connection_reuse_count_limit), 21 times (13, and the SMTP
-     * client's 8 timeouts), 2 booleans, 2 feedbacks, 2 choices
-     * (concurrency_feedback_rounding, default_scheduler), the spool's 2
-     * integers and 2 strings (queue_map_size, queue_map_size_limit,
-     * queue_directory, myhostname), and routing's and the SMTP client's
-     * 4 strings and 2 lists (default_transport, relayhost,
-     * transport_maps, smtp_helo_name, transports, dns_servers); the
-     * SMTP server's 11 integers, 2 times, 2 booleans, 5 lists, 1
-     * choice (smtpd_forbid_bare_newline) and 1 string
+     * 21 integers (the reference table's 18, bounce_size_limit,
+     * smtp_connection_reuse_count_limit and smtp_line_length_limit), 21
+     * times (13, and the SMTP client's 8 timeouts), 2 booleans, 2
+     * feedbacks, 2 choices (concurrency_feedback_rounding,
+     * default_scheduler), the spool's 2 integers and 2 strings
+     * (queue_map_size, queue_map_size_limit, queue_directory,
+     * myhostname), and routing's and the SMTP client's 4 strings and 2
+     * lists (default_transport, relayhost, transport_maps,
+     * smtp_helo_name, transports, dns_servers); the SMTP server's 12
+     * integers (smtpd_staging_threshold the last), 2 times, 2 booleans,
+     * 5 lists, 1 choice (smtpd_forbid_bare_newline) and 1 string
      * (message_strip_characters).
      */
-    assert_int_equal(conf_param_count, 79);
+    assert_int_equal(conf_param_count, 80);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

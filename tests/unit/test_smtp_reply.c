@@ -177,6 +177,42 @@ static void test_dot_stuffing(void **state)
     assert_string_equal(o.buf, "x\r\n.\r\n");
 }
 
+/*
+ * smtp_line_length_limit: "Longer lines are broken by inserting
+ * <CR><LF><SPACE>, to minimize the damage to MIME formatted mail" (the
+ * reference's smtp(8)). With a limit of 10: a line of 10 stays whole,
+ * longer ones go on after CRLF SPACE (the space counts in the next
+ * line), a stuffed dot does not count (the receiver removes it), and
+ * the state carries across calls.
+ */
+static void test_line_folding(void **state)
+{
+    struct smtp_stuffer st = {0};
+    struct out o = {{0}, 0};
+
+    (void)state;
+    st.line_limit = 10;
+    smtp_stuff(&st, "0123456789\r\n", 12, emit, &o);
+    smtp_stuff(&st, "aaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 27, emit, &o);
+    smtp_stuff(&st, ".bbbbbbbbbbb\r\n", 14, emit, &o);
+    smtp_stuff(&st, "ccccccc", 7, emit, &o);
+    smtp_stuff(&st, "cccc\r\n", 6, emit, &o);
+    smtp_stuff_end(&st, emit, &o);
+    assert_string_equal(o.buf, "0123456789\r\n"
+                               "aaaaaaaaaa\r\n aaaaaaaaa\r\n aaaaaa\r\n"
+                               "..bbbbbbbbb\r\n bb\r\n"
+                               "cccccccccc\r\n c\r\n"
+                               ".\r\n");
+    assert_int_equal(st.folded, 4);
+
+    /* No limit: nothing broken. */
+    memset(&st, 0, sizeof(st));
+    memset(&o, 0, sizeof(o));
+    smtp_stuff(&st, "aaaaaaaaaaaaaaaaaaaaaaaaa\r\n", 27, emit, &o);
+    assert_string_equal(o.buf, "aaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+    assert_int_equal(st.folded, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_enhanced_codes),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_dot_stuffing),
+        cmocka_unit_test(test_line_folding),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
