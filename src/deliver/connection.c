@@ -442,6 +442,7 @@ void deliver_cancel(struct deliver_session *s)
     free((struct deliver_rcpt *)s->req.rcpt);
     free((struct deliver_addr *)s->req.addrs);
     util_blob_unref(s->req.body);
+    util_buf_free(&s->downgraded);
     free(s->decided);
     free(s->accepted_flag);
     free(s);

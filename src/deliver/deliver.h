@@ -184,7 +184,9 @@ struct deliver_request {
     const char *cache_key;       /* the destination, or NULL: no reuse */
     struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
     struct deliver_timeouts timeouts;         /* milliseconds */
-    size_t line_limit; /* smtp_line_length_limit: break longer; 0 none */
+    size_t line_limit;   /* smtp_line_length_limit: break longer; 0 none */
+    int mime_conversion; /* 8-bit MIME to 7-bit for servers without
+                            8BITMIME (not disable_mime_output_conversion) */
 };
 
 struct deliver_rcpt_result {

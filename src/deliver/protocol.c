@@ -120,6 +120,16 @@ static void send_mail(struct deliver_session *s)
 
     for (size_t i = 0; i < size && !eightbit; i++)
         eightbit = (unsigned char)body[i] >= 0x80;
+    /* RFC 6152: no 8BITMIME, no 8-bit body; what is declared 8-bit MIME
+     * goes out quoted-printable, as Postfix converts it. */
+    s->downgrade = 0;
+    s->downgraded.len = 0;
+    if (eightbit && !(s->features & SMTP_EXT_8BITMIME) &&
+        s->req.mime_conversion &&
+        smtp_mime_downgrade(body, size, &s->downgraded) > 0) {
+        s->downgrade = 1;
+        size = s->downgraded.len;
+    }
     if (s->features & SMTP_EXT_SIZE)
         n += snprintf(extra + n, sizeof(extra) - n, " SIZE=%zu", size);
     if (eightbit && (s->features & SMTP_EXT_8BITMIME))
@@ -186,8 +196,11 @@ static void send_body(struct deliver_session *s)
     struct evbuffer *out = bufferevent_get_output(s->bev);
 
     st.line_limit = s->req.line_limit;
-    smtp_stuff(&st, util_blob_data(s->req.body), util_blob_len(s->req.body),
-               emit_body, out);
+    if (s->downgrade)
+        smtp_stuff(&st, s->downgraded.data, s->downgraded.len, emit_body, out);
+    else
+        smtp_stuff(&st, util_blob_data(s->req.body), util_blob_len(s->req.body),
+                   emit_body, out);
     smtp_stuff_end(&st, emit_body, out);
     s->res->lines_folded = st.folded;
     s->state = ST_DOT;

@@ -80,10 +80,12 @@ struct deliver_session {
     char peer[400];
     int64_t start_us, handshake_us; /* monotonic: intervals only */
     char last_failure[600];
-    int reused;      /* the connection came from the cache */
-    size_t replies;  /* complete replies on this connection */
-    int64_t born_us; /* when this connection was made (monotonic) */
-    int uses;        /* deliveries it carried, this one included */
+    int reused;                 /* the connection came from the cache */
+    size_t replies;             /* complete replies on this connection */
+    int64_t born_us;            /* when this connection was made (monotonic) */
+    int uses;                   /* deliveries it carried, this one included */
+    struct util_buf downgraded; /* the body made 7-bit for this server */
+    int downgrade;              /* send downgraded, not req.body */
 };
 
 void connection_timer_arm(struct deliver_session *s, int ms);

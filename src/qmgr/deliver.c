@@ -134,6 +134,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
                                            : DELIVER_SMTP;
     req.helo_name = set.helo_name;
     req.line_limit = d->line_limit = set.line_limit;
+    req.mime_conversion = set.mime_conversion;
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;

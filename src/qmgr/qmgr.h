@@ -245,6 +245,7 @@ struct qmgr_deliver_settings {
     struct deliver_cache_params cache;
     const char *helo_name; /* smtp_helo_name */
     size_t line_limit;     /* smtp_line_length_limit, 0 = none */
+    int mime_conversion;   /* not disable_mime_output_conversion */
 };
 
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,

@@ -46,4 +46,6 @@ void qmgr_deliver_settings(const struct conf *conf, const char *transport,
         (int)conf_int(conf, t, CONF_smtp_connection_reuse_count_limit);
     d->helo_name = conf_str(conf, t, CONF_smtp_helo_name);
     d->line_limit = (size_t)conf_int(conf, t, CONF_smtp_line_length_limit);
+    d->mime_conversion =
+        !conf_bool(conf, NULL, CONF_disable_mime_output_conversion);
 }

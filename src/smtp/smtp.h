@@ -31,6 +31,9 @@
  *
  *	int	smtp_date(char *buf, size_t len, time_t t)
  *
+ *	int	smtp_mime_downgrade(const char *in, size_t len,
+ *			struct util_buf *out)
+ *
  *	int	smtp_node_set(struct smtp_node *n, const char *domain,
  *			int subdomains)
  *	int	smtp_node_parse(struct smtp_node *n, const char *text)
@@ -61,7 +64,8 @@
  *	described there); the message content after DATA or in BDAT
  *	chunks, with the smuggling defence (data.c, described there); the
  *	node of an ETRN or a flush, a domain with or without its
- *	subdomains (node.c, described there).
+ *	subdomains (node.c, described there); 8-bit MIME content made 7-bit
+ *	for a server without 8BITMIME (mime.c, described there).
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
  *	of a To:, Cc: or Bcc: header field (folded or not), and appends
@@ -168,6 +172,9 @@ unsigned smtp_ehlo_features(const struct smtp_reply *r, uint64_t *size_limit);
 void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
                 smtp_emit_fn *emit, void *ctx);
 void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
+
+struct util_buf;
+int smtp_mime_downgrade(const char *in, size_t len, struct util_buf *out);
 
 /* "Sun, 22 Nov 2026 03:30:00 +0100" and its NUL fit in this. */
 #define SMTP_DATE_MAX 40

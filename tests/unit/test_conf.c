@@ -243,6 +243,7 @@ static void test_table_has_every_parameter(void **state)
         "always_add_missing_headers",
         "smtpd_per_record_deadline",
         "smtpd_forbid_bare_newline",
+        "disable_mime_output_conversion",
     };
     size_t i;
     size_t j;
@@ -251,7 +252,8 @@ static void test_table_has_every_parameter(void **state)
     /*
      * 21 integers (the reference table's 18, bounce_size_limit,
      * smtp_connection_reuse_count_limit and smtp_line_length_limit), 21
-     * times (13, and the SMTP client's 8 timeouts), 2 booleans, 2
+     * times (13, and the SMTP client's 8 timeouts), 3 booleans
+     * (disable_mime_output_conversion the last), 2
      * feedbacks, 2 choices (concurrency_feedback_rounding,
      * default_scheduler), the spool's 2 integers and 2 strings
      * (queue_map_size, queue_map_size_limit, queue_directory,
@@ -262,7 +264,7 @@ static void test_table_has_every_parameter(void **state)
      * 5 lists, 1 choice (smtpd_forbid_bare_newline) and 1 string
      * (message_strip_characters).
      */
-    assert_int_equal(conf_param_count, 80);
+    assert_int_equal(conf_param_count, 81);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -305,6 +307,9 @@ static void test_table_types_and_units(void **state)
                      CONF_BOOL);
     assert_int_equal(def_find("smtp_connection_cache_on_demand")->type,
                      CONF_BOOL);
+    def = def_find("disable_mime_output_conversion");
+    assert_int_equal(def->type, CONF_BOOL);
+    assert_string_equal(def->defval, "no");
     def = def_find("concurrency_feedback_rounding");
     assert_int_equal(def->type, CONF_CHOICE);
     assert_string_equal(def->choices, "seed|postfix3");
