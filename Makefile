@@ -120,7 +120,7 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
 FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c)
-FUZZ_TARGETS := smtp_command smtp_data smtpd_session
+FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session
 
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz

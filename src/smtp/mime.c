@@ -19,8 +19,9 @@
  *	(those of every enclosing multipart are recognised, so that a
  *	broken part cannot hide the rest), message/rfc822 bodies hold a
  *	message. An entity whose Content-Transfer-Encoding is 8bit or
- *	binary loses that header field and gets, at the end of its header
- *	section, "Content-Transfer-Encoding: 7bit" when it is a multipart
+ *	binary (any of them, when it has several) loses those fields and
+ *	gets, at the end of its header section, one
+ *	"Content-Transfer-Encoding: 7bit" when it is a multipart
  *	or a message/rfc822 (its parts are converted instead), else
  *	"Content-Transfer-Encoding: quoted-printable", and its body is
  *	encoded so: bytes outside printable ASCII (tab excepted) and "="
@@ -64,6 +65,8 @@ struct mime_state {
     int in_header;
     struct util_buf field;    /* the header field being read, as sent */
     struct util_buf unfolded; /* the same, unfolded, for parsing */
+    struct util_buf section;  /* the entity's header fields so far */
+    struct util_buf sans_cte; /* the same, Content-Transfer-Encoding out */
     enum mime_ctype ctype;
     enum mime_ctype next_default; /* for the parts of a multipart */
     char boundary[201];           /* of a multipart's Content-Type */
@@ -209,7 +212,7 @@ static void field_flush(struct mime_state *st)
     const char *line = st->unfolded.data;
     size_t len = st->unfolded.len, vlen;
     const char *v;
-    int drop = 0;
+    int cte = 0;
 
     if (st->field.len == 0)
         return;
@@ -218,11 +221,13 @@ static void field_flush(struct mime_state *st)
         content_type(st, v, vlen);
     } else if (field_is(line, len, "Content-Transfer-Encoding")) {
         v = field_value(line, len, &vlen);
-        st->eight = encoding_eight(v, vlen);
-        drop = st->eight; /* replaced at the end of the section */
+        /* Any that says 8bit or binary: all are replaced by one. */
+        st->eight |= encoding_eight(v, vlen);
+        cte = 1;
     }
-    if (!drop)
-        util_buf_add(st->out, st->field.data, st->field.len);
+    util_buf_add(&st->section, st->field.data, st->field.len);
+    if (!cte)
+        util_buf_add(&st->sans_cte, st->field.data, st->field.len);
     st->field.len = st->unfolded.len = 0;
 }
 
@@ -247,6 +252,11 @@ static void header_end(struct mime_state *st, int blank)
 
     field_flush(st);
     transparent = st->ctype == CTYPE_MULTIPART || st->ctype == CTYPE_RFC822;
+    if (st->eight)
+        util_buf_add(st->out, st->sans_cte.data, st->sans_cte.len);
+    else
+        util_buf_add(st->out, st->section.data, st->section.len);
+    st->section.len = st->sans_cte.len = 0;
 
     if (st->eight) {
         util_buf_printf(st->out, "Content-Transfer-Encoding: %s\r\n",
@@ -289,11 +299,8 @@ static void one_line(struct mime_state *st, const char *line, size_t len)
     int level = boundary_level(st, line, len, &closing);
 
     if (level >= 0) {
-        if (st->in_header) {
-            field_flush(st);
-            if (st->eight)
-                header_end(st, 0); /* an entity cut short: still marked */
-        }
+        if (st->in_header)
+            header_end(st, 0); /* an entity cut short: its fields */
         put_line(st, line, len);
         st->depth = level + 1;
         if (closing) {
@@ -345,8 +352,11 @@ int smtp_mime_downgrade(const char *in, size_t len, struct util_buf *out)
         one_line(&st, in + start, n);
         start = nl ? end + 1 : len;
     }
-    field_flush(&st); /* headers to the end: the last field */
+    if (st.in_header) /* headers to the very end: they end there */
+        header_end(&st, 0);
     util_buf_free(&st.field);
     util_buf_free(&st.unfolded);
+    util_buf_free(&st.section);
+    util_buf_free(&st.sans_cte);
     return st.converted;
 }
