@@ -261,8 +261,11 @@ static void message_finish(struct qm_msg *m)
         message_expired_log(m);
         if (qm_rcpt_expire(m, text) > 0)
             break; /* finishes again once that is committed: DONE */
+        /* No notice now (not even a delay notice): it is expired. */
+        qm_log(q, QMGR_LOG_WARNING,
+               "%s: expiry postponed: its recipients cannot be read", m->id);
         next = now + q->retry.min_backoff;
-        message_requeue(m, &c, now, next);
+        message_requeue(m, NULL, now, next);
         break;
     case QMGR_RETRY:
         message_requeue(m, &c, now, next);

@@ -247,6 +247,7 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
     st->active = q->active;
     st->bodies = 0;
     st->recipients = q->recipients;
+    st->records = q->records;
     TAILQ_FOREACH(m, &q->msgs, link)
         st->bodies += m->body != NULL;
     st->destinations = 0;

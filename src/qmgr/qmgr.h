@@ -219,6 +219,7 @@ struct qmgr_stats {
     long notices;      /* notices to senders stored */
     long bodies;       /* message bodies in memory now (being delivered) */
     long recipients;   /* recipients in memory now, awaiting an outcome */
+    long records;      /* recipient records held for them (rcpt.c) */
 };
 
 struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,

@@ -106,6 +106,7 @@ struct qmgr {
     int draining;       /* qmgr_drain(): start nothing, finish what runs */
     long submitting;    /* new messages not yet committed */
     long recipients;    /* read from the spool, awaiting an outcome */
+    long records;       /* recipient records held in batches */
     struct qmgr_stats stats;
 };
 

@@ -13,6 +13,10 @@
 
 #include <cmocka.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "dnsmasq_fixture.h"
 #include "sink_fixture.h"
 
@@ -419,6 +423,70 @@ static void test_recipient_batches(void **state)
     assert_int_equal(count_of(w.log, "to=<l1-u1499@d29.test>"), 1);
     assert_int_equal(queue_count(&w, SPOOL_INDEX_ALL), 0);
     world_stop(&w);
+    sink_stop(&sk);
+}
+
+/*
+ * A few recipients of a big list stuck at a destination that never
+ * answers must not keep the batches they came in: a 6,000-recipient
+ * list (batches of 5,000 and 1,000) with one recipient in a hundred at
+ * a server that accepts connections and says nothing. Once the rest is
+ * delivered, the 60 waiting recipients hold a few hundred records, not
+ * the 6,000 they were read with (the review of the batches found 4,411
+ * held for 181 waiting before batches were compacted).
+ */
+static void test_stuck_recipients_free_their_batch(void **state)
+{
+    struct world w;
+    struct sink sk;
+    struct sockaddr_in sa = {0};
+    socklen_t len = sizeof(sa);
+    char table[96], relay[64];
+    struct qmgr_stats st;
+    int hung = socket(AF_INET, SOCK_STREAM, 0);
+    char **a = calloc(6000, sizeof(*a));
+    FILE *fp;
+
+    (void)state;
+    NEED_SINK(&sk, NULL, NULL);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(hung, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(hung, 64), 0); /* never accepted: no greeting */
+    assert_int_equal(getsockname(hung, (struct sockaddr *)&sa, &len), 0);
+    snprintf(table, sizeof(table), "/tmp/sluice-qmgr-hung.%d", (int)getpid());
+    fp = fopen(table, "w");
+    assert_non_null(fp);
+    fprintf(fp, "hung.test relay:[127.0.0.1]:%d\n", ntohs(sa.sin_port));
+    fclose(fp);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "transport_maps", table, NULL);
+    for (int i = 0; i < 6000; i++) {
+        a[i] = malloc(64);
+        snprintf(a[i], 64, "u%d@%s", i, i % 100 == 0 ? "hung.test" : "d.test");
+    }
+    store(&w, "owner@client.test", 6000, (const char *const *)a);
+    for (int i = 0; i < 6000; i++)
+        free(a[i]);
+    free(a);
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    for (int t = 0; t < 300; t++) {
+        struct timeval tick = {0, 100000};
+
+        event_base_loopexit(w.base, &tick);
+        event_base_dispatch(w.base);
+        qmgr_stats(w.q, &st);
+        if (st.delivered == 5940)
+            break;
+    }
+    assert_int_equal(st.delivered, 5940);
+    assert_int_equal(st.recipients, 60);
+    if (st.records > 4 * st.recipients + 2 * 64)
+        fail_msg("%ld records held for %ld recipients waiting", st.records,
+                 st.recipients);
+    world_stop(&w);
+    close(hung);
+    unlink(table);
     sink_stop(&sk);
 }
 
@@ -1078,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_bodies_only_while_delivered),
         cmocka_unit_test(test_recipient_batches),
+        cmocka_unit_test(test_stuck_recipients_free_their_batch),
         cmocka_unit_test(test_local_outcomes),
         cmocka_unit_test(test_unreachable_relay),
         cmocka_unit_test(test_flush_spool_full),
