@@ -26,23 +26,12 @@ long=$(python3 -c 'print("".join(chr(97 + i % 26) for i in range(3000)))')
 # smtp_line_length_limit LIMIT, until its queue is empty.
 run() {
     d=$tmp/$1
-    mkdir -p "$d"
-    cat >"$d/sluice.conf" <<CONF
-queue_directory = $d/q
-myhostname = sluice.test
-smtpd_listen =
-transport_maps = $tmp/transport
-smtp_line_length_limit = $2
-CONF
-    "$build/sluiced" -f -c "$d/sluice.conf" >"$d/log" 2>&1 &
-    dpid=$!
-    pids="$pids $dpid"
-    wait_for 10 grep -q "started: queue" "$d/log" || return 1
+    sluiced_start "$d" "smtp_line_length_limit = $2" || return 1
     printf 'Subject: long line\n\nbefore\n%s\nafter\n' "$long" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test r@aio.test
     wait_for 20 sh -c "$build/sluice -c $d/sluice.conf queue | grep -q 'Mail queue is empty'"
-    kill "$dpid"
-    wait "$dpid"
+    kill "$sluiced_pid"
+    wait "$sluiced_pid"
 }
 
 run fold 998 || not_ok "sluiced runs with the default limit"

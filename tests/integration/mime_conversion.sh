@@ -27,22 +27,11 @@ printf 'seven.test relay:[127.0.0.1]:%s\neight.test relay:[127.0.0.1]:%s\n' \
 # deliver NAME RECIPIENT [PARAMETER LINE]: one message through sluiced.
 deliver() {
     d=$tmp/$1
-    mkdir -p "$d"
-    cat >"$d/sluice.conf" <<CONF
-queue_directory = $d/q
-myhostname = sluice.test
-smtpd_listen =
-transport_maps = $tmp/transport
-${3:-}
-CONF
-    "$build/sluiced" -f -c "$d/sluice.conf" >"$d/log" 2>&1 &
-    dpid=$!
-    pids="$pids $dpid"
-    wait_for 10 grep -q "started: queue" "$d/log" || return 1
+    sluiced_start "$d" "${3:-}" || return 1
     "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "$2" <"$tmp/msg"
     wait_for 20 grep -q "status=sent" "$d/log"
-    kill "$dpid"
-    wait "$dpid"
+    kill "$sluiced_pid"
+    wait "$sluiced_pid"
 }
 
 deliver conv r@seven.test || not_ok "sluiced runs"

@@ -16,6 +16,12 @@
 #                                 Message-IDs in $tmp/NAME.ids
 #   counter NAME KEY [PORT]       a count_sink counter, of PORT or of the
 #                                 first port
+#   sluiced_start DIR [LINE]      sluiced -f on a queue in DIR/q, with
+#                                 transport_maps $tmp/transport, no SMTP
+#                                 server and LINE (a parameter) added to
+#                                 DIR/sluice.conf; logs to DIR/log, its
+#                                 pid in $sluiced_pid; fails unless it
+#                                 starts within 10 s
 # Names used inside start with _dl_, so that a caller's variables (say
 # $limit) are never overwritten.
 
@@ -83,4 +89,19 @@ counter() {
                 print substr($i, length(k) + 1)
         done = 1
     }' "$tmp/$1.stats"
+}
+
+sluiced_start() {
+    mkdir -p "$1"
+    cat >"$1/sluice.conf" <<_DL_CONF
+queue_directory = $1/q
+myhostname = sluice.test
+smtpd_listen =
+transport_maps = $tmp/transport
+${2:-}
+_DL_CONF
+    "$build/sluiced" -f -c "$1/sluice.conf" >"$1/log" 2>&1 &
+    sluiced_pid=$!
+    pids="$pids $sluiced_pid"
+    wait_for 10 grep -q "started: queue" "$1/log"
 }
