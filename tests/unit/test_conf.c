@@ -158,6 +158,7 @@ static const struct {
     {"smtp_quit_timeout", 300000, 's'},
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
+    {"smtpd_starttls_timeout", 300000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -181,6 +182,11 @@ static const struct {
     {"smtpd_client_event_limit_exceptions", CONF_LIST, "$mynetworks"},
     {"message_strip_characters", CONF_STRING, ""},
     {"smtpd_forbid_bare_newline_exclusions", CONF_LIST, ""},
+    {"smtpd_tls_cert_file", CONF_STRING, ""},
+    {"smtpd_tls_key_file", CONF_STRING, "$smtpd_tls_cert_file"},
+    {"smtpd_tls_chain_files", CONF_LIST, ""},
+    {"smtpd_tls_security_level", CONF_STRING, ""},
+    {"smtpd_tls_wrapper_listen", CONF_LIST, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -241,6 +247,8 @@ static void test_table_has_every_parameter(void **state)
         "always_add_missing_headers",
         "smtpd_per_record_deadline",
         "smtpd_forbid_bare_newline",
+        "smtpd_tls_wrappermode",
+        "smtpd_tls_received_header",
     };
     size_t i;
     size_t j;
@@ -257,9 +265,10 @@ static void test_table_has_every_parameter(void **state)
      * transport_maps, smtp_helo_name, transports, dns_servers); the
      * SMTP server's 11 integers, 2 times, 2 booleans, 5 lists, 1
      * choice (smtpd_forbid_bare_newline) and 1 string
-     * (message_strip_characters).
+     * (message_strip_characters); its TLS's 3 strings, 2 lists, 2
+     * booleans and 1 time.
      */
-    assert_int_equal(conf_param_count, 79);
+    assert_int_equal(conf_param_count, 87);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
