@@ -677,7 +677,15 @@ int smtpd_session_open(struct smtpd_server *s, int fd,
                  why);
         return turn_away(fd, line);
     }
-    ss = session_create(s, fd, sa, salen, tls && s->cf.tls != NULL);
+    if (tls && s->cf.tls == NULL) { /* a reload took the certificate */
+        smtpd_log(s,
+                  "warning: no TLS certificate: connection from %s "
+                  "closed",
+                  client);
+        close(fd);
+        return -1;
+    }
+    ss = session_create(s, fd, sa, salen, tls);
     if (ss == NULL) {
         close(fd);
         return -1;

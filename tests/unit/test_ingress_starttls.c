@@ -406,6 +406,35 @@ static void test_reload_and_errors(void **state)
                              "not ADDRESS:PORT or [IPV6-ADDRESS]:PORT");
 }
 
+/* A reload that takes the certificate away: no STARTTLS, and implicit
+ * TLS connections are closed rather than served in clear text. */
+static void test_reload_without_certificate(void **state)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    char why[512];
+    int sv[2], fd;
+
+    (void)state;
+    server_start();
+    params.tls_cert_file = "";
+    params.tls_key_file = "";
+    assert_int_equal(smtpd_server_params_set(server, &params, why, sizeof(why)),
+                     0);
+    fd = connect_from("127.0.0.1");
+    expect(fd, greeting);
+    chat(fd, "EHLO client.test\r\n", ehlo_reply);
+    chat(fd, "STARTTLS\r\n", "502 5.5.1 Error: command not implemented\r\n");
+    close(fd);
+    inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(smtpd_session_start_tls(
+                         server, sv[1], (struct sockaddr *)&sin, sizeof(sin)),
+                     -1);
+    expect_close(sv[0], "");
+    assert_true(was_logged("warning: no TLS certificate: connection from "
+                           "unknown[127.0.0.1] closed"));
+}
+
 /* A stop while a client is in its handshake: the session just ends. */
 static void test_close_in_handshake(void **state)
 {
@@ -434,6 +463,7 @@ int main(void)
         T(test_garbage_hello),
         T(test_wrapped),
         T(test_reload_and_errors),
+        T(test_reload_without_certificate),
         T(test_close_in_handshake),
     };
 
