@@ -588,7 +588,7 @@ void session_orphan(struct smtpd_session *ss)
 {
     smtpd_session_gone(ss);
     if (ss->bev) {
-        bufferevent_free(ss->bev);
+        tls_session_free(ss->bev);
         ss->bev = NULL;
     }
     /* the event base may go before a late store answer frees the rest */

@@ -146,6 +146,10 @@ static inline int teardown(void **state)
     (void)state;
     smtpd_server_free(server);
     server = NULL;
+    /* callbacks libevent deferred hold their bufferevent (a TLS filter
+     * defers its own): they run, and let go, before the base goes */
+    if (base)
+        event_base_loop(base, EVLOOP_NONBLOCK);
     if (base)
         event_base_free(base);
     for (int i = 0; i < nstored; i++)
