@@ -15,7 +15,8 @@
 # a new certificate: new sessions get it (fingerprints), a session
 # opened before finishes its message; a broken certificate at reload is
 # refused and logged, the one in use stays; a missing one at start is
-# fatal with the reason. Bounded in time; stops only what it started.
+# fatal with the reason, and sluice config refuses a key that does not
+# match. Bounded in time; stops only what it started.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
@@ -274,6 +275,16 @@ rc=$?
 expect "a missing certificate at start: exit status non-zero, the reason" \
     "yes 1" "$([ $rc -ne 0 ] && echo yes) $(grep -c "smtpd_tls_cert_file $tmp/none.pem: cannot read: No such file or directory" "$tmp/bad.out")"
 [ "$rc" -ne 0 ] || sed 's/^/#   /' "$tmp/bad.out"
+
+# sluice config checks the files as sluiced would.
+sed -e "s|^smtpd_tls_cert_file = .*|smtpd_tls_cert_file = $certs/server.pem|" \
+    -e "s|^smtpd_tls_key_file = .*|smtpd_tls_key_file = $certs/wrong.key|" \
+    "$conf" >"$tmp/mismatch.conf"
+"$build/sluice" -c "$tmp/mismatch.conf" config smtpd_tls_key_file \
+    >/dev/null 2>"$tmp/mismatch.err"
+expect "sluice config: a key that does not match is refused (exit 1)" \
+    "1 sluice: smtpd_tls_key_file $certs/wrong.key: does not match the certificate in $certs/server.pem" \
+    "$? $(cat "$tmp/mismatch.err")"
 
 kill "$daemon"
 wait "$daemon"
