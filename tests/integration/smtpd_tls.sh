@@ -11,7 +11,8 @@
 # smtpd_tls_security_level = encrypt (530 before STARTTLS, 250 after).
 # Hostile clients cost their own session only: one silent after
 # STARTTLS (smtpd_starttls_timeout), one sending garbage for a
-# ClientHello, while another session gets its mail through. SIGHUP with
+# ClientHello, while another session gets its mail through; thirty
+# handshakes left half done while a good client's message goes in. SIGHUP with
 # a new certificate: new sessions get it (fingerprints), a session
 # opened before finishes its message; a broken certificate at reload is
 # refused and logged, the one in use stays; a missing one at start is
@@ -198,6 +199,20 @@ wait "$held"
 expect "a session open meanwhile gets its message through" \
     "ready
 250 2.0.0 Ok" "$(cat "$tmp/held1.out")"
+
+# Thirty handshakes that never finish do not hold up a good client.
+$clients crowd "$port" 30 >"$tmp/crowd.out" 2>&1 &
+crowd=$!
+pids="$pids $crowd"
+wait_for 20 grep -q open "$tmp/crowd.out"
+(sleep 0.5; smtp_in "past the crowd") |
+    timeout 15 openssl s_client -starttls smtp -connect "127.0.0.1:$port" \
+        -CAfile "$ca" -quiet >"$tmp/crowd_s_client.out" 2>&1
+expect "30 stalled handshakes: another client's message is queued" 1 \
+    "$(grep -c '^250 2.0.0 Ok: queued as ' "$tmp/crowd_s_client.out")"
+wait "$crowd"
+expect "... and the 30 end at smtpd_starttls_timeout" "open
+30 closed" "$(cat "$tmp/crowd.out")"
 
 # SIGHUP with a new certificate; a session opened before stays.
 old=$(timeout 20 $clients fingerprint "$port" "$ca")

@@ -17,6 +17,9 @@ on Python's ssl module (a client independent of sluice's OpenSSL code).
         "closed after N s" when the server closes (20 s at most)
   tls_clients.py garbage PORT         STARTTLS, then garbage instead of a
         ClientHello: prints "closed" when the server closes
+  tls_clients.py crowd PORT N         N sessions at once, each STARTTLS and
+        then half a TLS record; prints how many the server closed (20 s
+        at most)
   tls_clients.py plain PORT           plain SMTP to a wrapper-mode port:
         prints "closed, no SMTP reply" when the server closes without one
 Every socket has a timeout: nothing waits for ever.
@@ -137,6 +140,20 @@ def main():
         s.sendall(b"\x16\x09\x09 garbage, no ClientHello\r\n" * 4)
         took, _ = closed_within(s, 10)
         print("closed" if took is not None else "still open after 10 s")
+    elif cmd == "crowd":
+        socks = []
+        for _ in range(int(sys.argv[3])):
+            s, f = plain(port)
+            s.sendall(b"STARTTLS\r\n")
+            reply(f)
+            s.sendall(b"\x16\x03\x01\x02")  # a record that never ends
+            socks.append(s)
+        print("open", flush=True)
+        closed, t0 = 0, time.time()
+        for s in socks:
+            took, _ = closed_within(s, max(0.1, 20 - (time.time() - t0)))
+            closed += took is not None
+        print("%d closed" % closed)
     elif cmd == "plain":
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.sendall(b"EHLO client.test\r\n")
