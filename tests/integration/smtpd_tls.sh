@@ -15,7 +15,8 @@
 # handshakes left half done while a good client's message goes in. SIGHUP with
 # a new certificate: new sessions get it (fingerprints), a session
 # opened before finishes its message; a broken certificate at reload is
-# refused and logged, the one in use stays; a missing one at start is
+# refused and logged, the one in use stays; smtpd_tls_chain_files
+# serves its own; a missing one at start is
 # fatal with the reason, and sluice config refuses a key that does not
 # match. Bounded in time; stops only what it started.
 build=${1:-build}
@@ -243,6 +244,14 @@ expect "a broken certificate at reload: refused and logged" 1 \
 expect "... and the certificate in use keeps working" "$want" \
     "$(timeout 20 $clients fingerprint "$port" "$ca")"
 cp "$certs/other.pem" "$certs/live.pem"
+
+# smtpd_tls_chain_files (key, certificate and CA in one file) wins over
+# smtpd_tls_cert_file.
+echo "smtpd_tls_chain_files = $certs/chain.pem" >>"$conf"
+reload
+expect "smtpd_tls_chain_files: its certificate is served" \
+    "$(openssl x509 -in "$certs/server.pem" -outform DER | sha256sum | cut -d' ' -f1)" \
+    "$(timeout 20 $clients fingerprint "$port" "$ca")"
 
 # Without smtpd_tls_received_header: ESMTPS, no comment.
 write_conf may no
