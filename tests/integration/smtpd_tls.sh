@@ -12,11 +12,12 @@
 # Hostile clients cost their own session only: one silent after
 # STARTTLS (smtpd_starttls_timeout), one sending garbage for a
 # ClientHello, while another session gets its mail through; thirty
-# handshakes left half done while a good client's message goes in. SIGHUP with
-# a new certificate: new sessions get it (fingerprints), a session
-# opened before finishes its message; a broken certificate at reload is
-# refused and logged, the one in use stays; smtpd_tls_chain_files
-# serves its own; a missing one at start is
+# handshakes left half done while a good client's message goes in.
+# SIGHUP with a new certificate: new sessions get it (fingerprints), a
+# session opened before finishes its message; a broken certificate at
+# reload is refused and logged, the one in use stays;
+# smtpd_tls_chain_files serves its own. smtpd_tls_wrappermode = yes
+# turns smtpd_listen to implicit TLS. A missing certificate at start is
 # fatal with the reason, and sluice config refuses a key that does not
 # match. Bounded in time; stops only what it started.
 build=${1:-build}
@@ -299,6 +300,25 @@ rc=$?
 expect "a missing certificate at start: exit status non-zero, the reason" \
     "yes 1" "$([ $rc -ne 0 ] && echo yes) $(grep -c "smtpd_tls_cert_file $tmp/none.pem: cannot read: No such file or directory" "$tmp/bad.out")"
 [ "$rc" -ne 0 ] || sed 's/^/#   /' "$tmp/bad.out"
+
+# smtpd_tls_wrappermode = yes: smtpd_listen speaks TLS from the first
+# byte (a second daemon, on its own spool and port).
+port2=$(free_port)
+sed -e "s|^smtpd_listen = .*|smtpd_listen = 127.0.0.1:$port2|" \
+    -e "s|^smtpd_tls_wrapper_listen = .*|smtpd_tls_wrappermode = yes|" \
+    -e "s|^queue_directory = .*|queue_directory = $tmp/q3|" \
+    "$conf" >"$tmp/wrapper.conf"
+"$build/sluiced" -f -c "$tmp/wrapper.conf" 2>>"$tmp/log2" &
+daemon2=$!
+pids="$pids $daemon2"
+wait_for 10 listening "$port2"
+(sleep 0.5; printf 'EHLO client.test\r\n'; sleep 0.5; printf 'QUIT\r\n') |
+    timeout 15 openssl s_client -connect "127.0.0.1:$port2" -CAfile "$ca" \
+        -verify_return_error -quiet >"$tmp/wrap2.out" 2>&1
+expect "smtpd_tls_wrappermode = yes: the greeting comes in TLS" 1 \
+    "$(grep -c '^220 mx.test ESMTP sluice' "$tmp/wrap2.out")"
+kill "$daemon2"
+wait "$daemon2"
 
 # sluice config checks the files as sluiced would.
 sed -e "s|^smtpd_tls_cert_file = .*|smtpd_tls_cert_file = $certs/server.pem|" \
