@@ -507,6 +507,7 @@ static void tls_start(struct smtpd_session *ss)
         return;
     }
     ss->bev = bev;
+    ss->output_full = 0; /* everything written before is out */
     bev_setup(ss);
 }
 
