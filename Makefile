@@ -23,7 +23,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb libevent libcares
+LIB_PKGS := lmdb libevent libevent_openssl openssl libcares
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
@@ -119,7 +119,8 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -Isrc -D_DEFAULT_SOURCE \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
-FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c)
+FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
+                src/tls/*.c)
 FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session
 
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
@@ -129,10 +130,11 @@ build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h sr
 # The session target runs the real server on libevent, with the spool's
 # message type: it links what ingress/ needs.
 build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \
-	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h)
+	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h src/tls/*.h)
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags $(LIB_PKGS)) \
-	    -o $@ $< $(FUZZ_SMTPD) $(shell pkg-config --libs lmdb libevent) \
+	    -o $@ $< $(FUZZ_SMTPD) \
+	    $(shell pkg-config --libs lmdb libevent libevent_openssl openssl) \
 	    -lpthread
 
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))

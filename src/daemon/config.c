@@ -153,6 +153,16 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
         conf_str(conf, NULL, CONF_smtpd_forbid_bare_newline_exclusions);
     p->bare_code =
         conf_int(conf, NULL, CONF_smtpd_forbid_bare_newline_reject_code);
+    p->tls_cert_file = conf_str(conf, NULL, CONF_smtpd_tls_cert_file);
+    p->tls_key_file = conf_str(conf, NULL, CONF_smtpd_tls_key_file);
+    p->tls_chain_files = conf_str(conf, NULL, CONF_smtpd_tls_chain_files);
+    p->tls_level = conf_str(conf, NULL, CONF_smtpd_tls_security_level);
+    p->tls_wrappermode = conf_bool(conf, NULL, CONF_smtpd_tls_wrappermode);
+    p->tls_wrapper_listen = conf_str(conf, NULL, CONF_smtpd_tls_wrapper_listen);
+    p->tls_received_header =
+        conf_bool(conf, NULL, CONF_smtpd_tls_received_header);
+    p->starttls_timeout_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_starttls_timeout);
 }
 
 char *daemon_dns_servers(const struct conf *conf)

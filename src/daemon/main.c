@@ -272,10 +272,11 @@ static int load_config(const char *config, struct conf **conf,
 static void restart_only(const struct conf *old, const struct conf *new)
 {
     static const enum conf_param_id strs[] = {
-        CONF_queue_directory, CONF_dns_servers, CONF_smtpd_listen};
+        CONF_queue_directory, CONF_dns_servers, CONF_smtpd_listen,
+        CONF_smtpd_tls_wrapper_listen};
     static const enum conf_param_id ints[] = {CONF_queue_map_size,
                                               CONF_queue_map_size_limit};
-    const char *changed[5];
+    const char *changed[8];
     int n = 0;
 
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -284,6 +285,9 @@ static void restart_only(const struct conf *old, const struct conf *new)
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         if (conf_int(old, NULL, ints[i]) != conf_int(new, NULL, ints[i]))
             changed[n++] = conf_params[ints[i]].name;
+    if (conf_bool(old, NULL, CONF_smtpd_tls_wrappermode) !=
+        conf_bool(new, NULL, CONF_smtpd_tls_wrappermode))
+        changed[n++] = conf_params[CONF_smtpd_tls_wrappermode].name;
     for (int i = 0; i < n; i++)
         say(LOG_WARNING,
             "reload: %s changed; the new value takes effect when sluiced "

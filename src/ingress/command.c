@@ -16,8 +16,10 @@
  *	one or more RCPT, then DATA or BDAT chunks; EHLO, HELO and RSET
  *	end a transaction. A command out of order is "503 5.5.1"; a
  *	syntax error the parser's 501 or 555; a command that does not
- *	exist "500 5.5.2", one that sluice does not implement (STARTTLS,
- *	EXPN, TURN) "502 5.5.1". Each NOOP, VRFY, ETRN or RSET beyond
+ *	exist "500 5.5.2", one that sluice does not implement (EXPN, TURN,
+ *	AUTH; STARTTLS without a certificate) "502 5.5.1". STARTTLS is
+ *	starttls.c's; with smtpd_tls_security_level = encrypt, MAIL in
+ *	clear text is "530 5.7.0" (starttls_required()). Each NOOP, VRFY, ETRN or RSET beyond
  *	smtpd_junk_command_limit counts as an error; a message accepted
  *	starts the count again. Relay permission (mynetworks) is looked up
  *	at each RCPT and ETRN, so that a reload applies to open sessions.
@@ -78,10 +80,11 @@ static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
         snprintf(size, sizeof(size), "SIZE %llu",
                  (unsigned long long)s->cf.size_limit);
     snprintf(text, sizeof(text),
-             "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s"
+             "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s%s"
              "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"
              "250 CHUNKING\r\n",
-             s->cf.hostname, size, s->ops.flush ? "250-ETRN\r\n" : "");
+             s->cf.hostname, size, s->ops.flush ? "250-ETRN\r\n" : "",
+             starttls_offered(ss) ? "250-STARTTLS\r\n" : "");
     session_reply_raw(ss, text);
     ss->last_code = 250;
 }
@@ -106,6 +109,8 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
         session_reply(ss, "503 5.5.1 Error: send HELO/EHLO first");
         return;
     }
+    if (starttls_required(ss))
+        return;
     if (ss->in_mail) {
         session_reply(ss, "503 5.5.1 Error: nested MAIL command");
         return;
@@ -268,12 +273,6 @@ static void cmd_help(struct smtpd_session *ss, struct smtp_command *cmd)
                   "QUIT VRFY HELP ETRN");
 }
 
-static void cmd_starttls(struct smtpd_session *ss, struct smtp_command *cmd)
-{
-    (void)cmd;
-    session_reply(ss, "502 5.5.1 Error: command not implemented");
-}
-
 static void flushed(void *conn, long messages, const char *why)
 {
     struct smtpd_session *ss = conn;
@@ -343,7 +342,7 @@ static const struct {
     [SMTP_CMD_VRFY] = {"VRFY", cmd_vrfy, COUNT_VRFY},
     [SMTP_CMD_HELP] = {"HELP", cmd_help, COUNT_HELP},
     [SMTP_CMD_ETRN] = {"ETRN", cmd_etrn, COUNT_ETRN},
-    [SMTP_CMD_STARTTLS] = {"STARTTLS", cmd_starttls, COUNT_UNKNOWN},
+    [SMTP_CMD_STARTTLS] = {"STARTTLS", starttls_command, COUNT_STARTTLS},
 };
 
 /* Commands RFC 5321 and its predecessors name that sluice leaves out. */

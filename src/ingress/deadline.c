@@ -42,8 +42,12 @@
  *	flush, in_flow_delay; or the session is closing). deadline_free()
  *	frees the timer.
  *
+ *	The TLS handshake (after STARTTLS, or at connect with implicit TLS)
+ *	is one record of smtpd_starttls_timeout, or smtpd_stress_timeout
+ *	under stress when that is shorter.
+ *
  *	When a deadline passes, session_timeout() answers "421 4.4.2" and
- *	closes the session. Time is the monotonic clock's, in milliseconds.
+ *	closes the session (in a handshake it closes it without a reply). Time is the monotonic clock's, in milliseconds.
  */
 
 #include "ingress/smtpd_impl.h"
@@ -52,11 +56,15 @@
 #include <string.h>
 
 /* The time a record may take, as the server's state says now. */
-static long limit_ms(const struct smtpd_server *s)
+static long limit_ms(const struct smtpd_session *ss)
 {
-    if (s->stress && s->cf.stress_timeout_ms < s->cf.timeout_ms)
+    const struct smtpd_server *s = ss->s;
+    long ms =
+        ss->state == SESSION_TLS ? s->cf.starttls_timeout_ms : s->cf.timeout_ms;
+
+    if (s->stress && s->cf.stress_timeout_ms < ms)
         return s->cf.stress_timeout_ms;
-    return s->cf.timeout_ms;
+    return ms;
 }
 
 static int per_record(const struct smtpd_server *s)
@@ -80,7 +88,7 @@ int deadline_init(struct smtpd_session *ss)
 /* Arm the timer for the record that began at ss->record_start. */
 static void arm(struct smtpd_session *ss)
 {
-    int64_t left = ss->record_start + limit_ms(ss->s) - util_clock_mono_ms();
+    int64_t left = ss->record_start + limit_ms(ss) - util_clock_mono_ms();
     struct timeval tv;
 
     if (left < 0)

@@ -67,8 +67,8 @@
  *	long	local_server_busy(const struct local_server *s)
  *	void	local_server_free(struct local_server *s)
  *
- *	The SMTP server (smtpd.c, session.c, command.c, content.c,
- *	deadline.c, receive.c):
+ *	The SMTP server (smtpd.c, listener.c, session.c, command.c,
+ *	starttls.c, content.c, deadline.c, receive.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -79,6 +79,8 @@
  *	int	smtpd_params_check(const struct smtpd_params *p, char *why,
  *			size_t whylen)
  *	int	smtpd_session_start(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen)
+ *	int	smtpd_session_start_tls(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
  *	void	smtpd_server_close(struct smtpd_server *s)
  *	long	smtpd_server_busy(const struct smtpd_server *s)
@@ -125,7 +127,8 @@
  *	and runs one session (session.c) per client on the event loop:
  *	ESMTP with pipelining, DATA and BDAT, relay control, limits, and a
  *	250 to the end of a message only once its store callback says it
- *	is durable. smtpd.c describes the server, its parameters and flow
+ *	is durable; STARTTLS, and implicit TLS on the
+ *	smtpd_tls_wrapper_listen addresses (starttls.c, through tls/). smtpd.c describes the server, its parameters and flow
  *	control; session.c the state machine, reply by reply; command.c
  *	the commands and their order; content.c the message content and
  *	its policies (bare line ends, NUL, hops); deadline.c how long a
@@ -342,33 +345,41 @@ struct smtpd_ops {
 
 /* The parameters; strings are copied, and may change on reload. */
 struct smtpd_params {
-    const char *listen;          /* smtpd_listen (only at creation) */
-    const char *hostname;        /* myhostname */
-    const char *mynetworks;      /* clients that may relay anywhere */
-    const char *relay_domains;   /* where anyone may send */
-    const char *queue_directory; /* free space; staging files ("": none) */
-    uint64_t size_limit;         /* message_size_limit, 0 = none */
-    uint64_t queue_minfree;      /* queue_minfree, bytes */
-    long recipient_limit;        /* smtpd_recipient_limit */
-    long connection_limit;       /* smtpd_client_connection_count_limit */
-    const char *exempt;          /* smtpd_client_event_limit_exceptions */
-    long error_limit;            /* smtpd_hard_error_limit */
-    long line_limit;             /* line_length_limit */
-    long timeout_ms;             /* smtpd_timeout */
-    long stress_timeout_ms;      /* smtpd_stress_timeout */
-    int per_record_deadline;     /* smtpd_per_record_deadline */
-    long in_flow_delay_ms;       /* in_flow_delay */
-    long active_limit;           /* qmgr_message_active_limit */
-    long backlog_limit;          /* in_flow_backlog_limit, 0 = none */
-    long hopcount_limit;         /* hopcount_limit */
-    long junk_limit;             /* smtpd_junk_command_limit */
-    uint64_t memory_limit;       /* smtpd_memory_limit, 0 = none */
-    uint64_t staging_threshold;  /* smtpd_staging_threshold */
-    int add_missing_headers;     /* always_add_missing_headers */
-    const char *strip_chars;     /* message_strip_characters */
-    const char *bare_newline;    /* smtpd_forbid_bare_newline */
-    const char *bare_exempt;     /* ..._exclusions: these normalize */
-    long bare_code;              /* ..._reject_code */
+    const char *listen;             /* smtpd_listen (only at creation) */
+    const char *hostname;           /* myhostname */
+    const char *mynetworks;         /* clients that may relay anywhere */
+    const char *relay_domains;      /* where anyone may send */
+    const char *queue_directory;    /* free space; staging files ("": none) */
+    uint64_t size_limit;            /* message_size_limit, 0 = none */
+    uint64_t queue_minfree;         /* queue_minfree, bytes */
+    long recipient_limit;           /* smtpd_recipient_limit */
+    long connection_limit;          /* smtpd_client_connection_count_limit */
+    const char *exempt;             /* smtpd_client_event_limit_exceptions */
+    long error_limit;               /* smtpd_hard_error_limit */
+    long line_limit;                /* line_length_limit */
+    long timeout_ms;                /* smtpd_timeout */
+    long stress_timeout_ms;         /* smtpd_stress_timeout */
+    int per_record_deadline;        /* smtpd_per_record_deadline */
+    long in_flow_delay_ms;          /* in_flow_delay */
+    long active_limit;              /* qmgr_message_active_limit */
+    long backlog_limit;             /* in_flow_backlog_limit, 0 = none */
+    long hopcount_limit;            /* hopcount_limit */
+    long junk_limit;                /* smtpd_junk_command_limit */
+    uint64_t memory_limit;          /* smtpd_memory_limit, 0 = none */
+    uint64_t staging_threshold;     /* smtpd_staging_threshold */
+    int add_missing_headers;        /* always_add_missing_headers */
+    const char *strip_chars;        /* message_strip_characters */
+    const char *bare_newline;       /* smtpd_forbid_bare_newline */
+    const char *bare_exempt;        /* ..._exclusions: these normalize */
+    long bare_code;                 /* ..._reject_code */
+    const char *tls_cert_file;      /* smtpd_tls_cert_file */
+    const char *tls_key_file;       /* smtpd_tls_key_file */
+    const char *tls_chain_files;    /* smtpd_tls_chain_files */
+    const char *tls_level;          /* smtpd_tls_security_level */
+    int tls_wrappermode;            /* smtpd_tls_wrappermode (at creation) */
+    const char *tls_wrapper_listen; /* smtpd_tls_wrapper_listen (ditto) */
+    int tls_received_header;        /* smtpd_tls_received_header */
+    long starttls_timeout_ms;       /* smtpd_starttls_timeout */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,
@@ -381,6 +392,8 @@ int smtpd_server_params_set(struct smtpd_server *s,
 int smtpd_params_check(const struct smtpd_params *p, char *why, size_t whylen);
 int smtpd_session_start(struct smtpd_server *s, int fd,
                         const struct sockaddr *sa, socklen_t salen);
+int smtpd_session_start_tls(struct smtpd_server *s, int fd,
+                            const struct sockaddr *sa, socklen_t salen);
 void smtpd_server_close(struct smtpd_server *s);
 long smtpd_server_busy(const struct smtpd_server *s);
 long smtpd_server_sessions(const struct smtpd_server *s);

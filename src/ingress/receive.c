@@ -21,7 +21,9 @@
  *		by HOSTNAME (sluice) with ESMTP id QUEUEID
  *		for <RECIPIENT>; DATE
  *
- *	"with SMTP" after HELO; the "for" clause only with one recipient
+ *	"with SMTP" after HELO, "ESMTPS" or "SMTPS" in TLS (RFC 3848), and
+ *	with smtpd_tls_received_header the TLS comment of starttls.c on
+ *	the lines before "by"; the "for" clause only with one recipient
  *	(more would tell each recipient about the others), else "id
  *	QUEUEID;" and the date on a line of its own. The HELO name and the
  *	recipient are the client's words: bytes outside printable ASCII,
@@ -84,11 +86,11 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
     safe_copy(helo, sizeof(helo), ss->helo ? ss->helo : "", "()");
     if (smtp_date(date, sizeof(date), now) < 0)
         snprintf(date, sizeof(date), "Thu, 1 Jan 1970 00:00:00 +0000");
-    util_buf_printf(b,
-                    "Received: from %s (unknown [%s])\r\n"
-                    "\tby %s (sluice) with %s id %s",
-                    helo, ss->addr_text, hostname, ss->esmtp ? "ESMTP" : "SMTP",
-                    ss->id);
+    util_buf_printf(b, "Received: from %s (unknown [%s])\r\n", helo,
+                    ss->addr_text);
+    starttls_received(b, ss);
+    util_buf_printf(b, "\tby %s (sluice) with %s%s id %s", hostname,
+                    ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "", ss->id);
     if (ss->nrcpt == 1) {
         safe_copy(rcpt, sizeof(rcpt), ss->rcpt[0].address, "<>");
         util_buf_printf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);

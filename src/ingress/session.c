@@ -5,7 +5,7 @@
  *	#include "ingress/smtpd_impl.h"
  *
  *	struct smtpd_session *session_create(struct smtpd_server *s, int fd,
- *			const struct sockaddr *sa, socklen_t salen)
+ *			const struct sockaddr *sa, socklen_t salen, int tls)
  *	void	session_shutdown(struct smtpd_session *ss)
  *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
@@ -21,6 +21,8 @@
  *	void	session_wait_begin(struct smtpd_session *ss)
  *	void	session_wait_end(struct smtpd_session *ss)
  *	int	session_callback_orphaned(struct smtpd_session *ss)
+ *	void	session_greet(struct smtpd_session *ss)
+ *	void	session_tls_begin(struct smtpd_session *ss)
  * DESCRIPTION
  *	A session reads what its client sends and answers it, RFC 5321
  *	with the extensions PIPELINING (RFC 2920), SIZE (1870), 8BITMIME
@@ -34,6 +36,8 @@
  *	BDAT	a chunk's announced bytes, in RAW mode (content.c);
  *	WAIT	nothing is read: a message is being stored, an ETRN flushed,
  *		or a MAIL answer held back for in_flow_delay;
+ *	TLS	nothing is read: STARTTLS's 220 is going out, then the TLS
+ *		handshake runs (starttls.c);
  *	CLOSING	the last reply is going out, then the session is freed.
  *
  *	Pipelining comes for free: every complete command in the input is
@@ -53,7 +57,15 @@
  *	smtpd_timeout, shorter under stress ("421 4.4.2 ... timeout
  *	exceeded").
  *
- *	session_create() starts a session on fd and greets the client.
+ *	session_create() starts a session on fd and greets the client; with
+ *	tls set (implicit TLS) it starts the TLS handshake instead, and the
+ *	greeting (session_greet()) follows it. session_tls_begin() turns
+ *	the connection to TLS: reading stops, and once the replies so far
+ *	are out (STARTTLS's 220) the socket's bufferevent goes under a TLS
+ *	filter (tls/) with the session's callbacks; the handshake's end
+ *	comes as an event (starttls_established() or starttls_failed(),
+ *	then the session ends). A deadline that passes in the handshake
+ *	ends the session without a reply: the client could not read one.
  *	session_shutdown() ends it with "421 4.3.2 ... Service shutting
  *	down", or, when it is storing, after the store's answer.
  *	session_busy() tells whether a store or a flush will call back, or
@@ -94,6 +106,7 @@
 
 static void session_input(struct smtpd_session *ss);
 static void session_free(struct smtpd_session *ss);
+static void tls_start(struct smtpd_session *ss);
 
 /* ------------------------------------------------------------ replies */
 
@@ -209,6 +222,10 @@ static void delay_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (ss->state == SESSION_TLS) { /* the same timer starts TLS */
+        tls_start(ss);
+        return;
+    }
     session_reply(ss, "250 2.1.0 Ok");
     session_wait_end(ss);
 }
@@ -330,7 +347,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
     if (!ss->output_full)
         return;
     ss->output_full = 0;
-    if (ss->state != SESSION_WAIT) {
+    if (ss->state != SESSION_WAIT && ss->state != SESSION_TLS) {
         bufferevent_enable(bev, EV_READ);
         session_input(ss);
     }
@@ -341,6 +358,11 @@ void session_timeout(struct smtpd_session *ss)
 {
     if (ss->state == SESSION_CLOSING || ss->state == SESSION_WAIT)
         return;
+    if (ss->state == SESSION_TLS) { /* no reply: it could not be read */
+        starttls_failed(ss, "Connection timed out");
+        session_free(ss);
+        return;
+    }
     smtpd_log(ss->s, "timeout after %s from %s", ss->last_verb, ss->client);
     session_reply_final(ss, "421 4.4.2 %s Error: timeout exceeded",
                         session_hostname(ss));
@@ -350,7 +372,19 @@ void session_timeout(struct smtpd_session *ss)
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct smtpd_session *ss = arg;
+    char why[256];
 
+    if (ss->state == SESSION_TLS) {
+        if (what & BEV_EVENT_CONNECTED) {
+            starttls_established(ss);
+            session_input(ss); /* what came with the handshake's end */
+            return;
+        }
+        tls_session_error(bev, why, sizeof(why));
+        starttls_failed(ss, why);
+        session_free(ss);
+        return;
+    }
     if ((what & BEV_EVENT_EOF) &&
         (ss->in_mail || ss->state == SESSION_DATA || ss->state == SESSION_BDAT))
         smtpd_log(ss->s, "lost connection after %s from %s", ss->last_verb,
@@ -378,8 +412,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ------------------------------------------------------------ lifetime */
 
 static const char *const count_names[COUNT_MAX] = {
-    "ehlo", "helo", "mail", "rcpt", "data", "bdat",    "rset",
-    "noop", "quit", "vrfy", "help", "etrn", "unknown",
+    "ehlo", "helo", "starttls", "mail", "rcpt", "data", "bdat",
+    "rset", "noop", "quit",     "vrfy", "help", "etrn", "unknown",
 };
 
 static void log_disconnect(struct smtpd_session *ss)
@@ -420,23 +454,84 @@ static void session_free(struct smtpd_session *ss)
         smtpd_session_gone(ss);
     }
     if (ss->bev)
-        bufferevent_free(ss->bev);
+        tls_session_free(ss->bev); /* a plain one too */
     if (ss->delay_ev)
         event_free(ss->delay_ev);
     deadline_free(ss);
     session_transaction_reset(ss);
     free(ss->rcpt);
     free(ss->helo);
+    free(ss->tls);
     free(ss);
 }
 
+/* The session's callbacks, deadlines and limits on its bufferevent. */
+static void bev_setup(struct smtpd_session *ss)
+{
+    long ms = ss->s->cf.timeout_ms;
+    struct timeval tmo = {ms / 1000, (ms % 1000) * 1000};
+
+    bufferevent_setcb(ss->bev, read_cb, write_cb, event_cb, ss);
+    /* reading has its deadlines (deadline.c); writing a plain timeout */
+    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
+    bufferevent_setwatermark(ss->bev, EV_READ, 0, SMTPD_INPUT_MAX);
+    bufferevent_setwatermark(ss->bev, EV_WRITE, SMTPD_OUTPUT_MAX / 2, 0);
+    bufferevent_enable(ss->bev, EV_READ | EV_WRITE);
+}
+
+void session_greet(struct smtpd_session *ss)
+{
+    char greeting[SESSION_REPLY_MAX];
+
+    snprintf(greeting, sizeof(greeting), "220 %s ESMTP sluice\r\n",
+             session_hostname(ss));
+    session_reply_raw(ss, greeting);
+}
+
+/* What was written is out: the connection goes under TLS. */
+static void tls_written(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    tls_start(arg);
+}
+
+static void tls_start(struct smtpd_session *ss)
+{
+    struct bufferevent *bev = NULL;
+
+    if (ss->s != NULL && ss->s->cf.tls != NULL)
+        bev = tls_session_accept(ss->s->cf.tls, ss->bev);
+    if (bev == NULL) { /* out of memory, or the certificate went away */
+        smtpd_log(ss->s, "warning: cannot start TLS for %s", ss->client);
+        session_free(ss);
+        return;
+    }
+    ss->bev = bev;
+    ss->output_full = 0; /* everything written before is out */
+    bev_setup(ss);
+}
+
+void session_tls_begin(struct smtpd_session *ss)
+{
+    struct timeval now = {0, 0};
+
+    ss->state = SESSION_TLS;
+    deadline_start(ss); /* smtpd_starttls_timeout, from now */
+    bufferevent_disable(ss->bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(ss->bev)) == 0) {
+        /* nothing to wait for; not from inside the caller, though */
+        evtimer_add(ss->delay_ev, &now);
+        return;
+    }
+    bufferevent_setcb(ss->bev, NULL, tls_written, event_cb, ss);
+    bufferevent_setwatermark(ss->bev, EV_WRITE, 0, 0);
+}
+
 struct smtpd_session *session_create(struct smtpd_server *s, int fd,
-                                     const struct sockaddr *sa, socklen_t salen)
+                                     const struct sockaddr *sa, socklen_t salen,
+                                     int tls)
 {
     struct smtpd_session *ss = xmalloc(sizeof(*ss));
-    struct timeval tmo = {s->cf.timeout_ms / 1000,
-                          (s->cf.timeout_ms % 1000) * 1000};
-    char greeting[SESSION_REPLY_MAX];
 
     memset(ss, 0, sizeof(*ss));
     ss->s = s;
@@ -457,15 +552,13 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
         free(ss);
         return NULL; /* fd is still the caller's */
     }
-    bufferevent_setcb(ss->bev, read_cb, write_cb, event_cb, ss);
-    /* reading has its deadlines (deadline.c); writing a plain timeout */
-    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
-    bufferevent_setwatermark(ss->bev, EV_READ, 0, SMTPD_INPUT_MAX);
-    bufferevent_setwatermark(ss->bev, EV_WRITE, SMTPD_OUTPUT_MAX / 2, 0);
-    bufferevent_enable(ss->bev, EV_READ | EV_WRITE);
-    snprintf(greeting, sizeof(greeting), "220 %s ESMTP sluice\r\n",
-             s->cf.hostname);
-    session_reply_raw(ss, greeting);
+    bev_setup(ss);
+    if (tls) {
+        ss->wrapped = 1;
+        session_tls_begin(ss);
+        return ss;
+    }
+    session_greet(ss);
     deadline_start(ss);
     return ss;
 }
@@ -474,6 +567,10 @@ void session_shutdown(struct smtpd_session *ss)
 {
     if (ss->pending || ss->state == SESSION_CLOSING)
         return; /* session_wait_end() says it once the answer is out */
+    if (ss->state == SESSION_TLS) { /* a reply could not be read */
+        session_free(ss);
+        return;
+    }
     if (ss->state == SESSION_WAIT)
         evtimer_del(ss->delay_ev);
     session_reply_final(ss, "421 4.3.2 %s Service shutting down",
@@ -492,7 +589,7 @@ void session_orphan(struct smtpd_session *ss)
 {
     smtpd_session_gone(ss);
     if (ss->bev) {
-        bufferevent_free(ss->bev);
+        tls_session_free(ss->bev);
         ss->bev = NULL;
     }
     /* the event base may go before a late store answer frees the rest */

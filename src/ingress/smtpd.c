@@ -14,6 +14,8 @@
  *			size_t whylen)
  *	int	smtpd_session_start(struct smtpd_server *s, int fd,
  *			const struct sockaddr *sa, socklen_t salen)
+ *	int	smtpd_session_start_tls(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen)
  *	void	smtpd_server_close(struct smtpd_server *s)
  *	long	smtpd_server_busy(const struct smtpd_server *s)
  *	long	smtpd_server_sessions(const struct smtpd_server *s)
@@ -28,7 +30,8 @@
  *	smtpd_server_create() listens on every address of p->listen
  *	("127.0.0.1:2525", "[::1]:2525", separated by commas or spaces;
  *	empty: none, and the server only takes what smtpd_session_start()
- *	gives it) and returns the server, or NULL with the reason (a bad
+ *	gives it) and of p->tls_wrapper_listen (listener.c) and returns
+ *	the server, or NULL with the reason (a bad
  *	address, a port in use, a bad mynetworks). smtpd_server_params_set()
  *	applies new parameters (a reload) to sessions from their next
  *	command on; the listeners stay. It returns -1 with a reason and
@@ -40,7 +43,20 @@
  *	(taken over) from the client at sa: what the listeners do for
  *	each connection, and what tests do with one end of a socket pair
  *	and a made-up client address. It returns 0, or -1 when the client
- *	was turned away (fd closed after a 421).
+ *	was turned away (fd closed after a 421). smtpd_session_start_tls()
+ *	does the same for a client that speaks TLS from its first byte
+ *	(implicit TLS, as on port 465): the greeting follows the handshake.
+ *
+ *	TLS (starttls.c): smtpd_tls_cert_file and _key_file, or
+ *	smtpd_tls_chain_files, make the server's TLS context (tls/), at
+ *	creation and again at each smtpd_server_params_set(): a file that
+ *	cannot be read or a key that does not match is an error there
+ *	(the daemon does not start; a reload is refused and the context in
+ *	use stays). Sessions under way keep the context they began with.
+ *	smtpd_tls_security_level is none, may or encrypt; empty means may
+ *	when there is a certificate and none without (decision 46);
+ *	encrypt, or wrapper-mode listeners, without a certificate is an
+ *	error.
  *
  *	Limits, checked when a client connects:
  *	- smtpd_client_connection_count_limit: a client address with that
@@ -151,12 +167,13 @@ static void conf_clear(struct smtpd_conf *cf)
     for (size_t i = 0; i < cf->nrelay; i++)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
+    tls_context_free(cf->tls);
     memset(cf, 0, sizeof(*cf));
 }
 
 /* Split a list on commas and white space; calls fn for each word. */
-static int list_each(const char *list, int (*fn)(void *, const char *),
-                     void *ctx)
+int smtpd_list_each(const char *list, int (*fn)(void *, const char *),
+                    void *ctx)
 {
     const char *p = list ? list : "";
     char word[512];
@@ -254,7 +271,7 @@ static int conf_parse_lists(struct smtpd_conf *cf, const struct smtpd_params *p,
                                       p->bare_exempt, why, whylen)) == NULL ||
         bare_mode_parse(p->bare_newline, &cf->bare_mode, why, whylen) < 0)
         return -1;
-    if (list_each(p->relay_domains, domain_add, cf) < 0) {
+    if (smtpd_list_each(p->relay_domains, domain_add, cf) < 0) {
         snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
                  p->relay_domains);
         return -1;
@@ -267,11 +284,65 @@ static int conf_parse_lists(struct smtpd_conf *cf, const struct smtpd_params *p,
     return 0;
 }
 
+/* Is a parameter's value empty (white space and commas only)? */
+static int empty(const char *v)
+{
+    return v == NULL || v[strspn(v, ", \t\r\n")] == 0;
+}
+
+/*
+ * The TLS context and level. A server with wrapper-mode listeners, or
+ * that must have TLS, and no certificate could never serve a client:
+ * refused, rather than found out at the first one.
+ */
+static int conf_parse_tls(struct smtpd_conf *cf, const struct smtpd_params *p,
+                          char *why, size_t whylen)
+{
+    struct tls_files files = {p->tls_cert_file, p->tls_key_file,
+                              p->tls_chain_files};
+    const char *level = p->tls_level ? p->tls_level : "";
+    int have = !empty(p->tls_cert_file) || !empty(p->tls_chain_files);
+
+    if (strcmp(level, "") == 0)
+        cf->tls_level = have ? STARTTLS_MAY : STARTTLS_NONE;
+    else if (strcmp(level, "none") == 0)
+        cf->tls_level = STARTTLS_NONE;
+    else if (strcmp(level, "may") == 0)
+        cf->tls_level = STARTTLS_MAY;
+    else if (strcmp(level, "encrypt") == 0)
+        cf->tls_level = STARTTLS_ENCRYPT;
+    else {
+        snprintf(why, whylen,
+                 "smtpd_tls_security_level: \"%s\" is not one of none, may, "
+                 "encrypt (or empty)",
+                 level);
+        return -1;
+    }
+    if (!have && (cf->tls_level != STARTTLS_NONE || p->tls_wrappermode ||
+                  !empty(p->tls_wrapper_listen))) {
+        snprintf(why, whylen,
+                 "%s needs a certificate: set "
+                 "smtpd_tls_cert_file or smtpd_tls_chain_files",
+                 cf->tls_level != STARTTLS_NONE ? "smtpd_tls_security_level"
+                 : p->tls_wrappermode           ? "smtpd_tls_wrappermode"
+                                                : "smtpd_tls_wrapper_listen");
+        return -1;
+    }
+    if (have && (cf->tls = tls_server_context_create("smtpd_tls", &files, why,
+                                                     whylen)) == NULL)
+        return -1;
+    cf->tls_received_header = p->tls_received_header;
+    cf->starttls_timeout_ms =
+        p->starttls_timeout_ms > 0 ? p->starttls_timeout_ms : 300000;
+    return 0;
+}
+
 static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
                       char *why, size_t whylen)
 {
     memset(cf, 0, sizeof(*cf));
-    if (conf_parse_lists(cf, p, why, whylen) < 0) {
+    if (conf_parse_lists(cf, p, why, whylen) < 0 ||
+        conf_parse_tls(cf, p, why, whylen) < 0) {
         conf_clear(cf);
         return -1;
     }
@@ -308,12 +379,7 @@ static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
 /* The syntax of one smtpd_listen word, without binding. */
 static int listen_word_check(void *arg, const char *word)
 {
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-
-    memset(&ss, 0, sizeof(ss));
-    if (evutil_parse_sockaddr_port(word, (struct sockaddr *)&ss, &len) < 0 ||
-        ((struct sockaddr_in *)&ss)->sin_port == 0) {
+    if (listener_word_check(word) < 0) {
         snprintf(arg, SMTPD_HELO_MAX, "%.200s", word);
         return -1;
     }
@@ -328,10 +394,13 @@ int smtpd_params_check(const struct smtpd_params *p, char *why, size_t whylen)
     if (conf_parse(&cf, p, why, whylen) < 0)
         return -1;
     conf_clear(&cf);
-    if (list_each(p->listen, listen_word_check, bad) < 0) {
+    if (smtpd_list_each(p->listen, listen_word_check, bad) < 0 ||
+        smtpd_list_each(p->tls_wrapper_listen, listen_word_check, bad) < 0) {
         snprintf(why, whylen,
-                 "smtpd_listen: \"%s\" is not ADDRESS:PORT or "
-                 "[IPV6-ADDRESS]:PORT",
+                 "%s: \"%s\" is not ADDRESS:PORT or [IPV6-ADDRESS]:PORT",
+                 smtpd_list_each(p->listen, listen_word_check, bad) < 0
+                     ? "smtpd_listen"
+                     : "smtpd_tls_wrapper_listen",
                  bad);
         return -1;
     }
@@ -481,17 +550,6 @@ enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss)
 
 /* ----------------------------------------------------------- sessions */
 
-static void listeners_enable(struct smtpd_server *s, int on)
-{
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        if (on)
-            evconnlistener_enable(s->listeners[i]);
-        else
-            evconnlistener_disable(s->listeners[i]);
-    }
-    s->paused = !on;
-}
-
 /*
  * Stress: near its session limit the server cuts slow clients short, as
  * Postfix does when its smtpd processes reach their limit (master.cf's
@@ -530,7 +588,7 @@ void smtpd_session_gone(struct smtpd_session *ss)
     ss->s = NULL;
     s->nsessions--;
     if (s->paused && !s->closing && s->nsessions < SMTPD_SESSION_MAX)
-        listeners_enable(s, 1);
+        listener_enable(s, 1);
     stress_update(s);
 }
 
@@ -581,6 +639,18 @@ void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
 int smtpd_session_start(struct smtpd_server *s, int fd,
                         const struct sockaddr *sa, socklen_t salen)
 {
+    return smtpd_session_open(s, fd, sa, salen, 0);
+}
+
+int smtpd_session_start_tls(struct smtpd_server *s, int fd,
+                            const struct sockaddr *sa, socklen_t salen)
+{
+    return smtpd_session_open(s, fd, sa, salen, 1);
+}
+
+int smtpd_session_open(struct smtpd_server *s, int fd,
+                       const struct sockaddr *sa, socklen_t salen, int tls)
+{
     struct smtpd_session *ss;
     char line[512], why[256], addr[64], client[80];
     long same = 0;
@@ -607,99 +677,24 @@ int smtpd_session_start(struct smtpd_server *s, int fd,
                  why);
         return turn_away(fd, line);
     }
-    ss = session_create(s, fd, sa, salen);
+    if (tls && s->cf.tls == NULL) { /* a reload took the certificate */
+        smtpd_log(s,
+                  "warning: no TLS certificate: connection from %s "
+                  "closed",
+                  client);
+        close(fd);
+        return -1;
+    }
+    ss = session_create(s, fd, sa, salen, tls);
     if (ss == NULL) {
         close(fd);
         return -1;
     }
     LIST_INSERT_HEAD(&s->sessions, ss, link);
     if (++s->nsessions >= SMTPD_SESSION_MAX && !s->paused)
-        listeners_enable(s, 0);
+        listener_enable(s, 0);
     stress_update(s);
     smtpd_log(s, "connect from %s", ss->client);
-    return 0;
-}
-
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-                      struct sockaddr *sa, int salen, void *arg)
-{
-    (void)l;
-    smtpd_session_start(arg, fd, sa, (socklen_t)salen);
-}
-
-/* The pause after accept() failed is over: accept again, if there is room. */
-static void resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct smtpd_server *s = arg;
-
-    (void)fd;
-    (void)what;
-    if (!s->closing && s->nsessions < SMTPD_SESSION_MAX)
-        listeners_enable(s, 1);
-}
-
-/*
- * accept() failed. Out of descriptors or memory, the pending connection
- * stays pending and the listener would be called again at once, for
- * ever: the listeners pause for SMTPD_ACCEPT_PAUSE_MS instead (clients
- * wait in the listen queue), and the warning comes at most once a
- * minute.
- */
-static void accept_error_cb(struct evconnlistener *l, void *arg)
-{
-    struct smtpd_server *s = arg;
-    struct timeval tv = {0, SMTPD_ACCEPT_PAUSE_MS * 1000};
-    int err = EVUTIL_SOCKET_ERROR();
-    time_t now = time(NULL);
-
-    (void)l;
-    if (now - s->accept_logged >= 60) {
-        s->accept_logged = now;
-        smtpd_log(s, "warning: accept: %s; not accepting for %d ms",
-                  evutil_socket_error_to_string(err), SMTPD_ACCEPT_PAUSE_MS);
-    }
-    listeners_enable(s, 0);
-    evtimer_add(s->resume_ev, &tv);
-}
-
-/* ---------------------------------------------------------- listeners */
-
-struct listen_ctx {
-    struct smtpd_server *s;
-    char *why;
-    size_t whylen;
-};
-
-static int listen_one(void *arg, const char *word)
-{
-    struct listen_ctx *lc = arg;
-    struct smtpd_server *s = lc->s;
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    struct evconnlistener *l;
-
-    memset(&ss, 0, sizeof(ss));
-    if (evutil_parse_sockaddr_port(word, (struct sockaddr *)&ss, &len) < 0 ||
-        ((struct sockaddr_in *)&ss)->sin_port == 0) {
-        snprintf(lc->why, lc->whylen,
-                 "smtpd_listen: \"%s\" is not ADDRESS:PORT or "
-                 "[IPV6-ADDRESS]:PORT",
-                 word);
-        return -1;
-    }
-    l = evconnlistener_new_bind(s->base, accept_cb, s,
-                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                    LEV_OPT_CLOSE_ON_EXEC,
-                                511, (struct sockaddr *)&ss, len);
-    if (l == NULL) {
-        snprintf(lc->why, lc->whylen, "smtpd_listen: %s: %s", word,
-                 strerror(errno));
-        return -1;
-    }
-    evconnlistener_set_error_cb(l, accept_error_cb);
-    s->listeners =
-        xrealloc(s->listeners, (s->nlisteners + 1) * sizeof(*s->listeners));
-    s->listeners[s->nlisteners++] = l;
     return 0;
 }
 
@@ -736,7 +731,6 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
                                          size_t whylen)
 {
     struct smtpd_server *s = xmalloc(sizeof(*s));
-    struct listen_ctx lc = {s, why, whylen};
 
     memset(s, 0, sizeof(*s));
     s->base = base;
@@ -750,12 +744,10 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
         smtpd_server_free(s);
         return NULL;
     }
-    if ((s->resume_ev = evtimer_new(base, resume_cb, s)) == NULL) {
-        snprintf(why, whylen, "smtpd: cannot create a timer");
-        smtpd_server_free(s);
-        return NULL;
-    }
-    if (list_each(p->listen, listen_one, &lc) < 0) {
+    if (listener_open(s, p->listen, "smtpd_listen", p->tls_wrappermode, why,
+                      whylen) < 0 ||
+        listener_open(s, p->tls_wrapper_listen, "smtpd_tls_wrapper_listen", 1,
+                      why, whylen) < 0) {
         smtpd_server_free(s);
         return NULL;
     }
@@ -769,13 +761,7 @@ void smtpd_server_close(struct smtpd_server *s)
     if (s == NULL || s->closing)
         return;
     s->closing = 1;
-    if (s->resume_ev)
-        evtimer_del(s->resume_ev);
-    for (size_t i = 0; i < s->nlisteners; i++)
-        evconnlistener_free(s->listeners[i]);
-    free(s->listeners);
-    s->listeners = NULL;
-    s->nlisteners = 0;
+    listener_close(s);
     for (ss = LIST_FIRST(&s->sessions); ss != NULL; ss = next) {
         next = LIST_NEXT(ss, link);
         session_shutdown(ss);

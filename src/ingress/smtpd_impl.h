@@ -23,11 +23,23 @@
  *	void	smtpd_client_text(const struct sockaddr *sa, socklen_t salen,
  *			char *addr, size_t addrlen, char *client,
  *			size_t clientlen)
+ *	int	smtpd_list_each(const char *list,
+ *			int (*fn)(void *, const char *), void *ctx)
+ *	int	smtpd_session_open(struct smtpd_server *s, int fd,
+ *			const struct sockaddr *sa, socklen_t salen, int tls)
+ *
+ *	Listeners (listener.c), for the server:
+ *
+ *	int	listener_open(struct smtpd_server *s, const char *list,
+ *			const char *param, int tls, char *why, size_t whylen)
+ *	int	listener_word_check(const char *word)
+ *	void	listener_enable(struct smtpd_server *s, int on)
+ *	void	listener_close(struct smtpd_server *s)
  *
  *	Sessions (session.c), for the server:
  *
  *	struct smtpd_session *session_create(struct smtpd_server *s, int fd,
- *			const struct sockaddr *sa, socklen_t salen)
+ *			const struct sockaddr *sa, socklen_t salen, int tls)
  *	void	session_shutdown(struct smtpd_session *ss)
  *	int	session_busy(const struct smtpd_session *ss)
  *	void	session_orphan(struct smtpd_session *ss)
@@ -43,6 +55,20 @@
  *	void	session_wait_begin(struct smtpd_session *ss)
  *	void	session_wait_end(struct smtpd_session *ss)
  *	int	session_callback_orphaned(struct smtpd_session *ss)
+ *	void	session_greet(struct smtpd_session *ss)
+ *	void	session_tls_begin(struct smtpd_session *ss)
+ *
+ *	STARTTLS and implicit TLS (starttls.c), for the commands, the
+ *	sessions and what goes into a message:
+ *
+ *	int	starttls_offered(const struct smtpd_session *ss)
+ *	int	starttls_required(struct smtpd_session *ss)
+ *	void	starttls_command(struct smtpd_session *ss,
+ *			struct smtp_command *cmd)
+ *	void	starttls_established(struct smtpd_session *ss)
+ *	void	starttls_failed(struct smtpd_session *ss, const char *why)
+ *	void	starttls_received(struct util_buf *b,
+ *			const struct smtpd_session *ss)
  *
  *	Commands (command.c), for the sessions:
  *
@@ -86,8 +112,8 @@
  *			char *why, size_t whylen)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
- *	smtpd.c, session.c, command.c, content.c, deadline.c and receive.c
- *	describe their functions (staging.c's are in ingress_private.h).
+ *	smtpd.c, listener.c, session.c, command.c, starttls.c, content.c,
+ *	deadline.c and receive.c describe their functions (staging.c's are in ingress_private.h).
  *	SESSION_REPLY_MAX bounds one reply; RECEIVE_HEAD_MAX the start of
  *	a staged message read back for its header checks (receive.c).
  */
@@ -95,6 +121,7 @@
 #include "ingress/ingress.h"
 #include "ingress/ingress_private.h"
 #include "smtp/smtp.h"
+#include "tls/tls.h"
 
 #include <stdint.h>
 #include <sys/queue.h>
@@ -115,6 +142,14 @@ enum bare_mode {
     BARE_NORMALIZE,  /* a bare LF is a line end (normalize, yes, no) */
     BARE_NOTE,       /* as normalize, and notes=bare_lf in the log */
     BARE_REJECT,     /* the command or message gets bare_code */
+};
+
+/* smtpd_tls_security_level, as it applies (empty: may with a
+ * certificate, none without). */
+enum starttls_level {
+    STARTTLS_NONE,    /* no STARTTLS offered */
+    STARTTLS_MAY,     /* offered */
+    STARTTLS_ENCRYPT, /* MAIL only after STARTTLS */
 };
 
 /* The server's settings, as parsed from struct smtpd_params. */
@@ -138,6 +173,10 @@ struct smtpd_conf {
     enum bare_mode bare_mode;            /* smtpd_forbid_bare_newline */
     struct ingress_nets *bare_exempt;    /* these normalize */
     long bare_code;                      /* ..._reject_code */
+    struct tls_context *tls;             /* NULL: no certificate */
+    enum starttls_level tls_level;
+    int tls_received_header;
+    long starttls_timeout_ms;
 };
 
 struct smtpd_server {
@@ -167,6 +206,7 @@ enum session_state {
     SESSION_DATA,    /* reading message content after DATA */
     SESSION_BDAT,    /* reading a BDAT chunk */
     SESSION_WAIT,    /* waiting: a store, a flush, in_flow_delay */
+    SESSION_TLS,     /* STARTTLS's 220 going out, then the handshake */
     SESSION_CLOSING, /* the last reply is going out; then freed */
 };
 
@@ -180,6 +220,7 @@ struct smtpd_rcpt {
 enum session_count {
     COUNT_EHLO,
     COUNT_HELO,
+    COUNT_STARTTLS,
     COUNT_MAIL,
     COUNT_RCPT,
     COUNT_DATA,
@@ -207,7 +248,9 @@ struct smtpd_session {
     int quitting;    /* QUIT, timeout or fatal error: close after reply */
     int pending;     /* a store or a flush will call back */
     int in_input;    /* session_input() is running */
-    int last_code;   /* of the last reply */
+    int wrapped;     /* implicit TLS: the greeting follows the handshake */
+    struct tls_summary *tls; /* NULL until a TLS handshake is done */
+    int last_code;           /* of the last reply */
     int errors;
     long junk;  /* NOOP, VRFY, ETRN, RSET since the last message */
     char *helo; /* NULL before HELO/EHLO */
@@ -256,10 +299,20 @@ int smtpd_client_trusted(const struct smtpd_session *ss);
 enum bare_mode smtpd_bare_mode(const struct smtpd_session *ss);
 void smtpd_client_text(const struct sockaddr *sa, socklen_t salen, char *addr,
                        size_t addrlen, char *client, size_t clientlen);
+int smtpd_list_each(const char *list, int (*fn)(void *, const char *),
+                    void *ctx);
+int smtpd_session_open(struct smtpd_server *s, int fd,
+                       const struct sockaddr *sa, socklen_t salen, int tls);
+
+int listener_open(struct smtpd_server *s, const char *list, const char *param,
+                  int tls, char *why, size_t whylen);
+int listener_word_check(const char *word);
+void listener_enable(struct smtpd_server *s, int on);
+void listener_close(struct smtpd_server *s);
 
 struct smtpd_session *session_create(struct smtpd_server *s, int fd,
-                                     const struct sockaddr *sa,
-                                     socklen_t salen);
+                                     const struct sockaddr *sa, socklen_t salen,
+                                     int tls);
 void session_shutdown(struct smtpd_session *ss);
 int session_busy(const struct smtpd_session *ss);
 void session_orphan(struct smtpd_session *ss);
@@ -274,6 +327,15 @@ void session_transaction_reset(struct smtpd_session *ss);
 void session_wait_begin(struct smtpd_session *ss);
 void session_wait_end(struct smtpd_session *ss);
 int session_callback_orphaned(struct smtpd_session *ss);
+void session_greet(struct smtpd_session *ss);
+void session_tls_begin(struct smtpd_session *ss);
+
+int starttls_offered(const struct smtpd_session *ss);
+int starttls_required(struct smtpd_session *ss);
+void starttls_command(struct smtpd_session *ss, struct smtp_command *cmd);
+void starttls_established(struct smtpd_session *ss);
+void starttls_failed(struct smtpd_session *ss, const char *why);
+void starttls_received(struct util_buf *b, const struct smtpd_session *ss);
 
 void command_run(struct smtpd_session *ss, const char *line, size_t len);
 

@@ -23,7 +23,8 @@
  *	message is stored as "sluice sendmail" stores one (store.c: the
  *	running daemon, else the spool, else the maildrop), the 250 going
  *	out only once it is durable. Nothing is staged to disk (the
- *	caller may not write the queue directory) and nothing is logged:
+ *	caller may not write the queue directory), there is no STARTTLS
+ *	(the daemon's key is not the caller's to read) and nothing is logged:
  *	the replies are the client's report. The session ends with QUIT or
  *	the end of standard input; the exit status is 0 then, 75 when the
  *	server cannot start.
@@ -152,6 +153,12 @@ static struct smtpd_server *server_start(struct stdio_smtp *ss, int fd)
 
     daemon_smtpd_params(ss->conf, "", &p);
     p.listen = "";
+    /* No TLS on a pipe: the key is the daemon's, and the local user of
+     * sendmail may not read it. */
+    p.tls_cert_file = p.tls_key_file = p.tls_chain_files = "";
+    p.tls_level = "none";
+    p.tls_wrappermode = 0;
+    p.tls_wrapper_listen = "";
     ops.store = store_cb;
     ops.log = log_cb;
     ops.ctx = ss;

@@ -68,4 +68,14 @@ expect "too big for message_size_limit: 552" 1 "$(grep -c '^552 5.3.4' "$tmp/out
 expect "and the session ends with QUIT" 1 "$(grep -c '^221 ' "$tmp/out")"
 expect "nothing more in the queue" 3 "$(s queue --json | wc -l)"
 
+# The daemon's TLS certificate is not sendmail's: -bs offers no STARTTLS,
+# and a certificate the caller cannot read does not stop it.
+printf 'queue_directory = %s\nmyhostname = host.test\nsmtpd_tls_cert_file = %s/none.pem\n' \
+    "$q" "$tmp" >"$tmp/tls.conf"
+printf 'EHLO me.test\r\nQUIT\r\n' |
+    timeout 30 "$sluice" -c "$tmp/tls.conf" sendmail -bs >"$tmp/out" 2>&1
+expect "with smtpd_tls_cert_file set: the session works" 1 \
+    "$(grep -c '^221 ' "$tmp/out")"
+expect "and offers no STARTTLS" 0 "$(grep -c STARTTLS "$tmp/out")"
+
 tap_done

@@ -159,6 +159,7 @@ static const struct {
     {"smtp_quit_timeout", 300000, 's'},
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
+    {"smtpd_starttls_timeout", 300000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -182,6 +183,11 @@ static const struct {
     {"smtpd_client_event_limit_exceptions", CONF_LIST, "$mynetworks"},
     {"message_strip_characters", CONF_STRING, ""},
     {"smtpd_forbid_bare_newline_exclusions", CONF_LIST, ""},
+    {"smtpd_tls_cert_file", CONF_STRING, ""},
+    {"smtpd_tls_key_file", CONF_STRING, "$smtpd_tls_cert_file"},
+    {"smtpd_tls_chain_files", CONF_LIST, ""},
+    {"smtpd_tls_security_level", CONF_STRING, ""},
+    {"smtpd_tls_wrapper_listen", CONF_LIST, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -244,6 +250,8 @@ static void test_table_has_every_parameter(void **state)
         "smtpd_per_record_deadline",
         "smtpd_forbid_bare_newline",
         "disable_mime_output_conversion",
+        "smtpd_tls_wrappermode",
+        "smtpd_tls_received_header",
     };
     size_t i;
     size_t j;
@@ -253,18 +261,18 @@ static void test_table_has_every_parameter(void **state)
      * 21 integers (the reference table's 18, bounce_size_limit,
      * smtp_connection_reuse_count_limit and smtp_line_length_limit), 21
      * times (13, and the SMTP client's 8 timeouts), 3 booleans
-     * (disable_mime_output_conversion the last), 2
-     * feedbacks, 2 choices (concurrency_feedback_rounding,
-     * default_scheduler), the spool's 2 integers and 2 strings
-     * (queue_map_size, queue_map_size_limit, queue_directory,
-     * myhostname), and routing's and the SMTP client's 4 strings and 2
-     * lists (default_transport, relayhost, transport_maps,
-     * smtp_helo_name, transports, dns_servers); the SMTP server's 12
-     * integers (smtpd_staging_threshold the last), 2 times, 2 booleans,
-     * 5 lists, 1 choice (smtpd_forbid_bare_newline) and 1 string
-     * (message_strip_characters).
+     * (disable_mime_output_conversion the last), 2 feedbacks, 2 choices
+     * (concurrency_feedback_rounding, default_scheduler), the spool's 2
+     * integers and 2 strings (queue_map_size, queue_map_size_limit,
+     * queue_directory, myhostname), and routing's and the SMTP client's
+     * 4 strings and 2 lists (default_transport, relayhost,
+     * transport_maps, smtp_helo_name, transports, dns_servers); the
+     * SMTP server's 12 integers (smtpd_staging_threshold the last), 2
+     * times, 2 booleans, 5 lists, 1 choice (smtpd_forbid_bare_newline)
+     * and 1 string (message_strip_characters); its TLS's 3 strings, 2
+     * lists, 2 booleans and 1 time.
      */
-    assert_int_equal(conf_param_count, 81);
+    assert_int_equal(conf_param_count, 89);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

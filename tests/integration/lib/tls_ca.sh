@@ -1,0 +1,37 @@
+#!/bin/sh
+# tests/integration/lib/tls_ca.sh DIR: a throwaway CA and server
+# certificates for the TLS tests, made with the openssl command (run,
+# not sourced; the unit tests call it too). In DIR:
+#
+#   ca.pem                the CA's certificate (clients trust it)
+#   server.pem server.key  localhost, SAN DNS:localhost and IP:127.0.0.1,
+#                          RSA 2048, signed by the CA
+#   other.pem other.key    the same names, another key (a reload's new
+#                          certificate: its fingerprint differs)
+#   chain.pem              server.key, server.pem and ca.pem in one file
+#                          (the smtpd_tls_chain_files form)
+#   wrong.key              a key that matches neither certificate
+#   garbage.pem            not PEM at all
+#
+# Exits non-zero, saying why, when openssl fails.
+set -e
+dir=$1
+[ -n "$dir" ] || { echo "usage: tls_ca.sh DIR" >&2; exit 2; }
+mkdir -p "$dir"
+cd "$dir"
+q() { openssl "$@" >/dev/null 2>openssl.err || { cat openssl.err >&2; exit 1; }; }
+
+q req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 30 \
+    -subj "/CN=sluice test CA" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign"
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >server.ext
+for name in server other; do
+    q req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" \
+        -subj "/CN=localhost"
+    q x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+        -days 30 -extfile server.ext -out "$name.pem"
+done
+q genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out wrong.key
+cat server.key server.pem ca.pem >chain.pem
+echo "this is not a certificate" >garbage.pem
+rm -f ./*.csr server.ext openssl.err ca.srl
