@@ -78,11 +78,11 @@ static void store(void *ctx, struct spool_msg *m, const char *origin,
     spool_msg_free(m);
 }
 
-static void flush(void *ctx, const char *domain, ingress_flushed_fn *done,
-                  void *conn)
+static void flush(void *ctx, const struct smtp_node *node,
+                  ingress_flushed_fn *done, void *conn)
 {
     (void)ctx;
-    done(conn, (long)strlen(domain), NULL);
+    done(conn, (long)strlen(node->domain), NULL);
 }
 
 static void setup(void)
