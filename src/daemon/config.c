@@ -38,7 +38,9 @@
  *	  answers 501 to an empty or malformed EHLO;
  *	- the SMTP server's parameters (smtpd_params_check(): network and
  *	  domain lists, smtpd_listen syntax);
- *	- dns_servers (dns_servers_check()).
+ *	- dns_servers (dns_servers_check());
+ *	- the SMTP client's TLS: its CA and certificate files and the
+ *	  policy table (qmgr_tls_load(), kept in cf->tls).
  *	It then calls warn, once per problem that does not stop sluiced,
  *	with a complete message: each unknown parameter in the file (see
  *	conf/unknown.c), a myhostname that is not fully qualified, and
@@ -67,6 +69,7 @@
 #include "conf/conf.h"
 #include "dns/dns.h"
 #include "ingress/ingress.h"
+#include "qmgr/qmgr.h"
 #include "route/route.h"
 #include "smtp/smtp.h"
 #include "spool/spool.h"
@@ -406,7 +409,8 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
         goto fail;
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
-        whole_check(cf->conf, cf->routes, why, whylen) < 0)
+        whole_check(cf->conf, cf->routes, why, whylen) < 0 ||
+        (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL)
         goto fail;
     combos_warn(cf->conf, cf->routes, &w);
     return 0;
@@ -420,6 +424,8 @@ void daemon_config_free(struct daemon_config *cf)
 {
     route_free(cf->routes);
     conf_free(cf->conf);
+    qmgr_tls_free(cf->tls);
+    cf->tls = NULL;
     cf->routes = NULL;
     cf->conf = NULL;
 }

@@ -72,7 +72,8 @@ struct spool_config;
 struct daemon_config {
     struct conf *conf;
     struct route_table *routes;
-    const char *path; /* the file read (it may be missing) */
+    struct qmgr_tls *tls; /* the SMTP client's TLS (qmgr_tls_load()) */
+    const char *path;     /* the file read (it may be missing) */
 };
 
 struct conf *daemon_conf_create(void);

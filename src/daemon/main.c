@@ -68,6 +68,7 @@ struct daemon {
     struct conf *conf;
     struct spool *sp;
     struct route_table *routes;
+    struct qmgr_tls *tls; /* until the queue manager takes it */
     struct dns_resolver *dns;
     struct event_base *base;
     struct qmgr *q;
@@ -255,8 +256,8 @@ static void config_warn(void *ctx, const char *text)
 
 /* Read and check the configuration and the routing table it names. */
 static int load_config(const char *config, struct conf **conf,
-                       struct route_table **routes, const char **path,
-                       char *why, size_t whylen)
+                       struct route_table **routes, struct qmgr_tls **tls,
+                       const char **path, char *why, size_t whylen)
 {
     struct daemon_config cf;
 
@@ -264,6 +265,7 @@ static int load_config(const char *config, struct conf **conf,
         return -1;
     *conf = cf.conf;
     *routes = cf.routes;
+    *tls = cf.tls;
     *path = cf.path;
     return 0;
 }
@@ -304,11 +306,13 @@ static void reload(struct daemon *d)
     struct local_params lp = {0};
     struct smtpd_params sp;
     struct route_table *routes;
+    struct qmgr_tls *tls;
     struct conf *conf;
     const char *path;
     char why[1024];
 
-    if (load_config(d->config, &conf, &routes, &path, why, sizeof(why)) < 0) {
+    if (load_config(d->config, &conf, &routes, &tls, &path, why, sizeof(why)) <
+        0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         return;
@@ -318,11 +322,13 @@ static void reload(struct daemon *d)
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         route_free(routes);
+        qmgr_tls_free(tls);
         conf_free(conf);
         return;
     }
     restart_only(d->conf, conf);
     qmgr_reload(d->q, conf, routes);
+    qmgr_tls_set(d->q, tls);
     lp.size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -393,8 +399,8 @@ static int start(struct daemon *d)
     const char *path;
     char *servers;
 
-    if (load_config(d->config, &d->conf, &d->routes, &path, why, sizeof(why)) <
-        0) {
+    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &path, why,
+                    sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -442,6 +448,8 @@ static int start(struct daemon *d)
         say(LOG_ERR, "cannot start the queue manager (out of resources)");
         return -1;
     }
+    qmgr_tls_set(d->q, d->tls);
+    d->tls = NULL; /* the queue manager's */
     lp.size_limit = (uint64_t)conf_int(d->conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -482,6 +490,7 @@ static void finish(struct daemon *d)
     local_server_free(d->local);
     smtpd_server_free(d->smtpd);
     route_free(d->routes);
+    qmgr_tls_free(d->tls);
     if (d->base)
         event_base_free(d->base);
     conf_free(d->conf);

@@ -72,6 +72,16 @@ static void drop(struct cached *e, int quit)
      * the socket down now: libevent closes it only when the loop next
      * runs, and the server should not have to wait for that.
      */
+    if (e->conn.tls.used) {
+        /* QUIT in TLS, then the close_notify (tls_session_free()) */
+        if (quit)
+            evbuffer_add(bufferevent_get_output(e->conn.bev), "QUIT\r\n", 6);
+        tls_session_free(e->conn.bev);
+        event_free(e->idle);
+        free(e->key);
+        free(e);
+        return;
+    }
     fd = bufferevent_getfd(e->conn.bev);
     if (fd >= 0) {
         if (quit)

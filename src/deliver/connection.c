@@ -62,6 +62,8 @@ static const char *const state_doing[] = {
     "receiving the initial server greeting",
     "performing the EHLO handshake",
     "performing the HELO handshake",
+    "sending STARTTLS",
+    "performing the TLS handshake",
     "sending MAIL FROM",
     "sending RCPT TO",
     "sending DATA command",
@@ -107,7 +109,7 @@ static void peer_name(struct deliver_session *s)
 static void session_close(struct deliver_session *s)
 {
     if (s->bev) {
-        bufferevent_free(s->bev);
+        tls_session_free(s->bev); /* a close_notify for a TLS one */
         s->bev = NULL;
     }
     evtimer_del(s->timer);
@@ -144,7 +146,8 @@ static void hop_fail(struct deliver_session *s, const char *reason)
     s->res->hop_ok = 0;
     free(s->res->hop_reason);
     s->res->hop_reason = xstrdup(reason ? reason : "");
-    protocol_rcpt_set_rest(s, DELIVER_DEFER, 0, "4.4.1", reason);
+    protocol_rcpt_set_rest(s, DELIVER_DEFER, 0,
+                           s->last_dsn[0] ? s->last_dsn : "4.4.1", reason);
     connection_finish(s);
 }
 
@@ -187,7 +190,9 @@ static void connection_lost(struct deliver_session *s, int timed_out)
     } else if (s->reused && s->replies == 0) {
         /* A cached connection that died while idle: not a failure. */
         connection_reconnect(s);
-    } else if (s->state <= ST_HELO) {
+    } else if (s->state == ST_TLS) {
+        starttls_out_failed(s, timed_out);
+    } else if (s->state < ST_MAIL) {
         connection_next_address(s, reason);
     } else {
         hop_fail(s, reason);
@@ -212,7 +217,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
             snprintf(reason, sizeof(reason),
                      "host %s sent a malformed reply while %s", s->peer,
                      state_doing[s->state]);
-            if (s->state <= ST_HELO)
+            if (s->state < ST_MAIL)
                 connection_next_address(s, reason);
             else if (s->state == ST_QUIT)
                 connection_finish(s);
@@ -234,6 +239,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
     struct deliver_session *s = arg;
 
     (void)bev;
+    if ((what & BEV_EVENT_CONNECTED) && s->state == ST_TLS) {
+        starttls_out_established(s);
+        return;
+    }
     if (what & BEV_EVENT_CONNECTED) {
         s->born_us = util_clock_mono_us();
         peer_name(s);
@@ -254,6 +263,12 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     connection_lost(s, 1);
 }
 
+void connection_setcb(struct deliver_session *s)
+{
+    bufferevent_setcb(s->bev, read_cb, NULL, event_cb, s);
+    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+}
+
 /* Open a connection to the current address. */
 static void connect_current(struct deliver_session *s)
 {
@@ -265,13 +280,14 @@ static void connect_current(struct deliver_session *s)
     s->reused = 0;
     s->replies = 0;
     s->uses = 1;
+    s->tls_on = 0;
+    memset(&s->res->tls, 0, sizeof(s->res->tls));
     s->bev = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (s->bev == NULL) {
         hop_fail(s, "cannot create a socket");
         return;
     }
-    bufferevent_setcb(s->bev, read_cb, NULL, event_cb, s);
-    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+    connection_setcb(s);
     connection_timer_arm(s, s->req.timeouts.connect);
     if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&a->sa,
                                    (int)a->salen) < 0)
@@ -280,14 +296,33 @@ static void connect_current(struct deliver_session *s)
 
 void connection_next_address(struct deliver_session *s, const char *reason)
 {
+    connection_next_address_dsn(s, "4.4.1", reason);
+}
+
+void connection_next_address_dsn(struct deliver_session *s, const char *dsn,
+                                 const char *reason)
+{
     snprintf(s->last_failure, sizeof(s->last_failure), "%s", reason);
+    snprintf(s->last_dsn, sizeof(s->last_dsn), "%s", dsn);
     session_close(s);
     s->addr++;
+    s->tls_plain = 0;
     if (s->addr >= s->req.naddrs ||
         (s->req.session_limit > 0 && s->sessions >= s->req.session_limit)) {
         hop_fail(s, s->last_failure);
         return;
     }
+    connect_current(s);
+}
+
+/*
+ * The same address again on a new connection (TLS failed at may: the
+ * retry in plaintext). It does not count against the session limit.
+ */
+void connection_retry_address(struct deliver_session *s)
+{
+    session_close(s);
+    s->sessions--;
     connect_current(s);
 }
 
@@ -305,6 +340,7 @@ void connection_reconnect(struct deliver_session *s)
     s->rcpt_replied = 0;
     s->accepted = 0;
     s->skip = 0;
+    s->tls_plain = 0;
     memset(s->accepted_flag, 0, s->req.nrcpt);
     snprintf(s->res->relay, sizeof(s->res->relay), "none");
     s->start_us = util_clock_mono_us();
@@ -312,6 +348,22 @@ void connection_reconnect(struct deliver_session *s)
         hop_fail(s, "no address to deliver to");
     else
         connect_current(s);
+}
+
+/*
+ * A cached connection made under this delivery's TLS policy: in TLS
+ * first, unless the level is none; in plaintext only when the level
+ * allows plaintext.
+ */
+static int cache_take(struct deliver_session *s, struct deliver_conn *conn)
+{
+    enum tls_level level = s->req.tls.ctx ? s->req.tls.level : TLS_LEV_NONE;
+
+    if (level != TLS_LEV_NONE &&
+        deliver_cache_take(s->req.cache, starttls_out_cache_key(s, 1), conn))
+        return 1;
+    return !tls_level_enforced(level) &&
+           deliver_cache_take(s->req.cache, starttls_out_cache_key(s, 0), conn);
 }
 
 /* Take over a cached connection: straight to the transaction. */
@@ -324,6 +376,9 @@ static void adopt(struct deliver_session *s, const struct deliver_conn *conn)
     s->born_us = conn->born_us;
     s->features = conn->features;
     s->size_limit = conn->size_limit;
+    s->tls_on = conn->tls.used;
+    s->res->tls = conn->tls;
+    s->res->tls.established = 0;
     snprintf(s->peer, sizeof(s->peer), "%s", conn->peer);
     snprintf(s->res->relay, sizeof(s->res->relay), "%s", conn->relay);
     bufferevent_setcb(s->bev, read_cb, NULL, event_cb, s);
@@ -410,9 +465,10 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->finish = event_new(base, -1, 0, finish_cb, s);
     smtp_reply_init(&s->reply);
     s->start_us = util_clock_mono_us();
+    starttls_out_init(s);
     if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
         local_deliver(s);
-    else if (deliver_cache_take(req->cache, req->cache_key, &conn))
+    else if (cache_take(s, &conn))
         adopt(s, &conn);
     else if (req->naddrs == 0)
         hop_fail(s, "no address to deliver to");
@@ -435,6 +491,8 @@ void deliver_cancel(struct deliver_session *s)
     free((char *)s->req.envid);
     free((char *)s->req.reason);
     free((char *)s->req.cache_key);
+    free(s->key_tls);
+    free(s->key_plain);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);
         free((char *)s->req.rcpt[i].orcpt);

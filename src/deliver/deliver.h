@@ -125,6 +125,7 @@
  *	whole seconds above, rounded half up, trailing zeros left out.
  */
 
+#include "tls/tls.h"
 #include "util/util.h"
 
 #include <event2/event.h>
@@ -167,6 +168,22 @@ struct deliver_cache_params {
     int reuse_count_limit; /* reuses after the first delivery, 0 = any */
 };
 
+/*
+ * TLS for one delivery (SMTP and LMTP): the level and everything the
+ * caller resolved for it from the parameters and the policy table.
+ * Lists separate their items with commas, spaces or colons.
+ */
+struct deliver_tls {
+    struct tls_context *ctx; /* the client context; NULL: no TLS */
+    enum tls_level level;
+    char match[512];      /* names to match: hostname, nexthop, dot-nexthop,
+                             a name or .domain */
+    char servername[256]; /* SNI: hostname, nexthop, a name; "": none */
+    char nexthop[512];    /* the next hop's domain or host */
+    int min_version, max_version; /* for the level; 0: no bound */
+    char ciphers[64];             /* TLS 1.2 cipher list for the level */
+};
+
 struct deliver_request {
     enum deliver_proto proto;
     const char *helo_name;
@@ -187,6 +204,7 @@ struct deliver_request {
     size_t line_limit;   /* smtp_line_length_limit: break longer; 0 none */
     int mime_conversion; /* 8-bit MIME to 7-bit for servers without
                             8BITMIME (not disable_mime_output_conversion) */
+    struct deliver_tls tls;
 };
 
 struct deliver_rcpt_result {
@@ -195,6 +213,16 @@ struct deliver_rcpt_result {
     char enhanced[16]; /* "5.1.1", or derived from the code */
     char *text;        /* "host said: 550 5.1.1 ... (in reply to RCPT TO
                           command)", or the hop reason */
+};
+
+/* The TLS of the connection a delivery used. */
+struct deliver_tls_result {
+    int used;          /* the transaction went over TLS */
+    int established;   /* the handshake happened in this delivery */
+    const char *word;  /* Verified, Trusted, Untrusted, Anonymous */
+    char peer[512];    /* "host[addr]:port", for the log line */
+    char cipher[160];  /* "TLSv1.3 with cipher NAME (256/256 bits)" */
+    char details[200]; /* "key-exchange X25519 server-signature ..." */
 };
 
 struct deliver_result {
@@ -209,6 +237,7 @@ struct deliver_result {
     int dsn_passed;       /* SMTP: the server offered DSN and got NOTIFY */
     int transport_failed; /* a local socket could not be reached */
     long lines_folded;    /* lines broken at line_limit */
+    struct deliver_tls_result tls;
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

@@ -51,8 +51,9 @@ struct deliver_conn {
     char relay[512]; /* "host[addr]:port", for relay= */
     unsigned features;
     uint64_t size_limit;
-    int64_t born_us; /* connected, on the monotonic clock */
-    int uses;        /* deliveries carried so far */
+    int64_t born_us;               /* connected, on the monotonic clock */
+    int uses;                      /* deliveries carried so far */
+    struct deliver_tls_result tls; /* used: bev is a TLS filter */
 };
 
 const struct deliver_cache_params *

@@ -255,7 +255,8 @@ static void on_ehlo(struct deliver_session *s)
 
     if (s->reply.code / 100 == 2) {
         s->features = smtp_ehlo_features(&s->reply, &s->size_limit);
-        protocol_handshake_passed(s);
+        if (!starttls_out_after_ehlo(s))
+            protocol_handshake_passed(s);
         return;
     }
     if (s->req.proto == DELIVER_SMTP && s->state == ST_EHLO) {
@@ -369,7 +370,7 @@ static void end_transaction(struct deliver_session *s)
 
     const struct deliver_cache_params *limits;
 
-    if (s->req.cache == NULL || s->req.cache_key == NULL ||
+    if (s->req.cache == NULL || starttls_out_cache_key(s, s->tls_on) == NULL ||
         !deliver_cache_may_keep(limits =
                                     deliver_cache_limits(s->req.cache, &s->req),
                                 s->born_us, s->uses)) {
@@ -384,8 +385,10 @@ static void end_transaction(struct deliver_session *s)
     conn.size_limit = s->size_limit;
     conn.born_us = s->born_us;
     conn.uses = s->uses;
+    conn.tls = s->res->tls;
     s->bev = NULL; /* the cache's now */
-    deliver_cache_put(s->req.cache, limits, s->req.cache_key, &conn);
+    deliver_cache_put(s->req.cache, limits,
+                      starttls_out_cache_key(s, s->tls_on), &conn);
     connection_finish(s);
 }
 
@@ -455,6 +458,9 @@ void protocol_reply(struct deliver_session *s)
     case ST_EHLO:
     case ST_HELO:
         on_ehlo(s);
+        break;
+    case ST_STARTTLS:
+        starttls_out_reply(s);
         break;
     case ST_MAIL:
         on_mail(s);

@@ -10,8 +10,12 @@
  *	Connection handling (connection.c), for the protocol steps:
  *
  *	void	connection_timer_arm(struct deliver_session *s, int ms)
+ *	void	connection_setcb(struct deliver_session *s)
  *	void	connection_next_address(struct deliver_session *s,
  *			const char *reason)
+ *	void	connection_next_address_dsn(struct deliver_session *s,
+ *			const char *dsn, const char *reason)
+ *	void	connection_retry_address(struct deliver_session *s)
  *	void	connection_reconnect(struct deliver_session *s)
  *	void	connection_finish(struct deliver_session *s)
  *
@@ -22,9 +26,19 @@
  *	void	protocol_rcpt_set_rest(struct deliver_session *s,
  *			enum deliver_status status, int code,
  *			const char *enhanced, const char *text)
+ *
+ *	STARTTLS (starttls.c), for both:
+ *
+ *	void	starttls_out_init(struct deliver_session *s)
+ *	int	starttls_out_after_ehlo(struct deliver_session *s)
+ *	void	starttls_out_reply(struct deliver_session *s)
+ *	void	starttls_out_established(struct deliver_session *s)
+ *	void	starttls_out_failed(struct deliver_session *s, int timed_out)
+ *	const char *starttls_out_cache_key(const struct deliver_session *s,
+ *			int tls)
  * DESCRIPTION
  *	Nothing outside the client's files includes this header.
- *	connection.c and protocol.c describe their functions. A struct
+ *	connection.c, protocol.c and starttls.c describe their functions. A struct
  *	deliver_session is one delivery: the request (copied), the result
  *	being built, the connection in use and where the dialogue is
  *	(enum deliver_state).
@@ -46,6 +60,8 @@ enum deliver_state {
     ST_GREETING,
     ST_EHLO,
     ST_HELO,
+    ST_STARTTLS, /* STARTTLS sent, its reply awaited */
+    ST_TLS,      /* the TLS handshake */
     ST_MAIL,
     ST_RCPT,
     ST_DATA,
@@ -80,16 +96,24 @@ struct deliver_session {
     char peer[400];
     int64_t start_us, handshake_us; /* monotonic: intervals only */
     char last_failure[600];
+    char last_dsn[8];           /* of last_failure */
     int reused;                 /* the connection came from the cache */
     size_t replies;             /* complete replies on this connection */
     int64_t born_us;            /* when this connection was made (monotonic) */
     int uses;                   /* deliveries it carried, this one included */
     struct util_buf downgraded; /* the body made 7-bit for this server */
     int downgrade;              /* send downgraded, not req.body */
+    int tls_on;                 /* the connection speaks TLS */
+    int tls_plain;              /* TLS failed at may: this address plain */
+    char *key_tls, *key_plain;  /* cache keys (starttls.c) */
 };
 
 void connection_timer_arm(struct deliver_session *s, int ms);
+void connection_setcb(struct deliver_session *s);
 void connection_next_address(struct deliver_session *s, const char *reason);
+void connection_next_address_dsn(struct deliver_session *s, const char *dsn,
+                                 const char *reason);
+void connection_retry_address(struct deliver_session *s);
 void connection_reconnect(struct deliver_session *s);
 void connection_finish(struct deliver_session *s);
 
@@ -98,5 +122,12 @@ void protocol_handshake_passed(struct deliver_session *s);
 void protocol_rcpt_set_rest(struct deliver_session *s,
                             enum deliver_status status, int code,
                             const char *enhanced, const char *text);
+
+void starttls_out_init(struct deliver_session *s);
+int starttls_out_after_ehlo(struct deliver_session *s);
+void starttls_out_reply(struct deliver_session *s);
+void starttls_out_established(struct deliver_session *s);
+void starttls_out_failed(struct deliver_session *s, int timed_out);
+const char *starttls_out_cache_key(const struct deliver_session *s, int tls);
 
 #endif

@@ -52,6 +52,7 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     double conn_done = res->hop_ok ? done - res->xfer_time : 0;
 
     d->session = NULL;
+    qm_tls_log(q, d->dest->route.transport, res);
     if (res->lines_folded > 0)
         qm_log(q, QMGR_LOG_INFO,
                "%s: breaking line > %zu bytes with <CR><LF>SPACE", m->id,
@@ -135,6 +136,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     req.helo_name = set.helo_name;
     req.line_limit = d->line_limit = set.line_limit;
     req.mime_conversion = set.mime_conversion;
+    qm_tls_request(q, r->transport, r, &req.tls);
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;

@@ -326,6 +326,7 @@ void qmgr_free(struct qmgr *q)
         qm_message_free(m);
     }
     deliver_cache_free(q->cache);
+    qmgr_tls_free(q->tls);
     if (q->feed_ev)
         event_free(q->feed_ev);
     if (q->timer_ev)

@@ -239,6 +239,15 @@ long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);
 void qmgr_free(struct qmgr *q);
 
+/* The SMTP client's TLS (tls.c). */
+struct qmgr_tls;
+
+struct qmgr_tls *qmgr_tls_load(const struct conf *conf,
+                               const struct route_table *routes, char *why,
+                               size_t whylen);
+void qmgr_tls_free(struct qmgr_tls *t);
+void qmgr_tls_set(struct qmgr *q, struct qmgr_tls *t);
+
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;
     int address_limit; /* smtp_mx_address_limit, 0 = no limit */

@@ -86,6 +86,7 @@ struct qmgr {
     struct core *core;
     struct qmgr_inbox *inbox;
     struct deliver_cache *cache;
+    struct qmgr_tls *tls; /* NULL: no TLS on delivery */
     struct event *feed_ev, *timer_ev, *scan_ev;
     struct qm_msg *hash[QM_ID_HASH_SIZE];
     TAILQ_HEAD(, qm_msg) msgs;
@@ -160,6 +161,12 @@ void qm_dest_sweep(struct qmgr *q);
 
 /* deliver.c */
 void qm_dispatch(struct qmgr *q);
+
+/* TLS of a delivery (tls.c). */
+void qm_tls_request(const struct qmgr *q, const char *transport,
+                    const struct route_result *r, struct deliver_tls *out);
+void qm_tls_log(struct qmgr *q, const char *transport,
+                const struct deliver_result *res);
 void qm_delivery_free(struct qm_delivery *d);
 
 /* outcome.c */

@@ -11,15 +11,10 @@
  *	void	route_map_free(struct route_map *m)
  * DESCRIPTION
  *	value is the transport_maps setting: the path of a text file, or
- *	empty for none. A Postfix "hash:" or "texthash:" prefix is
- *	dropped (the file named is then the text source that postmap
- *	would have compiled); any other table type is an error, as is a
- *	list of several tables.
- *
- *	The file has Postfix's table syntax: a line whose first non-blank
- *	character is "#" is a comment, blank lines are ignored, and a line
- *	that starts with white space continues the one before it (joined
- *	with one space). Every other line is
+ *	empty for none, read by util/'s table reader (table.c: a "hash:"
+ *	or "texthash:" prefix dropped, comments, continuation lines, and
+ *	its own errors: a NUL byte, an overlong line, a file that is
+ *	missing or not a regular file). Every logical line is
  *
  *		PATTERN RESULT
  *
@@ -35,13 +30,9 @@
  *	reason, for error: "error:5.1.1 no such user").
  *
  *	Every problem is an error that names the file and the line where
- *	the logical line starts: a NUL byte, a line longer than
- *	LINE_MAX_BYTES (read no further than that, so that a line of any
- *	length costs no more memory), a bad pattern, a duplicate pattern (with the line
- *	of the first), a missing result, an unknown transport, a bad next
- *	hop. A missing or unreadable file is an error too, as is one that
- *	is not a regular file (a FIFO would block, /dev/zero never ends). Loading stops at
- *	the first error.
+ *	the logical line starts: a bad pattern, a duplicate pattern (with
+ *	the line of the first), a missing result, an unknown transport, a
+ *	bad next hop. Loading stops at the first error.
  *
  *	The patterns go into one hash table (FNV-1a, open addressing with
  *	linear probing, at most half full), keyed by the pattern as
@@ -53,16 +44,9 @@
 #include "route/route.h"
 #include "route/route_impl.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* Longest logical line: far beyond any real entry, short of hostile. */
-#define LINE_MAX_BYTES (64 * 1024)
 
 /* A message quotes this much of a bad text. */
 #define QUOTED 96
@@ -136,22 +120,18 @@ void route_map_free(struct route_map *m)
     free(m);
 }
 
-/* Where an error happened, for messages. */
+/* The table being read, and where a problem goes. */
 struct reader {
     struct route_table *t;
-    const char *path;
     int line;
     char *why;
     size_t whylen;
 };
 
+/* The problem of the line being read; util_table_read() says where. */
 #define READER_FAIL(rd, ...)                                                   \
     do {                                                                       \
-        int used_ = snprintf((rd)->why, (rd)->whylen,                          \
-                             "%s, line %d: ", (rd)->path, (rd)->line);         \
-        if (used_ >= 0 && (size_t)used_ < (rd)->whylen)                        \
-            snprintf((rd)->why + used_, (rd)->whylen - (size_t)used_,          \
-                     __VA_ARGS__);                                             \
+        snprintf((rd)->why, (rd)->whylen, __VA_ARGS__);                        \
         return -1;                                                             \
     } while (0)
 
@@ -304,204 +284,33 @@ static int line_parse(struct reader *rd, const char *text)
     return 0;
 }
 
-/* A logical line being assembled. */
-struct logical {
-    struct util_buf text;
-    int line; /* where it starts; 0: none */
-};
-
-static int logical_add(struct reader *rd, struct logical *lg, const char *text,
-                       size_t len)
+/* One logical line, from util_table_read(). */
+static int table_line(void *ctx, int line, const char *text, char *why,
+                      size_t whylen)
 {
-    if (lg->text.len + len + 1 > LINE_MAX_BYTES) {
-        rd->line = lg->line;
-        READER_FAIL(rd, "logical line longer than %d bytes", LINE_MAX_BYTES);
-    }
-    if (lg->text.len > 0)
-        util_buf_add(&lg->text, " ", 1);
-    util_buf_add(&lg->text, text, len);
-    return 0;
-}
+    struct reader *rd = ctx;
 
-/* Parse the logical line held, if any, and start over. */
-static int logical_end(struct reader *rd, struct logical *lg)
-{
-    int status;
-
-    if (lg->line == 0)
-        return 0;
-    rd->line = lg->line;
-    status = line_parse(rd, lg->text.data);
-    util_buf_reset(&lg->text);
-    lg->line = 0;
-    return status;
-}
-
-/* One physical line, without its newline. */
-static int physical_line(struct reader *rd, struct logical *lg, int lineno,
-                         char *line, size_t len)
-{
-    const char *text;
-
-    if (memchr(line, 0, len) != NULL) {
-        rd->line = lineno;
-        READER_FAIL(rd, "line contains a NUL byte");
-    }
-    text = trim(line, &len);
-    if (len == 0 || text[0] == '#')
-        return 0;
-    if (!is_blank((unsigned char)line[0])) {
-        if (logical_end(rd, lg) < 0)
-            return -1;
-        lg->line = lineno;
-        return logical_add(rd, lg, text, len);
-    }
-    if (lg->line == 0) {
-        rd->line = lineno;
-        READER_FAIL(rd, "continuation line (starting with white space) "
-                        "with nothing before it");
-    }
-    return logical_add(rd, lg, text, len);
-}
-
-/*
- * Read one line into buf (size bytes), without its newline. Returns 1
- * with the line, 0 at the end of the file, -1 when the line does not
- * fit: nothing more of it is read, so a line of any length (or a file
- * that never ends) costs no more than buf.
- */
-static int line_get(FILE *fp, char *buf, size_t size, size_t *len)
-{
-    int ch = EOF;
-
-    *len = 0;
-    while (*len < size && (ch = getc(fp)) != EOF && ch != '\n')
-        buf[(*len)++] = (char)ch;
-    if (*len == size)
-        return -1;
-    return ch != EOF || *len > 0 ? 1 : 0;
-}
-
-static int lines_read(struct reader *rd, FILE *fp)
-{
-    struct logical lg = {UTIL_BUF_INIT, 0};
-    char *line = xmalloc(LINE_MAX_BYTES + 1);
-    size_t n;
-    int lineno = 0;
-    int status = 0;
-    int got;
-
-    errno = 0;
-    while (status == 0 &&
-           (got = line_get(fp, line, LINE_MAX_BYTES + 1, &n)) != 0) {
-        lineno++;
-        if (got < 0) {
-            rd->line = lineno;
-            snprintf(rd->why, rd->whylen,
-                     "%s, line %d: line longer than %d "
-                     "bytes",
-                     rd->path, lineno, LINE_MAX_BYTES);
-            status = -1;
-            break;
-        }
-        line[n] = 0;
-        status = physical_line(rd, &lg, lineno, line, n);
-        errno = 0;
-    }
-    if (status == 0 && ferror(fp)) {
-        snprintf(rd->why, rd->whylen, "%s: %s", rd->path,
-                 strerror(errno ? errno : EIO));
-        status = -1;
-    }
-    if (status == 0)
-        status = logical_end(rd, &lg);
-    util_buf_free(&lg.text);
-    free(line);
-    return status;
-}
-
-/* Open path for reading, if it is a regular file (or a directory, which
- * then fails to read with EISDIR as it always did). */
-static FILE *table_open(const char *path, char *why, size_t whylen)
-{
-    struct stat st;
-    FILE *fp;
-    int fd;
-
-    /* O_NONBLOCK: a FIFO must not stop the daemon at open */
-    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
-        snprintf(why, whylen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
-        snprintf(why, whylen, "%s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
-    if ((fp = fdopen(fd, "r")) == NULL) {
-        snprintf(why, whylen, "%s: %s", path, strerror(errno));
-        close(fd);
-    }
-    return fp;
-}
-
-/* The file named by a transport_maps value, or NULL for none. */
-static int path_get(const char *value, char **path, char *why, size_t whylen)
-{
-    size_t len = strlen(value);
-    const char *text = trim(value, &len);
-    size_t type = 0;
-
-    *path = NULL;
-    if (len == 0)
-        return 0;
-    while (type < len && ((text[type] >= 'a' && text[type] <= 'z') ||
-                          (text[type] >= '0' && text[type] <= '9')))
-        type++;
-    if (type > 0 && type < len && text[type] == ':' && text[0] != '/') {
-        if ((type == 4 && strncmp(text, "hash", 4) == 0) ||
-            (type == 8 && strncmp(text, "texthash", 8) == 0)) {
-            text += type + 1;
-            len -= type + 1;
-        } else {
-            return route_refuse(why, whylen, "transport_maps: table type ",
-                                text, type,
-                                " is not supported: expected the path of a "
-                                "text file");
-        }
-    }
-    if (len == 0 || strcspn(text, ", \t") < len)
-        return route_refuse(why, whylen, "transport_maps: bad value ", value,
-                            strlen(value),
-                            ": expected the path of one text file");
-    *path = xstrndup(text, len);
-    return 0;
+    rd->line = line;
+    rd->why = why;
+    rd->whylen = whylen;
+    return line_parse(rd, text);
 }
 
 int route_map_load(struct route_table *t, const char *value, char *why,
                    size_t whylen)
 {
-    struct reader rd = {t, NULL, 0, why, whylen};
+    struct reader rd = {t, 0, why, whylen};
     struct route_map *m;
     char *path;
-    FILE *fp;
-    int status;
 
-    if (path_get(value, &path, why, whylen) < 0)
+    if (util_table_path("transport_maps", value, &path, why, whylen) < 0)
         return -1;
     if (path == NULL)
         return 0;
-    if ((fp = table_open(path, why, whylen)) == NULL) {
-        free(path);
-        return -1;
-    }
     m = xmalloc(sizeof(*m));
     memset(m, 0, sizeof(*m));
     m->path = path;
     m->wildcard = -1;
     t->map = m;
-    rd.path = path;
-    status = lines_read(&rd, fp);
-    fclose(fp);
-    return status;
+    return util_table_read(path, table_line, &rd, why, whylen);
 }

@@ -31,6 +31,7 @@
  */
 
 #include "tls/tls.h"
+#include "tls/tls_impl.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -41,7 +42,7 @@
 #define CTX(c) ((SSL_CTX *)(void *)(c))
 
 /* OpenSSL's reason for the last failure, or fallback. */
-static const char *ssl_reason(const char *fallback)
+const char *tls_ssl_reason(const char *fallback)
 {
     unsigned long e = ERR_peek_last_error();
     const char *r = e ? ERR_reason_error_string(e) : NULL;
@@ -51,8 +52,8 @@ static const char *ssl_reason(const char *fallback)
 }
 
 /* Can file be opened for reading? With the reason when it cannot. */
-static int readable(const char *prefix, const char *param, const char *file,
-                    char *why, size_t whylen)
+int tls_file_readable(const char *prefix, const char *param, const char *file,
+                      char *why, size_t whylen)
 {
     FILE *f = fopen(file, "r");
 
@@ -68,11 +69,11 @@ static int readable(const char *prefix, const char *param, const char *file,
 static int load_cert(SSL_CTX *ctx, const char *prefix, const char *param,
                      const char *file, char *why, size_t whylen)
 {
-    if (readable(prefix, param, file, why, whylen) < 0)
+    if (tls_file_readable(prefix, param, file, why, whylen) < 0)
         return -1;
     if (SSL_CTX_use_certificate_chain_file(ctx, file) != 1) {
         snprintf(why, whylen, "%s_%s %s: no certificate: %s", prefix, param,
-                 file, ssl_reason("not a PEM certificate"));
+                 file, tls_ssl_reason("not a PEM certificate"));
         return -1;
     }
     return 0;
@@ -82,10 +83,10 @@ static int load_key(SSL_CTX *ctx, const char *prefix, const char *param,
                     const char *file, const char *cert, char *why,
                     size_t whylen)
 {
-    if (readable(prefix, param, file, why, whylen) < 0)
+    if (tls_file_readable(prefix, param, file, why, whylen) < 0)
         return -1;
     if (SSL_CTX_use_PrivateKey_file(ctx, file, SSL_FILETYPE_PEM) != 1) {
-        const char *r = ssl_reason("not a PEM private key");
+        const char *r = tls_ssl_reason("not a PEM private key");
 
         if (strstr(r, "mismatch") != NULL)
             snprintf(why, whylen,
@@ -125,8 +126,8 @@ static int load_chains(SSL_CTX *ctx, const char *prefix, const char *list,
     return 0;
 }
 
-static int load_files(SSL_CTX *ctx, const char *prefix,
-                      const struct tls_files *f, char *why, size_t whylen)
+int tls_files_load(SSL_CTX *ctx, const char *prefix, const struct tls_files *f,
+                   char *why, size_t whylen)
 {
     const char *key;
 
@@ -153,13 +154,13 @@ struct tls_context *tls_server_context_create(const char *prefix,
 
     if (ctx == NULL) {
         snprintf(why, whylen, "%s: cannot make a TLS context: %s", prefix,
-                 ssl_reason("out of memory"));
+                 tls_ssl_reason("out of memory"));
         return NULL;
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
-    if (load_files(ctx, prefix, files, why, whylen) < 0) {
+    if (tls_files_load(ctx, prefix, files, why, whylen) < 0) {
         SSL_CTX_free(ctx);
         return NULL;
     }

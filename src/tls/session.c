@@ -30,14 +30,17 @@
  *	TLS 1.3 always does, "RSA (2048 bits)", "ECDSA (P-256)",
  *	"ED25519") and the signature's digest.
  *
- *	tls_session_free() sends the TLS close_notify of an established
- *	session and writes what the filter left in the socket
+ *	tls_session_free() encrypts what is still in the filter's output
+ *	(the client's last "QUIT" to a cached connection), sends the TLS
+ *	close_notify of an established session and writes what the filter left in the socket
  *	bufferevent's output straight to the socket, without waiting: the
  *	last reply of an SMTP session ("221 2.0.0 Bye", a 421) is small,
  *	and freeing the filter would otherwise throw it away.
  */
 
 #include "tls/tls.h"
+#include "tls/tls_impl.h"
+#include "util/util.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -46,6 +49,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +69,121 @@ struct bufferevent *tls_session_accept(struct tls_context *c,
     if (bev != NULL)
         bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
     return bev;
+}
+
+/* What the client checks and sends, set on a new SSL. */
+static int client_setup(SSL *ssl, const struct tls_connect_params *p)
+{
+    struct tls_conn *tc = tls_conn_of(ssl);
+
+    if (p->servername && p->servername[0] &&
+        SSL_set_tlsext_host_name(ssl, p->servername) != 1)
+        return -1;
+    if ((p->min_version &&
+         SSL_set_min_proto_version(ssl, p->min_version) != 1) ||
+        (p->max_version && SSL_set_max_proto_version(ssl, p->max_version) != 1))
+        return -1;
+    if (p->ciphers && SSL_set_cipher_list(ssl, p->ciphers) != 1)
+        return -1;
+    tc->match = xcalloc(p->nmatch ? p->nmatch : 1, sizeof(*tc->match));
+    for (size_t i = 0; i < p->nmatch; i++)
+        tc->match[tc->nmatch++] = xstrdup(p->match[i]);
+    if (p->ntlsa > 0) {
+        tc->dane = 1;
+        if (SSL_dane_enable(ssl, p->dane_base) <= 0)
+            return -1;
+        /* RFC 7672 3.1.1: no name checks for DANE-EE(3) */
+        SSL_dane_set_flags(ssl, DANE_FLAG_NO_DANE_EE_NAMECHECKS);
+        for (size_t i = 0; i < p->nmatch; i++)
+            if (strcmp(p->match[i], p->dane_base) != 0)
+                SSL_add1_host(ssl, p->match[i]);
+        for (size_t i = 0; i < p->ntlsa; i++) {
+            const struct tls_tlsa *t = &p->tlsa[i];
+
+            /* RFC 7672 3.1: PKIX-TA(0) and PKIX-EE(1) are unusable */
+            if (t->usage != 2 && t->usage != 3)
+                continue;
+            if (SSL_dane_tlsa_add(ssl, t->usage, t->selector, t->mtype, t->data,
+                                  t->len) > 0)
+                tc->dane_usable = 1;
+        }
+        ERR_clear_error(); /* malformed records are unusable, no more */
+    }
+    if (p->resume_key)
+        tls_client_resume(ssl, p->resume_key);
+    return 0;
+}
+
+struct bufferevent *tls_session_connect(struct tls_context *c,
+                                        struct bufferevent *under,
+                                        const struct tls_connect_params *p)
+{
+    SSL *ssl = SSL_new((SSL_CTX *)(void *)c);
+    struct bufferevent *bev;
+
+    if (ssl == NULL)
+        return NULL;
+    if (client_setup(ssl, p) < 0) {
+        ERR_clear_error();
+        SSL_free(ssl);
+        return NULL;
+    }
+    bev = bufferevent_openssl_filter_new(bufferevent_get_base(under), under,
+                                         ssl, BUFFEREVENT_SSL_CONNECTING,
+                                         BEV_OPT_CLOSE_ON_FREE);
+    if (bev != NULL)
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    return bev;
+}
+
+/* The common name of name into buf, or "". */
+static void common_name(X509_NAME *name, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (name == NULL ||
+        X509_NAME_get_text_by_NID(name, NID_commonName, buf, (int)len) < 0)
+        buf[0] = 0;
+}
+
+void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    struct tls_conn *tc = ssl ? tls_conn_of(ssl) : NULL;
+    X509 *cert = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
+    long vr;
+
+    memset(out, 0, sizeof(*out));
+    out->word = "Anonymous";
+    if (ssl == NULL)
+        return;
+    out->resumed = SSL_session_reused(ssl);
+    if (cert == NULL)
+        return;
+    out->has_cert = 1;
+    common_name(X509_get_subject_name(cert), out->subject,
+                sizeof(out->subject));
+    common_name(X509_get_issuer_name(cert), out->issuer, sizeof(out->issuer));
+    vr = SSL_get_verify_result(ssl);
+    out->dane = tc->dane_usable;
+    out->trusted = vr == X509_V_OK;
+    if (out->dane) {
+        /* a DANE verification includes its name checks */
+        out->matched =
+            out->trusted && SSL_get0_dane_authority(ssl, NULL, NULL) >= 0;
+    } else if (out->trusted) {
+        for (size_t i = 0; i < tc->nmatch && !out->matched; i++)
+            out->matched = X509_check_host(cert, tc->match[i], 0, 0, NULL) == 1;
+        if (!out->matched && tc->nmatch > 0)
+            snprintf(out->why, sizeof(out->why),
+                     "no name matches the certificate's (CN=%.200s)",
+                     out->subject);
+    }
+    if (vr != X509_V_OK)
+        snprintf(out->why, sizeof(out->why), "%s",
+                 X509_verify_cert_error_string(vr));
+    out->word = out->matched   ? "Verified"
+                : out->trusted ? "Trusted"
+                               : "Untrusted";
 }
 
 int tls_session_active(struct bufferevent *bev)
@@ -96,7 +216,11 @@ static size_t add_kex(SSL *ssl, char *out, size_t len)
 
 static size_t add_signature(SSL *ssl, char *out, size_t len)
 {
-    EVP_PKEY *key = SSL_get_privatekey(ssl);
+    int server = SSL_is_server(ssl);
+    X509 *peer = server ? NULL : SSL_get0_peer_certificate(ssl);
+    EVP_PKEY *key = server ? SSL_get_privatekey(ssl)
+                    : peer ? X509_get0_pubkey(peer)
+                           : NULL;
     char group[64];
     int nid = NID_undef;
     size_t n = 0;
@@ -105,12 +229,14 @@ static size_t add_signature(SSL *ssl, char *out, size_t len)
         return 0;
     switch (EVP_PKEY_get_base_id(key)) {
     case EVP_PKEY_RSA:
-        n = (size_t)snprintf(out, len, "server-signature %s (%d bits)",
-                             SSL_get_signature_type_nid(ssl, &nid) &&
-                                     nid == EVP_PKEY_RSA_PSS
-                                 ? "RSA-PSS"
-                                 : "RSA",
-                             EVP_PKEY_get_bits(key));
+        n = (size_t)snprintf(
+            out, len, "server-signature %s (%d bits)",
+            (server ? SSL_get_signature_type_nid(ssl, &nid)
+                    : SSL_get_peer_signature_type_nid(ssl, &nid)) &&
+                    nid == EVP_PKEY_RSA_PSS
+                ? "RSA-PSS"
+                : "RSA",
+            EVP_PKEY_get_bits(key));
         break;
     case EVP_PKEY_EC:
         if (EVP_PKEY_get_utf8_string_param(key, "group", group, sizeof(group),
@@ -128,7 +254,11 @@ static size_t add_signature(SSL *ssl, char *out, size_t len)
     default:
         return 0;
     }
-    if (n < len && SSL_get_signature_nid(ssl, &nid) && nid != NID_undef)
+    nid = NID_undef;
+    if (n < len &&
+        (server ? SSL_get_signature_nid(ssl, &nid)
+                : SSL_get_peer_signature_nid(ssl, &nid)) &&
+        nid != NID_undef)
         n += (size_t)snprintf(out + n, len - n, " server-digest %s",
                               OBJ_nid2sn(nid));
     return n;
@@ -177,8 +307,15 @@ void tls_session_free(struct bufferevent *bev)
     int fd;
 
     if (ssl != NULL && under != NULL) {
+        struct evbuffer *pending = bufferevent_get_output(bev);
+        size_t n = evbuffer_get_length(pending);
+
+        /* what the filter has not encrypted yet (a last QUIT), then the
+         * close_notify: both go straight into under's output */
+        if (SSL_is_init_finished(ssl) && n > 0 && n <= INT32_MAX)
+            (void)SSL_write(ssl, evbuffer_pullup(pending, (ssize_t)n), (int)n);
         if (SSL_is_init_finished(ssl))
-            (void)SSL_shutdown(ssl); /* close_notify, into under's output */
+            (void)SSL_shutdown(ssl);
         ERR_clear_error();
         fd = bufferevent_getfd(under);
         out = bufferevent_get_output(under);

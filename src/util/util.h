@@ -49,6 +49,11 @@
  *	void	util_blob_unref(struct util_blob *b)
  *	const char *util_blob_data(const struct util_blob *b)
  *	size_t	util_blob_len(const struct util_blob *b)
+ *
+ *	int	util_table_path(const char *param, const char *value,
+ *			char **path, char *why, size_t whylen)
+ *	int	util_table_read(const char *path, util_table_line_fn *fn,
+ *			void *ctx, char *why, size_t whylen)
  * DESCRIPTION
  *	util/ sits below every other layer and uses libc only. This header
  *	is its whole public face.
@@ -85,6 +90,11 @@
  *
  *	A blob (blob.c) is bytes that several owners read, freed with the
  *	last reference: one copy of a message body for all its deliveries.
+ *
+ *	util_table_path() and util_table_read() (table.c) read a lookup
+ *	table file in Postfix's text syntax (comments, continuation lines)
+ *	and hand each logical line to the caller, with messages that name
+ *	the file and the line.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -170,6 +180,18 @@ int util_socket_address(struct sockaddr_un *sun, const char *queue_directory,
                         const char *name, char *why, size_t whylen);
 int util_socket_listen(const char *queue_directory, const char *name, int type,
                        const char *what, char *why, size_t whylen);
+
+/* Longest logical line of a table file: beyond any real entry, short
+ * of hostile. */
+#define UTIL_TABLE_LINE_MAX (64 * 1024)
+
+typedef int util_table_line_fn(void *ctx, int line, const char *text,
+                               char *why, size_t whylen);
+
+int util_table_path(const char *param, const char *value, char **path,
+                    char *why, size_t whylen);
+int util_table_read(const char *path, util_table_line_fn *fn, void *ctx,
+                    char *why, size_t whylen);
 
 struct util_blob;
 

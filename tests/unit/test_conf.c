@@ -116,6 +116,7 @@ static const struct {
     {"smtp_mx_address_limit", 5},
     {"smtp_mx_session_limit", 2},
     {"smtp_line_length_limit", 998},
+    {"smtp_tls_loglevel", 1},
     {"message_size_limit", 10240000},
     {"bounce_size_limit", 50000},
     {"smtpd_recipient_limit", 1000},
@@ -160,6 +161,7 @@ static const struct {
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
+    {"smtp_tls_session_cache_timeout", 3600000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -188,6 +190,17 @@ static const struct {
     {"smtpd_tls_chain_files", CONF_LIST, ""},
     {"smtpd_tls_security_level", CONF_STRING, ""},
     {"smtpd_tls_wrapper_listen", CONF_LIST, ""},
+    {"smtp_tls_policy_maps", CONF_STRING, ""},
+    {"smtp_tls_CAfile", CONF_STRING, ""},
+    {"smtp_tls_CApath", CONF_STRING, ""},
+    {"smtp_tls_cert_file", CONF_STRING, ""},
+    {"smtp_tls_key_file", CONF_STRING, "$smtp_tls_cert_file"},
+    {"smtp_tls_chain_files", CONF_LIST, ""},
+    {"smtp_tls_protocols", CONF_STRING, ">=TLSv1.2"},
+    {"smtp_tls_mandatory_protocols", CONF_STRING, ">=TLSv1.2"},
+    {"smtp_tls_verify_cert_match", CONF_LIST, "hostname"},
+    {"smtp_tls_secure_cert_match", CONF_LIST, "nexthop, dot-nexthop"},
+    {"smtp_tls_servername", CONF_STRING, "hostname"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -233,6 +246,15 @@ static const struct {
     {"smtp_data_done_timeout", "_data_done_timeout"},
     {"smtp_quit_timeout", "_quit_timeout"},
     {"smtp_helo_name", "_helo_name"},
+    {"smtp_tls_security_level", "_tls_security_level"},
+    {"smtp_tls_protocols", "_tls_protocols"},
+    {"smtp_tls_mandatory_protocols", "_tls_mandatory_protocols"},
+    {"smtp_tls_ciphers", "_tls_ciphers"},
+    {"smtp_tls_mandatory_ciphers", "_tls_mandatory_ciphers"},
+    {"smtp_tls_verify_cert_match", "_tls_verify_cert_match"},
+    {"smtp_tls_secure_cert_match", "_tls_secure_cert_match"},
+    {"smtp_tls_servername", "_tls_servername"},
+    {"smtp_tls_loglevel", "_tls_loglevel"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -252,6 +274,9 @@ static void test_table_has_every_parameter(void **state)
         "disable_mime_output_conversion",
         "smtpd_tls_wrappermode",
         "smtpd_tls_received_header",
+        "smtp_tls_security_level",
+        "smtp_tls_ciphers",
+        "smtp_tls_mandatory_ciphers",
     };
     size_t i;
     size_t j;
@@ -270,9 +295,11 @@ static void test_table_has_every_parameter(void **state)
      * SMTP server's 12 integers (smtpd_staging_threshold the last), 2
      * times, 2 booleans, 5 lists, 1 choice (smtpd_forbid_bare_newline)
      * and 1 string (message_strip_characters); its TLS's 3 strings, 2
-     * lists, 2 booleans and 1 time.
+     * lists, 2 booleans and 1 time; the SMTP client's TLS: 3 choices
+     * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
+     * and 1 integer (smtp_tls_loglevel).
      */
-    assert_int_equal(conf_param_count, 89);
+    assert_int_equal(conf_param_count, 105);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -656,6 +683,7 @@ static void test_suffixes_unambiguous(void **state)
         "default_extra_recipient_limit ends _recipient_limit",
         "qmgr_message_recipient_limit ends _recipient_limit",
         "smtpd_recipient_limit ends _recipient_limit",
+        "smtpd_tls_security_level ends _tls_security_level",
     };
     char found[NELEM(expected) + 1][128];
     const char *a;

@@ -12,6 +12,9 @@
 #                          (the smtpd_tls_chain_files form)
 #   wrong.key              a key that matches neither certificate
 #   garbage.pem            not PEM at all
+#   wrongname.pem .key     signed by the CA for DNS:wrong.test only
+#   untrusted.pem .key     localhost, signed by another CA (rogue.pem),
+#                          which nobody trusts
 #
 # Exits non-zero, saying why, when openssl fails.
 set -e
@@ -31,7 +34,19 @@ for name in server other; do
     q x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
         -days 30 -extfile server.ext -out "$name.pem"
 done
+printf 'subjectAltName=DNS:wrong.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >wrong.ext
+q req -newkey rsa:2048 -nodes -keyout wrongname.key -out wrongname.csr \
+    -subj "/CN=wrong.test"
+q x509 -req -in wrongname.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 30 -extfile wrong.ext -out wrongname.pem
+q req -x509 -newkey rsa:2048 -nodes -keyout rogue.key -out rogue.pem -days 30 \
+    -subj "/CN=rogue CA" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign"
+q req -newkey rsa:2048 -nodes -keyout untrusted.key -out untrusted.csr \
+    -subj "/CN=localhost"
+q x509 -req -in untrusted.csr -CA rogue.pem -CAkey rogue.key \
+    -CAcreateserial -days 30 -extfile server.ext -out untrusted.pem
 q genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out wrong.key
 cat server.key server.pem ca.pem >chain.pem
 echo "this is not a certificate" >garbage.pem
-rm -f ./*.csr server.ext openssl.err ca.srl
+rm -f ./*.csr server.ext wrong.ext openssl.err ca.srl rogue.srl

@@ -1,0 +1,299 @@
+/*
+ * NAME
+ *	starttls 3 - the SMTP and LMTP client's STARTTLS (RFC 3207)
+ * SYNOPSIS
+ *	#include "deliver/smtp_impl.h"
+ *
+ *	void	starttls_out_init(struct deliver_session *s)
+ *	int	starttls_out_after_ehlo(struct deliver_session *s)
+ *	void	starttls_out_reply(struct deliver_session *s)
+ *	void	starttls_out_established(struct deliver_session *s)
+ *	void	starttls_out_failed(struct deliver_session *s, int timed_out)
+ *	const char *starttls_out_cache_key(const struct deliver_session *s,
+ *			int tls)
+ * DESCRIPTION
+ *	The reference's security levels on the client (TLS_README, "Client
+ *	TLS security levels"):
+ * .IP none
+ *	No STARTTLS.
+ * .IP may
+ *	STARTTLS when the server offers it; the certificate is not checked
+ *	(the log says what it was worth). A server that refuses STARTTLS
+ *	gets the mail in plaintext on the same connection; a handshake
+ *	that fails or times out is retried on a new connection to the same
+ *	address without STARTTLS, once (the reference's "retry in
+ *	plaintext").
+ * .IP encrypt
+ *	TLS is required, the certificate is not checked.
+ * .IP verify
+ *	TLS is required, the certificate must verify to a trusted CA and
+ *	name one of the match names (smtp_tls_verify_cert_match:
+ *	"hostname", the server's name as the MX record gives it).
+ * .IP secure
+ *	The same with smtp_tls_secure_cert_match ("nexthop, dot-nexthop":
+ *	names the MX records cannot forge).
+ * .IP dane, dane-only
+ *	DANE (RFC 7672) when the caller found DNSSEC-validated TLSA
+ *	records for the server; without them dane is may, and dane-only
+ *	fails.
+ * .PP
+ *	At the levels that require TLS, a server that does not offer
+ *	STARTTLS, refuses it, fails the handshake or shows a certificate
+ *	the level does not accept gets no mail: the connection is closed
+ *	and the next address is tried, and when none is left the
+ *	recipients are deferred with the reason in the reference's words
+ *	("TLS is required, but was not offered by host X", "Server
+ *	certificate not trusted", "Server certificate not verified",
+ *	"Cannot start TLS: handshake failure"), dsn 4.7.4 or 4.7.5. The
+ *	message never goes in plaintext.
+ *
+ *	After the handshake the client sends EHLO again (RFC 3207, 4.2:
+ *	the server forgets what the first one said) and the transaction
+ *	goes over TLS. starttls_out_init() resolves the request's names for
+ *	each address as it is tried (hostname is the address's host,
+ *	nexthop the request's next hop, dot-nexthop the same with a dot
+ *	before it) and computes the two cache keys: connections made under
+ *	one TLS policy are cached apart from those of another, and within
+ *	a policy those in TLS apart from those in plaintext;
+ *	starttls_out_cache_key() gives the one for a connection's state. A
+ *	delivery at may or dane takes a cached TLS connection before a
+ *	plaintext one; at an enforcing level only a TLS one; at none only
+ *	a plaintext one (deliver_start()).
+ *
+ *	Sessions are resumed under a key of the address, the name sent,
+ *	and the policy, so that a session checked under one policy is
+ *	never taken as checked under another.
+ */
+
+#include "deliver/smtp_impl.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The level that applies to the current address. */
+static enum tls_level level_now(const struct deliver_session *s)
+{
+    if (s->req.tls.ctx == NULL || s->tls_plain)
+        return TLS_LEV_NONE;
+    if (s->req.tls.level == TLS_LEV_DANE)
+        return TLS_LEV_MAY; /* no TLSA records: opportunistic */
+    return s->req.tls.level;
+}
+
+static int level_checks_names(enum tls_level level)
+{
+    return level == TLS_LEV_VERIFY || level == TLS_LEV_SECURE;
+}
+
+void starttls_out_init(struct deliver_session *s)
+{
+    const struct deliver_tls *t = &s->req.tls;
+    char ident[1400];
+
+    /* Everything a connection was checked against, for the keys. */
+    snprintf(ident, sizeof(ident), "%s|%s|%s|%s|%d|%d|%s",
+             tls_level_name(t->ctx ? t->level : TLS_LEV_NONE), t->match,
+             t->servername, t->nexthop, t->min_version, t->max_version,
+             t->ciphers);
+    if (s->req.cache_key) {
+        size_t n = strlen(s->req.cache_key) + strlen(ident) + 16;
+
+        s->key_tls = xmalloc(n);
+        s->key_plain = xmalloc(n);
+        snprintf(s->key_tls, n, "%s\n%s\ntls", s->req.cache_key, ident);
+        snprintf(s->key_plain, n, "%s\n%s\nplain", s->req.cache_key, ident);
+    }
+}
+
+const char *starttls_out_cache_key(const struct deliver_session *s, int tls)
+{
+    return tls ? s->key_tls : s->key_plain;
+}
+
+/* A TLS failure on this address: the next one, with the dsn. */
+static void tls_fail(struct deliver_session *s, const char *dsn,
+                     const char *reason)
+{
+    connection_next_address_dsn(s, dsn, reason);
+}
+
+/* One item of a names list, resolved for the current address. */
+static size_t name_resolve(const struct deliver_session *s, const char *item,
+                           size_t len, char *out, size_t size)
+{
+    const char *host = s->req.addrs[s->addr].host;
+    const char *hop = s->req.tls.nexthop;
+
+    if (len == 8 && strncmp(item, "hostname", 8) == 0)
+        return (size_t)snprintf(out, size, "%s", host);
+    if (len == 7 && strncmp(item, "nexthop", 7) == 0)
+        return (size_t)snprintf(out, size, "%s", hop);
+    if (len == 11 && strncmp(item, "dot-nexthop", 11) == 0)
+        return (size_t)snprintf(out, size, ".%s", hop);
+    return (size_t)snprintf(out, size, "%.*s", (int)len, item);
+}
+
+/* The match names of the level, resolved; returns how many. */
+static size_t names_resolve(const struct deliver_session *s, char names[][256],
+                            size_t max)
+{
+    const char *sep = ", \t:";
+    const char *list = s->req.tls.match;
+    size_t n = 0;
+
+    for (const char *p = list + strspn(list, sep); *p && n < max;
+         p += strspn(p, sep)) {
+        size_t len = strcspn(p, sep);
+
+        if (name_resolve(s, p, len, names[n], sizeof(names[n])) > 0 &&
+            names[n][0] != '[' && names[n][0] != 0)
+            n++;
+        p += len;
+    }
+    return n;
+}
+
+static void tls_begin(struct deliver_session *s)
+{
+    enum tls_level level = level_now(s);
+    struct tls_connect_params p = {0};
+    char names[8][256];
+    const char *match[8];
+    char sni[256] = "", key[2048];
+    size_t n = 0;
+    struct bufferevent *bev;
+    const char *spec = s->req.tls.servername;
+
+    if (spec[0] != 0)
+        name_resolve(s, spec, strlen(spec), sni, sizeof(sni));
+    /* no SNI for an address literal (RFC 6066, 3) */
+    if (sni[0] != 0 && strspn(sni, "0123456789.:[]") != strlen(sni))
+        p.servername = sni;
+    if (level_checks_names(level))
+        n = names_resolve(s, names, 8);
+    for (size_t i = 0; i < n; i++)
+        match[i] = names[i];
+    p.match = match;
+    p.nmatch = n;
+    p.min_version = s->req.tls.min_version;
+    p.max_version = s->req.tls.max_version;
+    p.ciphers = s->req.tls.ciphers[0] ? s->req.tls.ciphers : NULL;
+    snprintf(key, sizeof(key), "%s|%s|%s", s->res->relay, sni,
+             s->key_tls ? s->key_tls : tls_level_name(level));
+    p.resume_key = key;
+    bev = tls_session_connect(s->req.tls.ctx, s->bev, &p);
+    if (bev == NULL) {
+        starttls_out_failed(s, 0);
+        return;
+    }
+    s->bev = bev;
+    s->state = ST_TLS;
+    smtp_reply_free(&s->reply); /* the 220, read_cb leaves it to us */
+    connection_setcb(s);
+    connection_timer_arm(s, s->req.timeouts.helo);
+}
+
+int starttls_out_after_ehlo(struct deliver_session *s)
+{
+    enum tls_level level = level_now(s);
+    char reason[600];
+
+    if (s->tls_on || level == TLS_LEV_NONE)
+        return 0;
+    if (level == TLS_LEV_DANE_ONLY) {
+        snprintf(reason, sizeof(reason),
+                 "TLS is required, but host %s has no DNSSEC-validated "
+                 "TLSA records",
+                 s->peer);
+        tls_fail(s, "4.7.5", reason);
+        return 1;
+    }
+    if (!(s->features & SMTP_EXT_STARTTLS)) {
+        if (!tls_level_enforced(level))
+            return 0;
+        snprintf(reason, sizeof(reason),
+                 "TLS is required, but was not offered by host %s", s->peer);
+        tls_fail(s, "4.7.4", reason);
+        return 1;
+    }
+    s->state = ST_STARTTLS;
+    evbuffer_add(bufferevent_get_output(s->bev), "STARTTLS\r\n", 10);
+    connection_timer_arm(s, s->req.timeouts.helo);
+    return 1;
+}
+
+void starttls_out_reply(struct deliver_session *s)
+{
+    char reason[600];
+
+    if (s->reply.code / 100 == 2) {
+        tls_begin(s);
+        return;
+    }
+    if (!tls_level_enforced(level_now(s))) {
+        /* may: the server keeps talking in plaintext */
+        protocol_handshake_passed(s);
+        return;
+    }
+    snprintf(reason, sizeof(reason),
+             "TLS is required, but host %s refused to start TLS: %d %s",
+             s->peer, s->reply.code, s->reply.text);
+    tls_fail(s, "4.7.4", reason);
+}
+
+void starttls_out_established(struct deliver_session *s)
+{
+    enum tls_level level = level_now(s);
+    struct deliver_tls_result *r = &s->res->tls;
+    struct tls_summary sum;
+    struct tls_peer peer;
+    char reason[800];
+
+    tls_session_peer(s->bev, &peer);
+    if (level_checks_names(level) && !peer.matched) {
+        snprintf(reason, sizeof(reason), "Server certificate not %s%s%s%s",
+                 peer.trusted ? "verified" : "trusted", peer.why[0] ? " (" : "",
+                 peer.why, peer.why[0] ? ")" : "");
+        tls_fail(s, "4.7.5", reason);
+        return;
+    }
+    tls_session_summary(s->bev, &sum);
+    memset(r, 0, sizeof(*r));
+    r->used = 1;
+    r->established = 1;
+    r->word = peer.word;
+    snprintf(r->peer, sizeof(r->peer), "%s", s->res->relay);
+    snprintf(r->cipher, sizeof(r->cipher), "%s", sum.cipher);
+    snprintf(r->details, sizeof(r->details), "%s", sum.details);
+    s->tls_on = 1;
+    s->features = 0;
+    s->state = ST_EHLO;
+    evbuffer_add_printf(bufferevent_get_output(s->bev), "%s %s\r\n",
+                        s->req.proto == DELIVER_LMTP ? "LHLO" : "EHLO",
+                        s->req.helo_name);
+    connection_timer_arm(s, s->req.timeouts.helo);
+}
+
+void starttls_out_failed(struct deliver_session *s, int timed_out)
+{
+    char why[256] = "", reason[600];
+
+    if (s->bev != NULL && tls_session_active(s->bev))
+        tls_session_error(s->bev, why, sizeof(why));
+    if (!tls_level_enforced(level_now(s)) && !s->tls_plain) {
+        /* may: once more on a new connection, in plaintext */
+        s->tls_plain = 1;
+        connection_retry_address(s);
+        return;
+    }
+    snprintf(reason, sizeof(reason),
+             "Cannot start TLS: handshake failure with host %s%s%s", s->peer,
+             timed_out ? ": timed out"
+             : why[0]  ? ": "
+                       : "",
+             timed_out ? "" : why);
+    tls_fail(s, "4.7.5", reason);
+}
