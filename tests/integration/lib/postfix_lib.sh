@@ -72,6 +72,7 @@ smtp      unix  - - n -  - smtp
 relay     unix  - - n -  - smtp
 anvil     unix  - - n -  1 anvil
 scache    unix  - - n -  1 scache
+tlsmgr    unix  - - n 1000? 1 tlsmgr
 postlog   unix-dgram n - n - 1 postlogd
 PFEOF
     postfix -c "$_pl_dir/etc" start >"$_pl_dir/start.out" 2>&1 || return 1

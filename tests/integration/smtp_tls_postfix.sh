@@ -1,0 +1,108 @@
+#!/bin/sh
+# smtp_tls_postfix.sh BUILD - the SMTP client's STARTTLS against Postfix's
+# own smtpd with TLS (a strict peer: it speaks RFC 3207 as the reference
+# does, and logs what it saw). At the level may sluiced delivers in TLS
+# and logs "Trusted TLS connection established to ..."; Postfix logs
+# "Anonymous TLS connection established from ..." (no client
+# certificate) and receives the message. At verify with the certificate's
+# name, the same; at verify against a server whose certificate names
+# another host, nothing is sent and Postfix never sees a MAIL FROM. With
+# smtpd_tls_security_level = encrypt on Postfix (it refuses MAIL before
+# STARTTLS), sluiced at none is refused with Postfix's "530 5.7.0 Must
+# issue a STARTTLS command first", which shows the peer enforces it.
+# Needs root and Postfix (skips otherwise). Output is TAP.
+build=${1:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+. tests/integration/lib/tap.sh
+
+skip() {
+    echo "# SKIP smtp_tls_postfix.sh: $1"
+    ok "smtp_tls_postfix.sh # SKIP $1"
+    tap_done
+}
+PATH=$PATH:/usr/sbin:/sbin
+[ "$(id -u)" = 0 ] || skip "not root (a Postfix instance needs it)"
+need postfix command -v postfix
+need openssl command -v openssl
+. tests/integration/lib/daemon_lib.sh
+. tests/integration/lib/postfix_lib.sh
+chmod 711 "$tmp"
+
+sh tests/integration/lib/tls_ca.sh "$tmp/ca" || { not_ok "certificates"; tap_done; }
+chmod 755 "$tmp/ca"
+chmod 644 "$tmp/ca"/*
+
+# pf NAME LEVEL CERT: a Postfix smtpd at smtpd_tls_security_level LEVEL
+# with certificate CERT (of tls_ca.sh), its port in $port_NAME.
+pf() {
+    eval "port_$1=\$(free_port)"
+    eval "_p=\$port_$1"
+    postfix_start "$tmp/$1" "127.0.0.1:$_p inet n - n - 10 smtpd" <<EOF ||
+myhostname = postfix.test
+mydestination = pf.test, may.test, verify.test, wrong.test, enc.test
+local_transport = discard:delivered
+smtpd_tls_cert_file = $tmp/ca/$3.pem
+smtpd_tls_key_file = $tmp/ca/$3.key
+smtpd_tls_security_level = $2
+smtpd_tls_loglevel = 1
+smtpd_helo_required = yes
+strict_rfc821_envelopes = yes
+EOF
+        { not_ok "Postfix $1 starts"; sed 's/^/#   /' "$tmp/$1/start.out"; tap_done; }
+    wait_for 10 listening "$_p" || { not_ok "Postfix $1 listens"; tap_done; }
+}
+
+pf may may server
+pf wrong may wrongname
+pf enc encrypt server
+
+cat >"$tmp/transport" <<EOF
+may.test relay:[127.0.0.1]:$port_may
+verify.test verified:[127.0.0.1]:$port_may
+wrong.test verified:[127.0.0.1]:$port_wrong
+enc.test plain:[127.0.0.1]:$port_enc
+EOF
+d=$tmp/sluice
+sluiced_start "$d" "transports = smtp:smtp, relay:smtp, verified:smtp, plain:smtp
+smtp_tls_CAfile = $tmp/ca/ca.pem
+verified_tls_security_level = verify
+verified_tls_verify_cert_match = localhost
+plain_tls_security_level = none" ||
+    { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
+
+for r in a@may.test b@verify.test c@wrong.test e@enc.test; do
+    printf 'Subject: tls\n\nto %s\n' "$r" |
+        "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "$r"
+done
+wait_for 30 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\|bounced\\)' $d/log) -ge 4 ]" ||
+    not_ok "four outcomes within 30 s"
+
+outcome() {
+    grep "to=<$1>" "$d/log" | tail -n 1
+}
+outcome a@may.test | grep -q 'status=sent (250 2.0.0 Ok: queued as' &&
+    ok "may: Postfix accepts the message" || { not_ok "may: Postfix accepts the message"; outcome a@may.test | sed 's/^/#   /'; }
+grep -q "Trusted TLS connection established to 127.0.0.1\\[127.0.0.1\\]:$port_may: TLSv1.3 with cipher" "$d/log" &&
+    ok "may: sluiced logs a Trusted TLS connection" ||
+    not_ok "may: sluiced logs a Trusted TLS connection"
+grep -q "Anonymous TLS connection established from .*TLSv1.3 with cipher" "$tmp/may/maillog" &&
+    ok "Postfix logs the TLS connection from sluiced" ||
+    { not_ok "Postfix logs the TLS connection from sluiced"; tail -n 5 "$tmp/may/maillog" | sed 's/^/#   /'; }
+outcome b@verify.test | grep -q 'status=sent' &&
+    ok "verify: sent to the certificate that names localhost" ||
+    { not_ok "verify: sent to the certificate that names localhost"; outcome b@verify.test | sed 's/^/#   /'; }
+grep -q "Verified TLS connection established to 127.0.0.1\\[127.0.0.1\\]:$port_may" "$d/log" &&
+    ok "verify: logged Verified" || not_ok "verify: logged Verified"
+outcome c@wrong.test | grep -q 'dsn=4.7.5, status=deferred .*Server certificate not verified' &&
+    ok "verify: a certificate for another name defers" ||
+    { not_ok "verify: a certificate for another name defers"; outcome c@wrong.test | sed 's/^/#   /'; }
+grep -q 'from=<s@sluice.test>' "$tmp/wrong/maillog" &&
+    not_ok "verify: Postfix never got the MAIL FROM" ||
+    ok "verify: Postfix never got the MAIL FROM"
+outcome e@enc.test | grep -q 'Must issue a STARTTLS command first' &&
+    ok "Postfix at encrypt refuses sluiced at none: 530 5.7.0" ||
+    { not_ok "Postfix at encrypt refuses sluiced at none: 530 5.7.0"; outcome e@enc.test | sed 's/^/#   /'; }
+
+kill "$sluiced_pid"
+wait "$sluiced_pid"
+tap_done
