@@ -110,7 +110,14 @@
  *
  *	ID: to=<rcpt>, orig_to=<orcpt>, relay=R, conn_use=N, delay=T,
  *	delays=a/b/c/d, dsn=X.Y.Z, status=sent|deferred|bounced (text)
+ *	[tls=PROTOCOL:CIPHER:WORD]
  *
+ *	tls= (sluice's, after the reference's fields, in the manner of
+ *	Exim's X=) appears when the transaction went over TLS: the
+ *	protocol, the cipher and what the certificate was worth
+ *	("tls=TLSv1.3:TLS_AES_256_GCM_SHA384:Verified"). Log readers that
+ *	take the reference's lines (pflogsumm) read up to the status's
+ *	parenthesis and are not disturbed by it.
  *	orig_to appears when the original recipient differs (ignoring case)
  *	from the address, conn_use when the connection had carried earlier
  *	deliveries (N counts this one). delay is arrival to done; a is
@@ -268,6 +275,7 @@ struct deliver_log_entry {
     const char *dsn;
     enum deliver_status status;
     const char *text;
+    const char *tls; /* "TLSv1.3:CIPHER:Verified" when over TLS, or NULL */
     /* Seconds since the epoch; 0 where the step did not happen. */
     double arrival, active, handoff, conn_done, done;
 };

@@ -50,9 +50,11 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     struct qm_msg *m = d->m;
     double done = qm_now_sec();
     double conn_done = res->hop_ok ? done - res->xfer_time : 0;
+    char tls[256];
 
     d->session = NULL;
     qm_tls_log(q, d->dest->route.transport, res);
+    qm_tls_field(res, tls, sizeof(tls));
     if (res->lines_folded > 0)
         qm_log(q, QMGR_LOG_INFO,
                "%s: breaking line > %zu bytes with <CR><LF>SPACE", m->id,
@@ -62,7 +64,7 @@ static void delivery_done(void *ctx, struct deliver_result *res)
 
         qm_outcome_log(m, (uint32_t)d->rcpt[k], res->relay, res->conn_use,
                        r->enhanced, r->status, r->text ? r->text : "",
-                       d->handoff, conn_done);
+                       tls[0] ? tls : NULL, d->handoff, conn_done);
     }
     qm_outcome_record(m, d->rcpt, d->nrcpt, res->rcpt, NULL,
                       d->dest->route.type != ROUTE_SMTP ? QM_HOW_FINAL

@@ -6,7 +6,8 @@
  *
  *	void	qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
  *			int conn_use, const char *dsn, enum deliver_status st,
- *			const char *text, double handoff, double conn_done)
+ *			const char *text, const char *tls, double handoff,
+ *			double conn_done)
  *	void	qm_outcome_record(struct qm_msg *m, const uint64_t *idx,
  *			int n, const struct deliver_rcpt_result *res,
  *			const struct deliver_rcpt_result *same, enum qm_how how)
@@ -17,7 +18,7 @@
  *			int n, const char *reason)
  * DESCRIPTION
  *	qm_outcome_log() logs one recipient's outcome in the reference's
- *	form. qm_outcome_record() records the outcomes of recipients idx
+ *	form, with tls= when the delivery went over TLS (tls not NULL). qm_outcome_record() records the outcomes of recipients idx
  *	(res[k] each, or same for all) in memory and in one spool change.
  *	qm_outcome_decide() gives recipients decided without a delivery
  *	(routing, DNS, expiry) one outcome, logged and recorded.
@@ -41,7 +42,8 @@ static enum spool_rcpt_status spool_status(enum deliver_status s)
 /* Log one recipient's outcome in the reference's form. */
 void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
                     int conn_use, const char *dsn, enum deliver_status st,
-                    const char *text, double handoff, double conn_done)
+                    const char *text, const char *tls, double handoff,
+                    double conn_done)
 {
     struct deliver_log_entry e = {0};
     char line[2048];
@@ -54,6 +56,7 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
     e.dsn = dsn;
     e.status = st;
     e.text = text;
+    e.tls = tls;
     e.arrival = (double)m->sm->arrival / 1e6;
     e.active = m->active;
     e.handoff = handoff;
@@ -113,7 +116,8 @@ void qm_outcome_decide(struct qm_msg *m, const uint64_t *idx, int n,
     snprintf(r.enhanced, sizeof(r.enhanced), "%s", dsn);
     r.text = (char *)text;
     for (int k = 0; k < n; k++)
-        qm_outcome_log(m, (uint32_t)idx[k], relay, 0, dsn, st, text, 0, 0);
+        qm_outcome_log(m, (uint32_t)idx[k], relay, 0, dsn, st, text, NULL, 0,
+                       0);
     qm_outcome_record(m, idx, n, NULL, &r, QM_HOW_DECIDED);
 }
 

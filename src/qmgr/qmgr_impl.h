@@ -167,12 +167,14 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
                     const struct route_result *r, struct deliver_tls *out);
 void qm_tls_log(struct qmgr *q, const char *transport,
                 const struct deliver_result *res);
+void qm_tls_field(const struct deliver_result *res, char *buf, size_t len);
 void qm_delivery_free(struct qm_delivery *d);
 
 /* outcome.c */
 void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
                     int conn_use, const char *dsn, enum deliver_status st,
-                    const char *text, double handoff, double conn_done);
+                    const char *text, const char *tls, double handoff,
+                    double conn_done);
 void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                        const struct deliver_rcpt_result *res,
                        const struct deliver_rcpt_result *same, enum qm_how how);

@@ -16,6 +16,8 @@
  *			const struct route_result *r, struct deliver_tls *out)
  *	void	qm_tls_log(struct qmgr *q, const char *transport,
  *			const struct deliver_result *res)
+ *	void	qm_tls_field(const struct deliver_result *res, char *buf,
+ *			size_t len)
  * DESCRIPTION
  *	qmgr_tls_load() builds what the SMTP client's TLS needs from the
  *	configuration: the client context (smtp_tls_CAfile and _CApath,
@@ -50,6 +52,10 @@
  *	TLSv1.3 with cipher TLS_AES_256_GCM_SHA384 (256/256 bits)
  *	key-exchange X25519 server-signature RSA-PSS (2048 bits)
  *	server-digest SHA256
+ *
+ *	qm_tls_field() writes the value of a delivery line's tls= field,
+ *	"TLSv1.3:TLS_AES_256_GCM_SHA384:Verified", or "" when the delivery
+ *	did not go over TLS.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -185,6 +191,19 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
         out->min_version = out->max_version = 0; /* checked at load */
     snprintf(out->ciphers, sizeof(out->ciphers), "%s",
              tls_cipher_list(grade) ? tls_cipher_list(grade) : "");
+}
+
+void qm_tls_field(const struct deliver_result *res, char *buf, size_t len)
+{
+    const struct deliver_tls_result *t = &res->tls;
+    char protocol[32] = "", cipher[96] = "";
+
+    buf[0] = 0;
+    if (!t->used ||
+        sscanf(t->cipher, "%31s with cipher %95s", protocol, cipher) != 2)
+        return;
+    snprintf(buf, len, "%s:%s:%s", protocol, cipher,
+             t->word ? t->word : "Anonymous");
 }
 
 void qm_tls_log(struct qmgr *q, const char *transport,

@@ -145,6 +145,14 @@ loglines() {
 loglines Verified "$port_good" "verify, good certificate"
 loglines Trusted "$port_good" "may, good certificate"
 loglines Untrusted "$port_untrusted" "may, untrusted CA"
+# The delivery lines say the TLS: protocol, cipher and worth.
+grep 'to=<r@verify-good.test>' "$d/log" | grep -q 'status=sent (.*) tls=TLSv1.3:TLS_[A-Z0-9_]*:Verified$' &&
+    ok "verify x good: the delivery line has tls=TLSv1.3:CIPHER:Verified" ||
+    not_ok "verify x good: the delivery line has tls=TLSv1.3:CIPHER:Verified"
+grep 'to=<r@may-untrusted.test>' "$d/log" | grep -q ' tls=TLSv1.3:.*:Untrusted$' &&
+    ok "may x untrusted: tls=...:Untrusted" || not_ok "may x untrusted: tls=...:Untrusted"
+grep 'to=<r@may-none.test>' "$d/log" | grep -q ' tls=' &&
+    not_ok "may x none: no tls= in plaintext" || ok "may x none: no tls= in plaintext"
 # may x broken: a handshake that fails is retried once in plaintext
 expect "may x broken: two connections, the second in plaintext" "plain" \
     "$(sort -u "$tmp/broken/sessions" | tr '\n' ' ' | sed 's/ $//')"

@@ -108,6 +108,13 @@ static void test_line_orig_to_and_reuse(void **state)
     assert_non_null(strstr(buf, "to=<bob@example.net>, "
                                 "orig_to=<list@example.org>, relay="));
     assert_null(strstr(buf, "conn_use="));
+    /* over TLS: the protocol, cipher and worth after the status text,
+     * where pflogsumm's "status=deferred \(([^\)]+)" does not look */
+    e.tls = "TLSv1.3:TLS_AES_256_GCM_SHA384:Verified";
+    deliver_log_line(buf, sizeof(buf), &e);
+    assert_non_null(strstr(buf, "4.2.0 busy (in reply to RCPT TO command)) "
+                                "tls=TLSv1.3:TLS_AES_256_GCM_SHA384:Verified"));
+    assert_string_equal(buf + strlen(buf) - 8, "Verified");
 }
 
 static void test_line_no_agent_and_no_network(void **state)
