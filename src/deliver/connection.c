@@ -62,7 +62,7 @@ static const char *const state_doing[] = {
     "receiving the initial server greeting",
     "performing the EHLO handshake",
     "performing the HELO handshake",
-    "sending STARTTLS",
+    "receiving the STARTTLS response",
     "performing the TLS handshake",
     "sending MAIL FROM",
     "sending RCPT TO",
@@ -273,7 +273,13 @@ void connection_setcb(struct deliver_session *s)
 static void connect_current(struct deliver_session *s)
 {
     const struct deliver_addr *a = &s->req.addrs[s->addr];
+    char reason[600];
 
+    if (!starttls_out_host_ok(s, reason, sizeof(reason))) {
+        /* DANE says this host must not be used: no connection */
+        connection_next_address_dsn(s, "4.7.5", reason);
+        return;
+    }
     s->sessions++;
     s->state = ST_CONNECT;
     s->features = 0;
@@ -425,6 +431,39 @@ static void local_deliver(struct deliver_session *s)
     connection_finish(s);
 }
 
+/* The request's DANE data, deep: the caller's goes away. */
+static void dane_copy(struct deliver_tls *to, const struct deliver_tls *from)
+{
+    struct deliver_dane *d = xcalloc(from->ndane ? from->ndane : 1, sizeof(*d));
+
+    for (size_t i = 0; i < from->ndane; i++) {
+        size_t n = from->dane[i].ntlsa;
+        struct tls_tlsa *t = xcalloc(n ? n : 1, sizeof(*t));
+
+        d[i] = from->dane[i];
+        for (size_t k = 0; k < n; k++) {
+            unsigned char *data = xmalloc(from->dane[i].tlsa[k].len + 1);
+
+            t[k] = from->dane[i].tlsa[k];
+            memcpy(data, from->dane[i].tlsa[k].data, t[k].len);
+            t[k].data = data;
+        }
+        d[i].tlsa = t;
+    }
+    to->dane = d;
+}
+
+static void dane_free(struct deliver_tls *t)
+{
+    for (size_t i = 0; i < t->ndane; i++) {
+        for (size_t k = 0; k < t->dane[i].ntlsa; k++)
+            free((unsigned char *)t->dane[i].tlsa[k].data);
+        free((struct tls_tlsa *)t->dane[i].tlsa);
+    }
+    free((struct deliver_dane *)t->dane);
+    t->dane = NULL;
+}
+
 struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx)
@@ -450,6 +489,7 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->req.addrs = addrs;
     s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
     s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
+    dane_copy(&s->req.tls, &req->tls);
     /* The body is shared with the caller and every other delivery of
      * the message: a reference, not a copy. */
     s->req.body = req->body ? util_blob_ref(req->body) : util_blob_copy("", 0);
@@ -493,6 +533,7 @@ void deliver_cancel(struct deliver_session *s)
     free((char *)s->req.cache_key);
     free(s->key_tls);
     free(s->key_plain);
+    dane_free(&s->req.tls);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);
         free((char *)s->req.rcpt[i].orcpt);

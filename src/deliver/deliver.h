@@ -176,6 +176,26 @@ struct deliver_cache_params {
 };
 
 /*
+ * What DNSSEC said of one host for DANE (RFC 7672, 2.2): validated TLSA
+ * records (DANE applies), nothing usable that is validated (an insecure
+ * MX or address answer, or a validated denial: no DANE), or a TLSA
+ * lookup that failed (the host must not be used).
+ */
+enum deliver_dane_state {
+    DELIVER_DANE_NONE,
+    DELIVER_DANE_RECORDS,
+    DELIVER_DANE_FAILED,
+};
+
+struct deliver_dane {
+    char host[256]; /* as in struct deliver_addr */
+    enum deliver_dane_state state;
+    char why[256]; /* DELIVER_DANE_FAILED: the lookup's error */
+    const struct tls_tlsa *tlsa;
+    size_t ntlsa;
+};
+
+/*
  * TLS for one delivery (SMTP and LMTP): the level and everything the
  * caller resolved for it from the parameters and the policy table.
  * Lists separate their items with commas, spaces or colons.
@@ -187,8 +207,10 @@ struct deliver_tls {
                              a name or .domain */
     char servername[256]; /* SNI: hostname, nexthop, a name; "": none */
     char nexthop[512];    /* the next hop's domain or host */
-    int min_version, max_version; /* for the level; 0: no bound */
-    char ciphers[64];             /* TLS 1.2 cipher list for the level */
+    int min_version, max_version;    /* for the level; 0: no bound */
+    char ciphers[64];                /* TLS 1.2 cipher list for the level */
+    const struct deliver_dane *dane; /* dane, dane-only: per host */
+    size_t ndane;
 };
 
 struct deliver_request {

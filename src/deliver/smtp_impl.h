@@ -30,6 +30,8 @@
  *	STARTTLS (starttls.c), for both:
  *
  *	void	starttls_out_init(struct deliver_session *s)
+ *	int	starttls_out_host_ok(struct deliver_session *s, char *reason,
+ *			size_t len)
  *	int	starttls_out_after_ehlo(struct deliver_session *s)
  *	void	starttls_out_reply(struct deliver_session *s)
  *	void	starttls_out_established(struct deliver_session *s)
@@ -124,6 +126,7 @@ void protocol_rcpt_set_rest(struct deliver_session *s,
                             const char *enhanced, const char *text);
 
 void starttls_out_init(struct deliver_session *s);
+int starttls_out_host_ok(struct deliver_session *s, char *reason, size_t len);
 int starttls_out_after_ehlo(struct deliver_session *s);
 void starttls_out_reply(struct deliver_session *s);
 void starttls_out_established(struct deliver_session *s);

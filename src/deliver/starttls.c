@@ -67,25 +67,106 @@
 
 #include "deliver/smtp_impl.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-/* The level that applies to the current address. */
+/* What DNSSEC said of the current address's host, or NULL. */
+static const struct deliver_dane *dane_of(const struct deliver_session *s)
+{
+    const char *host = s->req.addrs[s->addr].host;
+
+    for (size_t i = 0; i < s->req.tls.ndane; i++)
+        if (strcasecmp(s->req.tls.dane[i].host, host) == 0)
+            return &s->req.tls.dane[i];
+    return NULL;
+}
+
+/* Has the host validated TLSA records of a usage DANE takes? */
+static int dane_usable(const struct deliver_dane *d)
+{
+    if (d == NULL || d->state != DELIVER_DANE_RECORDS)
+        return 0;
+    for (size_t i = 0; i < d->ntlsa; i++)
+        if (d->tlsa[i].usage == 2 || d->tlsa[i].usage == 3)
+            return 1;
+    return 0;
+}
+
+/*
+ * The level that applies to the current address. At dane and dane-only
+ * it depends on the host: TLS_LEV_DANE means usable TLSA records (TLS
+ * required, DANE authenticates); validated records of no usable kind
+ * mean encrypt (RFC 7672, 2.2: TLS is still mandatory); no validated
+ * records mean may at dane, and a host dane-only cannot use.
+ */
 static enum tls_level level_now(const struct deliver_session *s)
 {
+    enum tls_level level = s->req.tls.level;
+    const struct deliver_dane *d;
+
     if (s->req.tls.ctx == NULL || s->tls_plain)
         return TLS_LEV_NONE;
-    if (s->req.tls.level == TLS_LEV_DANE)
-        return TLS_LEV_MAY; /* no TLSA records: opportunistic */
-    return s->req.tls.level;
+    if (level != TLS_LEV_DANE && level != TLS_LEV_DANE_ONLY)
+        return level;
+    d = dane_of(s);
+    if (dane_usable(d))
+        return TLS_LEV_DANE;
+    if (d && d->state == DELIVER_DANE_RECORDS)
+        return TLS_LEV_ENCRYPT;
+    return level == TLS_LEV_DANE ? TLS_LEV_MAY : TLS_LEV_DANE_ONLY;
+}
+
+/* TLS is required at the current address. */
+static int required(enum tls_level level)
+{
+    return level == TLS_LEV_DANE || tls_level_enforced(level);
 }
 
 static int level_checks_names(enum tls_level level)
 {
     return level == TLS_LEV_VERIFY || level == TLS_LEV_SECURE;
+}
+
+static unsigned port_of(const struct deliver_addr *a)
+{
+    if (a->sa.ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)&a->sa)->sin_port);
+    if (a->sa.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)&a->sa)->sin6_port);
+    return 0;
+}
+
+int starttls_out_host_ok(struct deliver_session *s, char *reason, size_t len)
+{
+    enum tls_level level = s->req.tls.ctx ? s->req.tls.level : TLS_LEV_NONE;
+    const struct deliver_dane *d;
+
+    if (level != TLS_LEV_DANE && level != TLS_LEV_DANE_ONLY)
+        return 1;
+    d = dane_of(s);
+    if (d && d->state == DELIVER_DANE_FAILED) {
+        /* RFC 7672, 2.2: a TLSA lookup that fails makes the host
+         * unusable, at dane too (an attacker could make it fail) */
+        snprintf(reason, len, "TLSA lookup error for %s:%u: %s",
+                 s->req.addrs[s->addr].host, port_of(&s->req.addrs[s->addr]),
+                 d->why);
+        return 0;
+    }
+    if (level == TLS_LEV_DANE_ONLY &&
+        !(d && d->state == DELIVER_DANE_RECORDS)) {
+        snprintf(reason, len,
+                 "TLS is required, but host %s has no DNSSEC-validated "
+                 "TLSA records",
+                 s->req.addrs[s->addr].host);
+        return 0;
+    }
+    return 1;
 }
 
 void starttls_out_init(struct deliver_session *s)
@@ -156,6 +237,22 @@ static size_t names_resolve(const struct deliver_session *s, char names[][256],
     return n;
 }
 
+/* FNV-1a of TLSA records: sessions checked against others differ. */
+static unsigned tlsa_digest(const struct tls_tlsa *t, size_t n)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char head[3] = {t[i].usage, t[i].selector, t[i].mtype};
+
+        for (size_t k = 0; k < 3 + t[i].len; k++) {
+            h ^= k < 3 ? head[k] : t[i].data[k - 3];
+            h *= 16777619u;
+        }
+    }
+    return h;
+}
+
 static void tls_begin(struct deliver_session *s)
 {
     enum tls_level level = level_now(s);
@@ -174,6 +271,19 @@ static void tls_begin(struct deliver_session *s)
         p.servername = sni;
     if (level_checks_names(level))
         n = names_resolve(s, names, 8);
+    if (level == TLS_LEV_DANE) {
+        const struct deliver_dane *d = dane_of(s);
+
+        /* RFC 7672, 3.2.2 and 8.1: the TLSA base domain is the
+         * reference identifier and the SNI */
+        p.tlsa = d->tlsa;
+        p.ntlsa = d->ntlsa;
+        p.dane_base = s->req.addrs[s->addr].host;
+        snprintf(names[0], sizeof(names[0]), "%s", p.dane_base);
+        snprintf(sni, sizeof(sni), "%s", p.dane_base);
+        p.servername = sni;
+        n = 1;
+    }
     for (size_t i = 0; i < n; i++)
         match[i] = names[i];
     p.match = match;
@@ -181,8 +291,9 @@ static void tls_begin(struct deliver_session *s)
     p.min_version = s->req.tls.min_version;
     p.max_version = s->req.tls.max_version;
     p.ciphers = s->req.tls.ciphers[0] ? s->req.tls.ciphers : NULL;
-    snprintf(key, sizeof(key), "%s|%s|%s", s->res->relay, sni,
-             s->key_tls ? s->key_tls : tls_level_name(level));
+    snprintf(key, sizeof(key), "%s|%s|%s|%08x", s->res->relay, sni,
+             s->key_tls ? s->key_tls : tls_level_name(level),
+             tlsa_digest(p.tlsa, p.ntlsa));
     p.resume_key = key;
     bev = tls_session_connect(s->req.tls.ctx, s->bev, &p);
     if (bev == NULL) {
@@ -203,16 +314,8 @@ int starttls_out_after_ehlo(struct deliver_session *s)
 
     if (s->tls_on || level == TLS_LEV_NONE)
         return 0;
-    if (level == TLS_LEV_DANE_ONLY) {
-        snprintf(reason, sizeof(reason),
-                 "TLS is required, but host %s has no DNSSEC-validated "
-                 "TLSA records",
-                 s->peer);
-        tls_fail(s, "4.7.5", reason);
-        return 1;
-    }
     if (!(s->features & SMTP_EXT_STARTTLS)) {
-        if (!tls_level_enforced(level))
+        if (!required(level))
             return 0;
         snprintf(reason, sizeof(reason),
                  "TLS is required, but was not offered by host %s", s->peer);
@@ -233,7 +336,7 @@ void starttls_out_reply(struct deliver_session *s)
         tls_begin(s);
         return;
     }
-    if (!tls_level_enforced(level_now(s))) {
+    if (!required(level_now(s))) {
         /* may: the server keeps talking in plaintext */
         protocol_handshake_passed(s);
         return;
@@ -253,10 +356,14 @@ void starttls_out_established(struct deliver_session *s)
     char reason[800];
 
     tls_session_peer(s->bev, &peer);
-    if (level_checks_names(level) && !peer.matched) {
+    if ((level_checks_names(level) || (level == TLS_LEV_DANE && peer.dane)) &&
+        !peer.matched) {
+        /* the reference: at verify and secure an untrusted chain is
+         * "not trusted"; a name that does not match, or DANE that does
+         * not authenticate, "not verified" */
         snprintf(reason, sizeof(reason), "Server certificate not %s%s%s%s",
-                 peer.trusted ? "verified" : "trusted", peer.why[0] ? " (" : "",
-                 peer.why, peer.why[0] ? ")" : "");
+                 peer.trusted || level == TLS_LEV_DANE ? "verified" : "trusted",
+                 peer.why[0] ? " (" : "", peer.why, peer.why[0] ? ")" : "");
         tls_fail(s, "4.7.5", reason);
         return;
     }
@@ -283,7 +390,7 @@ void starttls_out_failed(struct deliver_session *s, int timed_out)
 
     if (s->bev != NULL && tls_session_active(s->bev))
         tls_session_error(s->bev, why, sizeof(why));
-    if (!tls_level_enforced(level_now(s)) && !s->tls_plain) {
+    if (!required(level_now(s)) && !s->tls_plain) {
         /* may: once more on a new connection, in plaintext */
         s->tls_plain = 1;
         connection_retry_address(s);
