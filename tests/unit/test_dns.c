@@ -441,6 +441,9 @@ struct fake {
     int ad_queries;      /* with the AD bit (RFC 6840, 5.7) */
     int do_queries;      /* with EDNS0 and its DO bit (RFC 3225) */
     unsigned plain_type; /* FAKE_SECURE: no AD for this type */
+    int chain;           /* FAKE_SECURE: "alias.X" is a CNAME to X, alone */
+    int chain_ad;        /* the AD bit of that CNAME reply */
+    int target_ad;       /* the AD bit of the replies for X */
     uint32_t soa_ttl, soa_min;
 };
 
@@ -530,7 +533,16 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
         len += put_rr(out + len, 6, f->soa_ttl, data, 24);
         break;
     case FAKE_SECURE:
-        if (qtype != f->plain_type)
+        if (f->chain && q[12] == 5 && memcmp(q + 13, "alias", 5) == 0) {
+            if (f->chain_ad)
+                out[3] |= 0x20;
+            put16(out + 6, 1);
+            data[0] = 0xc0; /* the question's name after "alias." */
+            data[1] = 18;
+            len += put_rr(out + len, 5, 300, data, 2);
+            break;
+        }
+        if (qtype != f->plain_type && (!f->chain || f->target_ad))
             out[3] |= 0x20; /* AD */
         if (qtype == 52) {
             /* 3 1 1 and 32 bytes; a record of 2 bytes; 2 0 0 and one. */
@@ -1571,6 +1583,45 @@ static void test_ad_per_answer(void **state)
     fake_stop(&f);
 }
 
+/*
+ * A CNAME chain asked again from where it stopped: the result is secure
+ * only when every reply on the way was ("the MX answer and every CNAME
+ * leading to it").
+ */
+static void test_ad_cname_chain(void **state)
+{
+    static const struct {
+        int chain_ad, target_ad, secure;
+    } cases[] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}};
+    struct fake f;
+    struct dns_resolver *r;
+    struct dns_result *res;
+    struct dns_txt_result *txt;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fake_start(&f, FAKE_SECURE);
+        f.chain = 1;
+        f.chain_ad = cases[i].chain_ad;
+        f.target_ad = cases[i].target_ad;
+        r = resolver(f.servers, 500, 1, 0, 1);
+        txt = lookup_txt(r, "alias._mta-sts.example");
+        assert_int_equal(txt->status, DNS_OK);
+        assert_int_equal(txt->n, 2);
+        assert_int_equal(txt->secure, cases[i].secure);
+        dns_txt_result_free(txt);
+        res = lookup_host(r, "alias.mx.example");
+        assert_int_equal(res->status, DNS_OK);
+        assert_int_equal(res->secure, cases[i].secure);
+        assert_int_equal(res->host[0].secure, cases[i].secure);
+        dns_result_free(res);
+        assert_int_equal(f.queries, 6); /* each asked twice */
+        dns_free(r);
+        fake_stop(&f);
+    }
+}
+
 /* An address was validated by nobody: never secure. */
 static void test_ad_literal_not_secure(void **state)
 {
@@ -1767,6 +1818,7 @@ int main(void)
         T(test_address_order),
         T(test_ad_secure),
         T(test_ad_per_answer),
+        T(test_ad_cname_chain),
         T(test_ad_literal_not_secure),
         T(test_tlsa_servfail),
         T(test_servers_loopback),
