@@ -61,7 +61,8 @@
 # Everything lives in $tmp/dnssec; both servers run as the current user,
 # in the foreground (by PID), without chroot, remote control, syslog or
 # any file of /etc/unbound (no root key, no automatic trust anchor), on
-# 127.0.0.1 only. Names are lower case. Zones are kept in the order made.
+# 127.0.0.1 only; names outside the test zones are refused, so nothing
+# is ever asked of a server elsewhere. Names are lower case. Zones are kept in the order made.
 # Names used inside start with _ds_.
 
 dnssec_dir=$tmp/dnssec
