@@ -15,7 +15,8 @@
 # Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
 # src/cli/main.c is build/sluice, src/sim/main.c is build/sluice-sim,
 # src/daemon/main.c is build/sluiced.
-# tests/unit/test_*.c are cmocka programs linked against the library.
+# tests/unit/test_*.c are cmocka programs linked against the library;
+# tests/tools/*.c are helpers the integration tests run (BUILD/tools/).
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -42,10 +43,12 @@ LIB_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 .PHONY: all check asan valgrind demo sim-demo bench fuzz plots install format \
 	clean
-all: $(PROGS) $(TESTS)
+all: $(PROGS) $(TESTS) $(TOOLS)
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -68,6 +71,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Itests/unit -MMD -MP $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libsluice.a $(TEST_LIBS) $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 check: all
 	@sh tests/run.sh $(BUILD)
@@ -159,11 +166,11 @@ install: $(PROGS)
 
 format:
 	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h \
-	    tests/fuzz/*.c bench/*.c)
+	    tests/fuzz/*.c tests/tools/*.c bench/*.c)
 
 clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(BUILD)/obj/sim/main.d \
 	$(BUILD)/obj/daemon/main.d \
-	$(TESTS:=.d) $(BENCHES:=.d)
+	$(TESTS:=.d) $(TOOLS:=.d) $(BENCHES:=.d)

@@ -3,7 +3,8 @@
 
 /*
  * NAME
- *	dns 3 - asynchronous MX, A and AAAA resolution with a TTL cache
+ *	dns 3 - asynchronous MX, A, AAAA, TLSA and TXT resolution with a
+ *	TTL cache and the resolver's DNSSEC verdict
  * SYNOPSIS
  *	#include "dns/dns.h"
  *
@@ -19,6 +20,14 @@
  *			dns_done_fn *done, void *ctx)
  *	void	dns_result_free(struct dns_result *res)
  *
+ *	int	dns_lookup_tlsa(struct dns_resolver *r, const char *host,
+ *			int port, dns_tlsa_fn *done, void *ctx)
+ *	void	dns_tlsa_result_free(struct dns_tlsa_result *res)
+ *	int	dns_lookup_txt(struct dns_resolver *r, const char *name,
+ *			dns_txt_fn *done, void *ctx)
+ *	void	dns_txt_result_free(struct dns_txt_result *res)
+ *
+ *	int	dns_servers_loopback(const struct dns_resolver *r)
  *	void	dns_set_clock(struct dns_resolver *r, dns_clock_fn *now,
  *			void *ctx)
  *	void	dns_stats(const struct dns_resolver *r, struct dns_stats *st)
@@ -63,14 +72,63 @@
  *	is its own answer and asks no name server; a name in brackets is
  *	the name.
  *
- *	Both return 0, or -1 when the resolver is being freed (done is
- *	then never called). Otherwise done is called exactly once, never
+ *	dns_lookup_tlsa() asks for the TLSA records of a server, named
+ *	_PORT._tcp.HOST (RFC 6698, 3; RFC 7672, 2.2), following CNAMEs.
+ *	DNS_OK means the question was answered: with records (each with
+ *	its certificate usage, selector, matching type and association
+ *	data; records with fewer than 3 bytes of data are skipped), or
+ *	with a denial of existence (NXDOMAIN or no data: n = 0, which RFC
+ *	7672, 2.2 reads as "no TLSA records"; the caller decides by
+ *	secure). DNS_TEMPFAIL: SERVFAIL (which is what a validating
+ *	resolver answers for a bogus answer), a timeout, a malformed
+ *	reply. DNS_PERMFAIL: a host that is not a domain name (an
+ *	address, say) or a port outside 0-65535, without a query; FORMERR;
+ *	a CNAME loop. A caller doing DANE treats every status but DNS_OK
+ *	as a failed TLSA lookup (RFC 7672, 2.2: the server is then
+ *	unusable). The result's name is the name asked for
+ *	("_25._tcp.mx.example").
+ *
+ *	dns_lookup_txt() asks for the TXT records of name (following
+ *	CNAMEs), for MTA-STS (_mta-sts.DOMAIN, RFC 8461, 3.1) and TLS-RPT
+ *	(_smtp._tls.DOMAIN, RFC 8460, 3). Each record's character-strings
+ *	are joined into one string, as both RFCs ask, in the order of the
+ *	record; records in the order received. A record holding a NUL
+ *	byte is skipped (no such policy record can be valid). NXDOMAIN and
+ *	no data are DNS_PERMFAIL with n = 0 and the reason in the
+ *	reference's words ("... type=TXT: Host not found"), failures as for
+ *	the other lookups.
+ *
+ *	DNSSEC: sluice validates nothing itself; it trusts the AD bit of
+ *	its resolver, as the reference does (smtp_dns_support_level =
+ *	dnssec). Every question carries the AD bit (RFC 6840, 5.7) and
+ *	EDNS0 with the DO bit (RFC 3225, for resolvers older than RFC
+ *	6840), and the AD bit of every reply is kept with its answer, in
+ *	the cache too. An answer is secure when its reply had AD set and,
+ *	when a CNAME chain was asked again from where it stopped, every
+ *	reply on the way did. For dns_lookup_mx(): result->secure is the
+ *	MX answer's (a null MX or NXDOMAIN too); for an implicit MX it also
+ *	needs the secure A and AAAA answers of the domain. host->secure:
+ *	every A and AAAA answer of that host was secure, no-data answers
+ *	included; never for a host named by an address, whose name nobody
+ *	validated. dns_lookup_host(): result->secure is the host's. TLSA
+ *	and TXT results: their answer's, denials included. secure is 0 for
+ *	temporary failures. The AD bit means something only when the path
+ *	to the resolver is trusted: dns_servers_loopback() says whether
+ *	every configured server is a loopback address (127.0.0.0/8, ::1),
+ *	so that the caller can warn when DANE rests on a remote one.
+ *
+ *	All four return 0, or -1 when the resolver is being freed (done
+ *	is then never called). Otherwise done is called exactly once, never
  *	from inside the call that started the lookup (a cached answer
  *	or an address is delivered on the next turn of the loop), so
  *	callers never see reentrancy. done owns the result and frees it
- *	with dns_result_free(), now or later; it may start new lookups.
+ *	with dns_result_free() (dns_tlsa_result_free(),
+ *	dns_txt_result_free()), now or later; it may start new lookups.
+ *	A TLSA or TXT lookup still outstanding when its resolver is freed
+ *	ends as the others do (below).
  *
- *	Outcomes and their reasons, in the reference's words:
+ *	Outcomes of dns_lookup_mx() and dns_lookup_host() and their
+ *	reasons, in the reference's words:
  * .IP DNS_OK
  *	At least one host with at least one address. A domain without MX
  *	records (NOERROR, no data) is its own exchanger, preference 0
@@ -126,7 +184,7 @@
  *	(now(ctx) in milliseconds; NULL restores the default), for tests.
  *
  *	dns_stats() reports counters: queries sent, answers taken from the
- *	cache, lookups started, answers in the cache.
+ *	cache, lookups started (of all four kinds), answers in the cache.
  */
 
 #include <event2/event.h>
@@ -162,6 +220,7 @@ struct dns_host {
     int pref;   /* MX preference; 0 for an implicit MX or a host */
     size_t naddr;
     struct dns_addr *addr; /* IPv4 as received, then IPv6 */
+    int secure;            /* every A and AAAA answer came with AD */
 };
 
 struct dns_result {
@@ -172,18 +231,47 @@ struct dns_result {
     int implicit_mx; /* the domain is its own exchanger */
     size_t nhost;    /* 0 unless DNS_OK */
     struct dns_host *host;
+    int secure; /* the MX (or the host's) answers came with AD */
+};
+
+struct dns_tlsa {
+    uint8_t usage, selector, mtype; /* RFC 6698, 2.1 */
+    size_t len;
+    unsigned char *data; /* the certificate association data */
+};
+
+struct dns_tlsa_result {
+    enum dns_status status; /* DNS_OK: records, or a denial (n = 0) */
+    char *name;             /* "_25._tcp.mx.example" */
+    char *why;              /* the reason when not DNS_OK, else "" */
+    char dsn[8];            /* when not DNS_OK, else "" */
+    int secure;             /* the answer (records or denial) came with AD */
+    size_t n;
+    struct dns_tlsa *rec; /* NULL when n = 0 */
+};
+
+struct dns_txt_result {
+    enum dns_status status; /* DNS_PERMFAIL for NXDOMAIN and no data */
+    char *name;             /* as asked */
+    char *why;              /* the reason when not DNS_OK, else "" */
+    char dsn[8];            /* when not DNS_OK, else "" */
+    int secure;             /* the answer came with AD */
+    size_t n;
+    char **txt; /* each record's strings joined; NULL when n = 0 */
 };
 
 struct dns_stats {
     uint64_t queries;    /* questions sent to name servers */
     uint64_t cache_hits; /* answers taken from the cache */
-    uint64_t lookups;    /* dns_lookup_mx() and dns_lookup_host() */
+    uint64_t lookups;    /* dns_lookup_*() calls */
     size_t cached;       /* answers in the cache now */
 };
 
 struct dns_resolver;
 
 typedef void dns_done_fn(void *ctx, struct dns_result *res);
+typedef void dns_tlsa_fn(void *ctx, struct dns_tlsa_result *res);
+typedef void dns_txt_fn(void *ctx, struct dns_txt_result *res);
 typedef int64_t dns_clock_fn(void *ctx);
 
 struct dns_resolver *dns_create(struct event_base *base,
@@ -197,6 +285,15 @@ int dns_lookup_mx(struct dns_resolver *r, const char *domain, dns_done_fn *done,
 int dns_lookup_host(struct dns_resolver *r, const char *host, dns_done_fn *done,
                     void *ctx);
 void dns_result_free(struct dns_result *res);
+
+int dns_lookup_tlsa(struct dns_resolver *r, const char *host, int port,
+                    dns_tlsa_fn *done, void *ctx);
+void dns_tlsa_result_free(struct dns_tlsa_result *res);
+int dns_lookup_txt(struct dns_resolver *r, const char *name, dns_txt_fn *done,
+                   void *ctx);
+void dns_txt_result_free(struct dns_txt_result *res);
+
+int dns_servers_loopback(const struct dns_resolver *r);
 
 void dns_set_clock(struct dns_resolver *r, dns_clock_fn *now, void *ctx);
 void dns_stats(const struct dns_resolver *r, struct dns_stats *st);

@@ -29,6 +29,19 @@
  *	int	dns_reply_parse(const unsigned char *buf, int len,
  *			const char *qname, int qtype, struct dns_reply *rep)
  *	void	dns_reply_clear(struct dns_reply *rep)
+ *	int	dns_reply_ad(const unsigned char *buf, int len)
+ *
+ *	TLSA and TXT results (record.c):
+ *	struct dns_tlsa_result *dns_tlsa_result_new(const char *name,
+ *			enum dns_status status, const char *why,
+ *			const char *dsn)
+ *	struct dns_tlsa_result *dns_tlsa_result_make(const char *name,
+ *			const struct dns_answer *a)
+ *	struct dns_txt_result *dns_txt_result_new(const char *name,
+ *			enum dns_status status, const char *why,
+ *			const char *dsn)
+ *	struct dns_txt_result *dns_txt_result_make(const char *name,
+ *			const struct dns_answer *a)
  *
  *	Names and addresses (name.c):
  *	int	dns_name_norm(const char *in, char out[DNS_NAME_MAX + 1])
@@ -78,8 +91,14 @@
  *	records of qtype owned by its last name, with the smallest TTL
  *	of the records and CNAMEs used; when the chain moved and has no
  *	records, rep->cname names where it stopped. It also reads the
- *	SOA record of the authority section for the negative TTL. It
- *	returns -1 on a malformed reply.
+ *	SOA record of the authority section for the negative TTL and the
+ *	AD bit of the header. It returns -1 on a malformed reply.
+ *	dns_reply_ad() is the AD bit alone (0 without a reply).
+ *
+ *	dns_tlsa_result_make() and dns_txt_result_make() turn the answer
+ *	to a TLSA or TXT question into what the caller of dns.h gets (see
+ *	there); the _new() functions make a result without records (why
+ *	NULL: "").
  *
  *	dns_name_norm() checks a domain name (letters, digits, hyphens,
  *	underscores; labels of 1 to 63 characters; 253 characters in all;
@@ -108,13 +127,17 @@
 #define DNS_TYPE_CNAME 5
 #define DNS_TYPE_SOA   6
 #define DNS_TYPE_MX    15
+#define DNS_TYPE_TXT   16
 #define DNS_TYPE_AAAA  28
+#define DNS_TYPE_OPT   41
+#define DNS_TYPE_TLSA  52
 
 #define DNS_CHAIN_MAX     10     /* CNAMEs followed, as the reference */
 #define DNS_NEG_TTL       60     /* seconds, when the server sends no SOA */
 #define DNS_NEG_TTL_MAX   3600   /* seconds, negative answers at most */
 #define DNS_TTL_MAX       86400  /* seconds, any answer at most */
 #define DNS_CACHE_DEFAULT 100000 /* answers */
+#define DNS_EDNS_PAYLOAD  1232   /* DNS flag day 2020: no IP fragmentation */
 
 enum dns_kind {
     DNS_ANSWER_DATA,     /* records */
@@ -138,9 +161,12 @@ struct dns_answer {
     char *why;       /* when not DATA or NULLMX */
     const char *dsn; /* when not DATA */
     uint32_t ttl;    /* seconds */
+    int secure;      /* every reply it took had AD set */
     size_t count;
     struct dns_mx *mx;     /* type MX */
     struct dns_addr *addr; /* type A or AAAA */
+    struct dns_tlsa *tlsa; /* type TLSA */
+    char **txt;            /* type TXT */
 };
 
 struct dns_wait {
@@ -162,6 +188,8 @@ struct dns_entry {
     char *qname;            /* where the CNAME chain is */
     int hops;               /* CNAME queries so far */
     uint32_t chain_ttl;     /* smallest TTL of the CNAMEs followed */
+    int chain_secure;       /* every reply of the chain had AD set */
+    int edns;               /* the question carries EDNS0 */
 };
 
 struct dns_cache {
@@ -177,7 +205,10 @@ struct dns_reply {
     size_t count;
     struct dns_mx *mx;
     struct dns_addr *addr;
+    struct dns_tlsa *tlsa;
+    char **txt;
     int nullmx;
+    int ad;       /* the header's AD bit */
     uint32_t ttl; /* of the records and CNAMEs used */
     char *cname;  /* the chain stops here without records */
     int has_soa;
@@ -200,6 +231,7 @@ struct dns_resolver {
     uint64_t queries;
     uint64_t hits;
     uint64_t lookups;
+    int no_edns;              /* a server answered FORMERR to EDNS0 */
     struct dns_lookup *first; /* lookups not yet delivered, oldest */
     struct dns_lookup *last;  /* and newest */
     int closing;              /* dns_free() is at work */
@@ -224,6 +256,18 @@ void dns_cache_drop(struct dns_cache *c, struct dns_entry *e);
 int dns_reply_parse(const unsigned char *buf, int len, const char *qname,
                     int qtype, struct dns_reply *rep);
 void dns_reply_clear(struct dns_reply *rep);
+int dns_reply_ad(const unsigned char *buf, int len);
+
+struct dns_tlsa_result *dns_tlsa_result_new(const char *name,
+                                            enum dns_status status,
+                                            const char *why, const char *dsn);
+struct dns_tlsa_result *dns_tlsa_result_make(const char *name,
+                                             const struct dns_answer *a);
+struct dns_txt_result *dns_txt_result_new(const char *name,
+                                          enum dns_status status,
+                                          const char *why, const char *dsn);
+struct dns_txt_result *dns_txt_result_make(const char *name,
+                                           const struct dns_answer *a);
 
 int dns_name_norm(const char *in, char out[DNS_NAME_MAX + 1]);
 int dns_literal(const char *in, struct dns_addr *a);

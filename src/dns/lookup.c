@@ -1,6 +1,7 @@
 /*
  * NAME
- *	lookup 3 - where mail for a domain goes: MX, then addresses
+ *	lookup 3 - where mail for a domain goes: MX, then addresses; TLSA
+ *	and TXT records
  * SYNOPSIS
  *	#include "dns/dns.h"
  *
@@ -9,6 +10,10 @@
  *	int	dns_lookup_host(struct dns_resolver *r, const char *host,
  *			dns_done_fn *done, void *ctx)
  *	void	dns_result_free(struct dns_result *res)
+ *	int	dns_lookup_tlsa(struct dns_resolver *r, const char *host,
+ *			int port, dns_tlsa_fn *done, void *ctx)
+ *	int	dns_lookup_txt(struct dns_resolver *r, const char *name,
+ *			dns_txt_fn *done, void *ctx)
  *
  *	#include "dns/dns_impl.h"
  *
@@ -18,7 +23,8 @@
  *	A lookup is a small state machine: LOOKUP_MX waits for the MX
  *	answer, LOOKUP_ADDR for the A and AAAA answers of every exchanger
  *	(all asked at once: the slowest answer, not the sum, is the
- *	wait), LOOKUP_DONE holds the result until the loop delivers it.
+ *	wait), LOOKUP_RECORD for the one answer of a TLSA or TXT lookup,
+ *	LOOKUP_DONE holds the result until the loop delivers it.
  *	pending counts the answers awaited; it is held one higher while
  *	questions are being asked, because an answer from the cache
  *	comes back before dns_fetch() returns, and the lookup must not
@@ -31,6 +37,11 @@
  *	twice keeps its best preference) and only the best DNS_MAX_HOSTS
  *	are kept, so that a hostile MX list cannot make thousands of
  *	queries.
+ *
+ *	DNSSEC is a matter of and-ing: a host is secure when both its
+ *	address answers are, an implicit MX when the no-data MX answer and
+ *	the domain's address answers are. A host named by an address was
+ *	never looked up, so it is never secure.
  *
  *	Every result reaches its callback through an event made active
  *	on the loop (event_active(): the next turn, no timer), never from
@@ -49,7 +60,14 @@
 enum lookup_state {
     LOOKUP_MX,
     LOOKUP_ADDR,
+    LOOKUP_RECORD,
     LOOKUP_DONE,
+};
+
+enum lookup_kind {
+    LOOKUP_KIND_MX, /* dns_lookup_mx() and dns_lookup_host() */
+    LOOKUP_KIND_TLSA,
+    LOOKUP_KIND_TXT,
 };
 
 struct lookup_host;
@@ -77,7 +95,10 @@ struct dns_lookup {
     struct dns_lookup *prev, *next; /* r's lookups not yet delivered */
     char *asked;                    /* as the caller wrote it */
     char name[DNS_NAME_MAX + 1];    /* normalized */
+    enum lookup_kind kind;
     dns_done_fn *done;
+    dns_tlsa_fn *tlsa_done;
+    dns_txt_fn *txt_done;
     void *ctx;
     enum lookup_state state;
     int pending;
@@ -86,8 +107,12 @@ struct dns_lookup {
     int implicit;
     size_t nhost;
     struct lookup_host *host;
-    struct dns_result *res; /* when LOOKUP_DONE */
-    struct event *ev;       /* delivers res */
+    struct dns_wait recwait;          /* TLSA or TXT */
+    struct dns_answer *rec;           /* its answer */
+    struct dns_result *res;           /* when LOOKUP_DONE: one of */
+    struct dns_tlsa_result *tlsa_res; /* these three */
+    struct dns_txt_result *txt_res;
+    struct event *ev; /* delivers it */
 };
 
 static const int addr_types[2] = {DNS_TYPE_A, DNS_TYPE_AAAA};
@@ -95,13 +120,13 @@ static const int addr_types[2] = {DNS_TYPE_A, DNS_TYPE_AAAA};
 static void lookup_step(struct dns_lookup *l);
 
 static struct dns_lookup *lookup_new(struct dns_resolver *r, const char *asked,
-                                     dns_done_fn *done, void *ctx)
+                                     enum lookup_kind kind, void *ctx)
 {
     struct dns_lookup *l = xcalloc(1, sizeof(*l));
 
     l->r = r;
     l->asked = xstrdup(asked);
-    l->done = done;
+    l->kind = kind;
     l->ctx = ctx;
     /* Appended, so that dns_free() delivers in the order of asking. */
     l->prev = r->last;
@@ -126,6 +151,7 @@ static void lookup_free(struct dns_lookup *l)
     }
     free(l->host);
     dns_answer_unref(l->mx);
+    dns_answer_unref(l->rec);
     if (l->ev)
         event_free(l->ev);
     free(l->asked);
@@ -137,7 +163,11 @@ static void lookup_fire(struct dns_lookup *l)
 {
     struct dns_resolver *r = l->r;
     struct dns_result *res = l->res;
+    struct dns_tlsa_result *tlsa_res = l->tlsa_res;
+    struct dns_txt_result *txt_res = l->txt_res;
     dns_done_fn *done = l->done;
+    dns_tlsa_fn *tlsa_done = l->tlsa_done;
+    dns_txt_fn *txt_done = l->txt_done;
     void *ctx = l->ctx;
 
     if (l->prev)
@@ -149,7 +179,12 @@ static void lookup_fire(struct dns_lookup *l)
     else
         r->last = l->prev;
     lookup_free(l);
-    done(ctx, res);
+    if (tlsa_res)
+        tlsa_done(ctx, tlsa_res);
+    else if (txt_res)
+        txt_done(ctx, txt_res);
+    else
+        done(ctx, res);
 }
 
 static void lookup_deliver(evutil_socket_t fd, short what, void *arg)
@@ -160,10 +195,9 @@ static void lookup_deliver(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The result is known: deliver it on the next turn of the loop. */
-static void lookup_finish(struct dns_lookup *l, struct dns_result *res)
+static void lookup_finish(struct dns_lookup *l)
 {
     l->state = LOOKUP_DONE;
-    l->res = res;
     if (l->r->closing)
         return; /* dns_free() delivers */
     if ((l->ev = event_new(l->r->base, -1, 0, lookup_deliver, l)) == NULL)
@@ -189,7 +223,18 @@ static struct dns_result *result_new(const struct dns_lookup *l,
 static void lookup_fail(struct dns_lookup *l, enum dns_status status,
                         const char *why, const char *dsn)
 {
-    lookup_finish(l, result_new(l, status, why, dsn));
+    switch (l->kind) {
+    case LOOKUP_KIND_TLSA:
+        l->tlsa_res = dns_tlsa_result_new(l->asked, status, why, dsn);
+        break;
+    case LOOKUP_KIND_TXT:
+        l->txt_res = dns_txt_result_new(l->asked, status, why, dsn);
+        break;
+    default:
+        l->res = result_new(l, status, why, dsn);
+        break;
+    }
+    lookup_finish(l);
 }
 
 static void lookup_release(struct dns_lookup *l)
@@ -204,6 +249,15 @@ static void mx_answer(struct dns_wait *w, struct dns_answer *a)
         (struct dns_lookup *)((char *)w - offsetof(struct dns_lookup, mxwait));
 
     l->mx = dns_answer_ref(a);
+    lookup_release(l);
+}
+
+static void record_answer(struct dns_wait *w, struct dns_answer *a)
+{
+    struct dns_lookup *l =
+        (struct dns_lookup *)((char *)w - offsetof(struct dns_lookup, recwait));
+
+    l->rec = dns_answer_ref(a);
     lookup_release(l);
 }
 
@@ -323,6 +377,7 @@ static void lookup_mx_answered(struct dns_lookup *l)
     case DNS_ANSWER_NULLMX:
         why = dns_xprintf("Domain %s does not accept mail (nullMX)", l->name);
         lookup_fail(l, DNS_PERMFAIL, why, a->dsn);
+        l->res->secure = a->secure;
         free(why);
         return;
     case DNS_ANSWER_TEMP:
@@ -330,6 +385,7 @@ static void lookup_mx_answered(struct dns_lookup *l)
         return;
     default:
         lookup_fail(l, DNS_PERMFAIL, a->why, a->dsn);
+        l->res->secure = a->kind == DNS_ANSWER_NXDOMAIN && a->secure;
         return;
     }
     lookup_ask_addresses(l);
@@ -358,6 +414,7 @@ static void host_copy(struct dns_host *out, const struct lookup_host *h,
 
     out->name = xstrdup(h->name);
     out->pref = h->pref;
+    out->secure = !h->literal && h->ans[0]->secure && h->ans[1]->secure;
     out->naddr = naddr;
     out->addr = xcalloc(naddr, sizeof(*out->addr));
     if (h->literal) {
@@ -380,6 +437,20 @@ static const struct dns_answer *host_failure(const struct lookup_host *h)
         h->ans[0]->kind != DNS_ANSWER_TEMP)
         return h->ans[1];
     return h->ans[0];
+}
+
+/*
+ * An MX lookup's result is as secure as its MX answer, an implicit MX's
+ * also needs the domain's address answers; a host lookup's is its host's.
+ */
+static int result_secure(const struct dns_lookup *l,
+                         const struct dns_result *res)
+{
+    if (l->mx == NULL) /* dns_lookup_host() */
+        return res->host[0].secure;
+    if (l->implicit)
+        return l->mx->secure && res->host[0].secure;
+    return l->mx->secure;
 }
 
 /*
@@ -416,7 +487,9 @@ static void lookup_assemble(struct dns_lookup *l)
         }
     }
     if (res->nhost > 0) {
-        lookup_finish(l, res);
+        res->secure = result_secure(l, res);
+        l->res = res;
+        lookup_finish(l);
         return;
     }
     dns_result_free(res);
@@ -433,12 +506,24 @@ static void lookup_assemble(struct dns_lookup *l)
     }
 }
 
+/* The answer to a TLSA or TXT question is the result. */
+static void lookup_record_answered(struct dns_lookup *l)
+{
+    if (l->kind == LOOKUP_KIND_TLSA)
+        l->tlsa_res = dns_tlsa_result_make(l->asked, l->rec);
+    else
+        l->txt_res = dns_txt_result_make(l->asked, l->rec);
+    lookup_finish(l);
+}
+
 static void lookup_step(struct dns_lookup *l)
 {
-    if (l->res)
+    if (l->state == LOOKUP_DONE)
         return; /* aborted: answers still coming are only kept */
     if (l->state == LOOKUP_MX)
         lookup_mx_answered(l);
+    else if (l->state == LOOKUP_RECORD)
+        lookup_record_answered(l);
     else
         lookup_assemble(l);
 }
@@ -460,7 +545,8 @@ int dns_lookup_mx(struct dns_resolver *r, const char *domain, dns_done_fn *done,
 
     if (r->closing)
         return -1;
-    l = lookup_new(r, domain, done, ctx);
+    l = lookup_new(r, domain, LOOKUP_KIND_MX, ctx);
+    l->done = done;
     if (dns_name_norm(domain, l->name) < 0) {
         lookup_invalid(l);
         return 0;
@@ -483,7 +569,8 @@ int dns_lookup_host(struct dns_resolver *r, const char *host, dns_done_fn *done,
 
     if (r->closing)
         return -1;
-    l = lookup_new(r, host, done, ctx);
+    l = lookup_new(r, host, LOOKUP_KIND_MX, ctx);
+    l->done = done;
     l->host = xcalloc(1, sizeof(*l->host));
     l->nhost = 1;
     if (dns_literal(host, &l->host[0].addr)) {
@@ -524,12 +611,63 @@ void dns_result_free(struct dns_result *res)
     free(res);
 }
 
+/* Ask the one question of a TLSA or TXT lookup. */
+static void lookup_ask_record(struct dns_lookup *l, int type)
+{
+    l->state = LOOKUP_RECORD;
+    l->recwait.fn = record_answer;
+    l->pending = 2; /* the answer, and this call */
+    dns_fetch(l->r, l->name, type, &l->recwait);
+    lookup_release(l);
+}
+
+int dns_lookup_tlsa(struct dns_resolver *r, const char *host, int port,
+                    dns_tlsa_fn *done, void *ctx)
+{
+    struct dns_lookup *l;
+    char norm[DNS_NAME_MAX + 1];
+    char *asked;
+    int ok;
+
+    if (r->closing)
+        return -1;
+    ok = port >= 0 && port <= 65535 && dns_name_norm(host, norm) == 0;
+    asked = dns_xprintf("_%d._tcp.%s", port, ok ? norm : host);
+    l = lookup_new(r, asked, LOOKUP_KIND_TLSA, ctx);
+    free(asked);
+    l->tlsa_done = done;
+    /* RFC 6698, 3: the name is _PORT._tcp. and the server's name. */
+    if (!ok || dns_name_norm(l->asked, l->name) < 0) {
+        lookup_invalid(l);
+        return 0;
+    }
+    lookup_ask_record(l, DNS_TYPE_TLSA);
+    return 0;
+}
+
+int dns_lookup_txt(struct dns_resolver *r, const char *name, dns_txt_fn *done,
+                   void *ctx)
+{
+    struct dns_lookup *l;
+
+    if (r->closing)
+        return -1;
+    l = lookup_new(r, name, LOOKUP_KIND_TXT, ctx);
+    l->txt_done = done;
+    if (dns_name_norm(name, l->name) < 0) {
+        lookup_invalid(l);
+        return 0;
+    }
+    lookup_ask_record(l, DNS_TYPE_TXT);
+    return 0;
+}
+
 void dns_lookups_abort(struct dns_resolver *r)
 {
     struct dns_lookup *l;
 
     for (l = r->first; l; l = l->next)
-        if (l->res == NULL)
+        if (l->state != LOOKUP_DONE)
             lookup_fail(l, DNS_TEMPFAIL, "resolver shut down", "4.4.3");
 }
 
@@ -538,7 +676,7 @@ void dns_lookups_deliver(struct dns_resolver *r)
     struct dns_lookup *l;
 
     while ((l = r->first) != NULL) {
-        if (l->res == NULL || l->pending != 0)
+        if (l->state != LOOKUP_DONE || l->pending != 0)
             dns_panic("lookup of %s still busy at shutdown (pending %d)",
                       l->asked, l->pending);
         lookup_fire(l);

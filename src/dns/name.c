@@ -128,6 +128,10 @@ const char *dns_type_name(int type)
         return "CNAME";
     case DNS_TYPE_SOA:
         return "SOA";
+    case DNS_TYPE_TXT:
+        return "TXT";
+    case DNS_TYPE_TLSA:
+        return "TLSA";
     default:
         return "unknown";
     }

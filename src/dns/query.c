@@ -14,8 +14,24 @@
  *	lent to w->fn at once; a stale one is dropped. A pending entry
  *	(the same question is on the wire) gets w as one more waiter.
  *	Otherwise a pending entry is made and the question goes out
- *	through ares_query(): no search list, no local domain appended,
+ *	through ares_send(): no search list, no local domain appended,
  *	as the reference asks for mail (RES_DEFNAMES and RES_DNSRCH off).
+ *
+ *	The question is made here, not by ares_query(), because c-ares
+ *	1.18 has no option for what DNSSEC needs: ares_create_query()
+ *	writes it (recursion desired, EDNS0 with a 1232-byte payload), then
+ *	the AD bit is set in the header (RFC 6840, 5.7: a validating
+ *	resolver then reports AD without sending the DNSSEC records) and
+ *	the DO bit in the OPT record (RFC 3225, for resolvers that predate
+ *	RFC 6840; the reference sets both, through RES_USE_DNSSEC and
+ *	RES_TRUSTAD), and the query ID is drawn from getrandom(), as
+ *	ares_query() draws it from its own generator (ares_send() takes
+ *	the ID it is given). ares_query()'s work on the reply is done here
+ *	too: the response code becomes the status (NXDOMAIN, no data,
+ *	FORMERR). A server that answers FORMERR to a question with EDNS0
+ *	is asked again without it (c-ares does this once for a channel,
+ *	and then only for questions it made itself); one that answered so
+ *	without an OPT record gets no EDNS0 from this resolver again.
  *
  *	When the answer comes, c-ares's status and the reply become an
  *	answer (the reference's words and DSN codes: see dns.h), the
@@ -35,8 +51,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
-#define CLASS_IN 1
+#define CLASS_IN    1
+#define HEADER_SIZE 12
+#define HEADER_AD   0x20 /* in the fourth byte of the header */
+#define OPT_SIZE    11   /* the OPT record ares_create_query() appends */
+#define OPT_DO      0x80 /* in the first byte of its flags (TTL bytes 3-4) */
 
 #define NOT_FOUND_FMT                                                          \
     "Host or domain name not found. "                                          \
@@ -63,11 +84,18 @@ void dns_answer_unref(struct dns_answer *a)
 
     if (a == NULL || --a->refs > 0)
         return;
-    if (a->mx)
-        for (i = 0; i < a->count; i++)
+    for (i = 0; i < a->count; i++) {
+        if (a->mx)
             free(a->mx[i].name);
+        if (a->tlsa)
+            free(a->tlsa[i].data);
+        if (a->txt)
+            free(a->txt[i]);
+    }
     free(a->mx);
     free(a->addr);
+    free(a->tlsa);
+    free(a->txt);
     free(a->why);
     free(a);
 }
@@ -104,11 +132,16 @@ static struct dns_answer *answer_data(const struct dns_entry *e,
         dns_answer_new(rep->nullmx ? DNS_ANSWER_NULLMX : DNS_ANSWER_DATA);
 
     a->ttl = min32(min32(rep->ttl, e->chain_ttl), DNS_TTL_MAX);
+    a->secure = rep->ad && e->chain_secure;
     a->count = rep->count;
     a->mx = rep->mx;
     a->addr = rep->addr;
+    a->tlsa = rep->tlsa;
+    a->txt = rep->txt;
     rep->mx = NULL;
     rep->addr = NULL;
+    rep->tlsa = NULL;
+    rep->txt = NULL;
     rep->count = 0;
     if (rep->nullmx) {
         a->dsn = "5.1.0";
@@ -131,6 +164,7 @@ static struct dns_answer *answer_negative(const struct dns_entry *e,
     uint32_t ttl = rep->has_soa ? rep->neg_ttl : DNS_NEG_TTL;
 
     a->ttl = min32(min32(ttl, e->chain_ttl), DNS_NEG_TTL_MAX);
+    a->secure = rep->ad && e->chain_secure;
     return a;
 }
 
@@ -168,6 +202,39 @@ static void entry_finish(struct dns_entry *e, struct dns_answer *a)
 
 static void query_send(struct dns_resolver *r, struct dns_entry *e);
 
+/* What ares_query() makes of a reply's response code. */
+static int reply_status(const unsigned char *abuf, int alen)
+{
+    if (abuf == NULL || alen < HEADER_SIZE)
+        return ARES_EBADRESP;
+    switch (abuf[3] & 0x0f) {
+    case 0: /* NOERROR */
+        return (abuf[6] | abuf[7]) ? ARES_SUCCESS : ARES_ENODATA;
+    case 1:
+        return ARES_EFORMERR;
+    case 2:
+        return ARES_ESERVFAIL;
+    case 3:
+        return ARES_ENOTFOUND;
+    case 4:
+        return ARES_ENOTIMP;
+    case 5:
+        return ARES_EREFUSED;
+    default:
+        return ARES_SUCCESS; /* as ares_query(): the reply decides */
+    }
+}
+
+/* An unpredictable query ID: it is half of what stops spoofed replies. */
+static unsigned short query_id(struct dns_resolver *r)
+{
+    unsigned short id;
+
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = (unsigned short)dns_random(r);
+    return id;
+}
+
 /* The reply to a query (the ares_callback). */
 static void query_done(void *arg, int status, int timeouts, unsigned char *abuf,
                        int alen)
@@ -177,6 +244,14 @@ static void query_done(void *arg, int status, int timeouts, unsigned char *abuf,
     struct dns_answer *a;
 
     (void)timeouts;
+    if (status == ARES_SUCCESS &&
+        (status = reply_status(abuf, alen)) == ARES_EFORMERR && e->edns) {
+        e->edns = 0;
+        if (alen >= HEADER_SIZE && abuf[10] == 0 && abuf[11] == 0)
+            e->r->no_edns = 1; /* no OPT record: EDNS0 unknown there */
+        query_send(e->r, e);
+        return;
+    }
     switch (status) {
     case ARES_SUCCESS:
         if (dns_reply_parse(abuf, alen, e->qname, e->type, &rep) < 0) {
@@ -196,6 +271,7 @@ static void query_done(void *arg, int status, int timeouts, unsigned char *abuf,
                 break;
             }
             e->chain_ttl = min32(e->chain_ttl, rep.ttl);
+            e->chain_secure = e->chain_secure && rep.ad;
             free(e->qname);
             e->qname = rep.cname;
             rep.cname = NULL;
@@ -237,12 +313,33 @@ static void query_done(void *arg, int status, int timeouts, unsigned char *abuf,
 
 static void query_send(struct dns_resolver *r, struct dns_entry *e)
 {
+    unsigned char *q = NULL;
+    int qlen;
+    int rc;
+
     if (r->closing) {
         entry_finish(e, answer_shutdown());
         return;
     }
+    if (r->no_edns)
+        e->edns = 0;
+    rc = ares_create_query(e->qname, CLASS_IN, e->type, query_id(r), 1, &q,
+                           &qlen, e->edns ? DNS_EDNS_PAYLOAD : 0);
+    if (rc != ARES_SUCCESS) {
+        /* A name dns_name_norm() let through: no query, for good. */
+        if (q)
+            ares_free_string(q);
+        entry_finish(e, answer_not_found(e, DNS_ANSWER_PERM, "5.4.4",
+                                         "Non-recoverable error"));
+        return;
+    }
+    q[3] |= HEADER_AD;
+    if (e->edns && qlen >= HEADER_SIZE + OPT_SIZE && q[qlen - OPT_SIZE] == 0 &&
+        q[qlen - OPT_SIZE + 2] == DNS_TYPE_OPT)
+        q[qlen - OPT_SIZE + 7] |= OPT_DO;
     r->queries++;
-    ares_query(r->channel, e->qname, CLASS_IN, e->type, query_done, e);
+    ares_send(r->channel, q, qlen, query_done, e);
+    ares_free_string(q);
     dns_rearm(r);
 }
 
@@ -274,6 +371,8 @@ void dns_fetch(struct dns_resolver *r, const char *name, int type,
     e->r = r;
     e->qname = xstrdup(name);
     e->chain_ttl = UINT32_MAX;
+    e->chain_secure = 1;
+    e->edns = 1;
     *e->wtail = w;
     e->wtail = &w->next;
     query_send(r, e);

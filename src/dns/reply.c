@@ -22,6 +22,19 @@
  *	the CNAMEs followed. A TTL with the top bit set counts as 0 (RFC
  *	2181, 8). An MX record whose exchanger is the root is a null MX
  *	(RFC 7505), whatever else is there.
+ *
+ *	A TLSA record with less than its three one-byte fields is skipped,
+ *	not the whole reply, as the reference does: one broken record must
+ *	not hide good ones (RFC 7672, 2.2 asks the client to use the
+ *	usable ones). A TXT record is a run of character-strings, each a
+ *	length byte and that many bytes (RFC 1035, 3.3.14); one that runs
+ *	past the record makes the reply malformed, and a record holding a
+ *	NUL byte is skipped (a C string cannot carry it, and no MTA-STS or
+ *	TLS-RPT record can contain one).
+ *
+ *	The AD bit (RFC 4035, 3.2.3; RFC 6840, 5.7) is read from the
+ *	header as it came: what it is worth is the resolver's business
+ *	(see dns.h).
  */
 
 #include "dns/dns_impl.h"
@@ -152,13 +165,65 @@ static int read_soa(const unsigned char *buf, int len, const struct rr *rr,
     return 0;
 }
 
+static int take_tlsa(const struct rr *rr, struct dns_reply *rep)
+{
+    size_t n = rep->count;
+    struct dns_tlsa *t;
+
+    if (rr->len < 3)
+        return 0; /* skipped */
+    rep->tlsa = xrealloc(rep->tlsa, (n + 1) * sizeof(*rep->tlsa));
+    t = &rep->tlsa[n];
+    t->usage = rr->data[0];
+    t->selector = rr->data[1];
+    t->mtype = rr->data[2];
+    t->len = (size_t)rr->len - 3;
+    t->data = xmalloc(t->len + 1);
+    memcpy(t->data, rr->data + 3, t->len);
+    return 1;
+}
+
+/* The character-strings of a TXT record, joined: 0 skipped, -1 bad. */
+static int take_txt(const struct rr *rr, struct dns_reply *rep)
+{
+    size_t n = rep->count;
+    const unsigned char *p = rr->data;
+    const unsigned char *end = rr->data + rr->len;
+    char *s = xmalloc((size_t)rr->len + 1);
+    size_t out = 0;
+
+    while (p < end) {
+        if (p + 1 + *p > end) {
+            free(s);
+            return -1;
+        }
+        memcpy(s + out, p + 1, *p);
+        out += *p;
+        p += 1 + *p;
+    }
+    s[out] = 0;
+    if (memchr(s, 0, out) != NULL) {
+        free(s);
+        return 0;
+    }
+    rep->txt = xrealloc(rep->txt, (n + 1) * sizeof(*rep->txt));
+    rep->txt[n] = s;
+    return 1;
+}
+
 /* Add the record's data to rep; -1 if it is malformed. */
 static int take_record(const unsigned char *buf, int len, const struct rr *rr,
                        struct dns_reply *rep)
 {
     size_t n = rep->count;
+    int took;
 
-    if (rr->type == DNS_TYPE_MX) {
+    if (rr->type == DNS_TYPE_TLSA || rr->type == DNS_TYPE_TXT) {
+        took =
+            rr->type == DNS_TYPE_TLSA ? take_tlsa(rr, rep) : take_txt(rr, rep);
+        if (took <= 0)
+            return took;
+    } else if (rr->type == DNS_TYPE_MX) {
         long enclen;
         char *name;
 
@@ -224,11 +289,13 @@ int dns_reply_parse(const unsigned char *buf, int len, const char *qname,
     uint32_t chain_ttl = UINT32_MAX;
     char *last = NULL;
     int bad = 0;
+    int seen = 0;
 
     memset(rep, 0, sizeof(*rep));
     rep->ttl = UINT32_MAX;
     if (buf == NULL || len < HEADER_SIZE)
         return -1;
+    rep->ad = dns_reply_ad(buf, len);
     qd = get16(buf + 4);
     an = get16(buf + 6);
     ns = get16(buf + 8);
@@ -250,12 +317,15 @@ int dns_reply_parse(const unsigned char *buf, int len, const char *qname,
     last = follow_chain(buf, len, rrs, nan, qname, &chain_ttl, &bad);
     if (bad)
         goto bad;
-    for (i = 0; i < nan; i++)
-        if (rrs[i].type == qtype && strcmp(rrs[i].owner, last) == 0 &&
-            take_record(buf, len, &rrs[i], rep) < 0)
+    for (i = 0; i < nan; i++) {
+        if (rrs[i].type != qtype || strcmp(rrs[i].owner, last) != 0)
+            continue;
+        seen = 1; /* the chain ends here, even if every record is skipped */
+        if (take_record(buf, len, &rrs[i], rep) < 0)
             goto bad;
+    }
     rep->ttl = min32(rep->ttl, chain_ttl);
-    if (rep->count == 0 && strcmp(last, qname) != 0) {
+    if (rep->count == 0 && !seen && strcmp(last, qname) != 0) {
         rep->cname = last;
         last = NULL;
     }
@@ -271,15 +341,27 @@ bad:
     return -1;
 }
 
+int dns_reply_ad(const unsigned char *buf, int len)
+{
+    return buf != NULL && len >= HEADER_SIZE && (buf[3] & 0x20) != 0;
+}
+
 void dns_reply_clear(struct dns_reply *rep)
 {
     size_t i;
 
-    if (rep->mx)
-        for (i = 0; i < rep->count; i++)
+    for (i = 0; i < rep->count; i++) {
+        if (rep->mx)
             free(rep->mx[i].name);
+        if (rep->tlsa)
+            free(rep->tlsa[i].data);
+        if (rep->txt)
+            free(rep->txt[i]);
+    }
     free(rep->mx);
     free(rep->addr);
+    free(rep->tlsa);
+    free(rep->txt);
     free(rep->cname);
     memset(rep, 0, sizeof(*rep));
 }

@@ -12,6 +12,7 @@
  *	void	dns_set_clock(struct dns_resolver *r, dns_clock_fn *now,
  *			void *ctx)
  *	void	dns_stats(const struct dns_resolver *r, struct dns_stats *st)
+ *	int	dns_servers_loopback(const struct dns_resolver *r)
  *
  *	#include "dns/dns_impl.h"
  *
@@ -35,6 +36,10 @@
  *	then every result not yet delivered is delivered, from
  *	dns_free() itself, and only then is anything freed.
  *
+ *	dns_servers_loopback() reads the server list back from c-ares
+ *	(what resolv.conf gave, or cf->servers): 1 when it is not empty and
+ *	every server is in 127.0.0.0/8 or is ::1.
+ *
  *	dns_now() is the cache's clock in milliseconds: CLOCK_MONOTONIC,
  *	or the clock a test installed. dns_random() is splitmix64, seeded
  *	from the configuration so that a test can fix the shuffling of
@@ -43,13 +48,12 @@
 
 #include "dns/dns_impl.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define EDNS_PAYLOAD 1232 /* DNS flag day 2020: no IP fragmentation */
 
 struct dns_sock {
     struct dns_sock *next;
@@ -170,7 +174,7 @@ static int channel_init(struct dns_resolver *r, const struct dns_config *cf,
     opts.sock_state_cb = sock_state;
     opts.sock_state_cb_data = r;
     opts.flags = ARES_FLAG_EDNS;
-    opts.ednspsz = EDNS_PAYLOAD;
+    opts.ednspsz = DNS_EDNS_PAYLOAD;
     if (cf->timeout_ms > 0) {
         opts.timeout = cf->timeout_ms;
         mask |= ARES_OPT_TIMEOUTMS;
@@ -287,4 +291,27 @@ void dns_stats(const struct dns_resolver *r, struct dns_stats *st)
     st->cache_hits = r->hits;
     st->lookups = r->lookups;
     st->cached = r->cache.done;
+}
+
+int dns_servers_loopback(const struct dns_resolver *r)
+{
+    struct ares_addr_port_node *list = NULL;
+    struct ares_addr_port_node *s;
+    int loopback = 0;
+
+    if (!r->have_channel ||
+        ares_get_servers_ports(r->channel, &list) != ARES_SUCCESS)
+        return 0;
+    for (s = list; s; s = s->next) {
+        if (s->family == AF_INET)
+            loopback = (ntohl(s->addr.addr4.s_addr) >> 24) == 127;
+        else if (s->family == AF_INET6)
+            loopback = memcmp(&s->addr.addr6, &in6addr_loopback, 16) == 0;
+        else
+            loopback = 0;
+        if (!loopback)
+            break;
+    }
+    ares_free_data(list);
+    return loopback;
 }

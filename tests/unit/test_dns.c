@@ -1,5 +1,6 @@
 /*
- * test_dns - MX, A and AAAA lookups against real and fake name servers
+ * test_dns - MX, A, AAAA, TLSA and TXT lookups against real and fake
+ * name servers
  *
  * The real server is dnsmasq (../shared/TESTING-PEERS.md), started by
  * this test on a free loopback port, twice: one instance serves the
@@ -12,8 +13,14 @@
  * The fake server lives on the test's own event loop: a UDP socket that
  * answers in one chosen way (not at all, SERVFAIL, FORMERR, a malformed
  * reply, NXDOMAIN with an SOA of a chosen TTL and minimum, records in a
- * known order, an MX record and then silence), for what dnsmasq will not
- * do on demand.
+ * known order, an MX record and then silence, records with the AD bit
+ * set), for what dnsmasq will not do on demand. It also counts the
+ * questions that carried the AD bit and EDNS0's DO bit.
+ *
+ * dnsmasq validates nothing and sets no AD bit: against it every result
+ * has secure = 0. What a validating resolver says is tested twice: with
+ * the fake server's AD bit here, and with a real unbound validating a
+ * signed zone in tests/integration/dns_dnssec.sh.
  *
  * The cache's clock is the test's (dns_set_clock()), so TTLs are tested
  * without sleeping; the counters of dns_stats() say how many queries
@@ -89,6 +96,16 @@ static const char *local_records[] = {
     "--mx-host=dup.test,mx1.pref.test,30",
     "--mx-host=dup.test,mx2.pref.test,20",
     "--mx-host=dup.test,mx1.pref.test,10",
+    /* TLSA (type 52): 3 1 1 and 32 bytes; 2 0 1 and 3 bytes. */
+    "--dns-rr=_25._tcp.mx1.pref.test,52,030101"
+    "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+    "--dns-rr=_25._tcp.mx2.pref.test,52,020001aabbcc",
+    "--dns-rr=_25._tcp.short.test,52,0301",
+    "--dns-rr=_25._tcp.short.test,52,030100ff",
+    "--txt-record=_465._tcp.mx1.pref.test,not a TLSA record",
+    "--cname=_25._tcp.alias.cn.test,_25._tcp.mx2.pref.test",
+    "--txt-record=_mta-sts.pref.test,v=STSv1; id=20240101",
+    "--txt-record=_smtp._tls.pref.test,v=TLSRPTv1; ,rua=mailto:r@pref.test",
     NULL,
 };
 
@@ -261,6 +278,100 @@ static struct dns_result *lookup_host(struct dns_resolver *r, const char *h)
     return wait_result(&o);
 }
 
+struct tlsa_outcome {
+    int calls;
+    struct dns_tlsa_result *res;
+};
+
+static void on_tlsa(void *ctx, struct dns_tlsa_result *res)
+{
+    struct tlsa_outcome *o = ctx;
+
+    assert_false(in_call);
+    o->calls++;
+    dns_tlsa_result_free(o->res);
+    o->res = res;
+}
+
+static struct dns_tlsa_result *lookup_tlsa(struct dns_resolver *r,
+                                           const char *host, int port)
+{
+    struct tlsa_outcome o = {0, NULL};
+
+    in_call = 1;
+    assert_int_equal(dns_lookup_tlsa(r, host, port, on_tlsa, &o), 0);
+    in_call = 0;
+    assert_int_equal(o.calls, 0); /* never from inside the call */
+    run_until(&o.calls, 1, 5000);
+    assert_int_equal(o.calls, 1);
+    return o.res;
+}
+
+struct txt_outcome {
+    int calls;
+    struct dns_txt_result *res;
+};
+
+static void on_txt(void *ctx, struct dns_txt_result *res)
+{
+    struct txt_outcome *o = ctx;
+
+    assert_false(in_call);
+    o->calls++;
+    dns_txt_result_free(o->res);
+    o->res = res;
+}
+
+static struct dns_txt_result *lookup_txt(struct dns_resolver *r,
+                                         const char *name)
+{
+    struct txt_outcome o = {0, NULL};
+
+    in_call = 1;
+    assert_int_equal(dns_lookup_txt(r, name, on_txt, &o), 0);
+    in_call = 0;
+    assert_int_equal(o.calls, 0);
+    run_until(&o.calls, 1, 5000);
+    assert_int_equal(o.calls, 1);
+    return o.res;
+}
+
+/* "3 1 1 0001...; 2 0 1 aabbcc": the records in the order received. */
+static const char *tlsa_text(const struct dns_tlsa_result *res)
+{
+    static char buf[1024];
+    size_t i, j, n = 0;
+
+    buf[0] = 0;
+    for (i = 0; i < res->n; i++) {
+        const struct dns_tlsa *t = &res->rec[i];
+
+        n += snprintf(buf + n, sizeof(buf) - n, "%s%u %u %u ", i ? "; " : "",
+                      t->usage, t->selector, t->mtype);
+        for (j = 0; j < t->len; j++)
+            n += snprintf(buf + n, sizeof(buf) - n, "%02x", t->data[j]);
+    }
+    return buf;
+}
+
+/* The TLSA result: status, secure, records; then freed. */
+static void expect_tlsa(struct dns_tlsa_result *res, enum dns_status status,
+                        int secure, const char *name, const char *recs)
+{
+    assert_non_null(res);
+    assert_int_equal(res->status, status);
+    assert_int_equal(res->secure, secure);
+    assert_string_equal(res->name, name);
+    assert_string_equal(tlsa_text(res), recs);
+    if (status == DNS_OK) {
+        assert_string_equal(res->why, "");
+        assert_string_equal(res->dsn, "");
+    }
+    if (res->n == 0)
+        assert_null(res->rec);
+    dns_tlsa_result_free(res);
+}
+
 /* "10 mx1.pref.test 127.0.0.11 fd00::11; 20 mx2.pref.test 127.0.0.12" */
 static const char *hosts_text(const struct dns_result *res)
 {
@@ -318,6 +429,7 @@ enum fake_mode {
     FAKE_NXSOA,    /* NXDOMAIN with an SOA: soa_ttl, soa_min */
     FAKE_MXONLY,   /* "MX 10 mx.<name>", silence for anything else */
     FAKE_RECORDS,  /* that MX, and three A and two AAAA records for all */
+    FAKE_SECURE,   /* the same, TLSA and TXT records, AD set (see below) */
 };
 
 struct fake {
@@ -326,6 +438,12 @@ struct fake {
     struct event *ev;
     enum fake_mode mode;
     int queries;
+    int ad_queries;      /* with the AD bit (RFC 6840, 5.7) */
+    int do_queries;      /* with EDNS0 and its DO bit (RFC 3225) */
+    unsigned plain_type; /* FAKE_SECURE: no AD for this type */
+    int chain;           /* FAKE_SECURE: "alias.X" is a CNAME to X, alone */
+    int chain_ad;        /* the AD bit of that CNAME reply */
+    int target_ad;       /* the AD bit of the replies for X */
     uint32_t soa_ttl, soa_min;
 };
 
@@ -376,6 +494,12 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
     if (end > (size_t)n)
         return;
     qtype = (unsigned)q[end - 4] << 8 | q[end - 3];
+    if (q[3] & 0x20)
+        f->ad_queries++;
+    /* The OPT record: root name, type 41, class, TTL (DO: 0x8000). */
+    if ((q[10] | q[11]) && end + 11 <= (size_t)n && q[end] == 0 &&
+        q[end + 2] == 41 && (q[end + 7] & 0x80))
+        f->do_queries++;
     if (f->mode == FAKE_SILENT || (f->mode == FAKE_MXONLY && qtype != 15))
         return;
     memcpy(out, q, end);
@@ -408,6 +532,46 @@ static void fake_read(evutil_socket_t fd, short what, void *arg)
         put32(data + 20, f->soa_min); /* minimum */
         len += put_rr(out + len, 6, f->soa_ttl, data, 24);
         break;
+    case FAKE_SECURE:
+        if (f->chain && q[12] == 5 && memcmp(q + 13, "alias", 5) == 0) {
+            if (f->chain_ad)
+                out[3] |= 0x20;
+            put16(out + 6, 1);
+            data[0] = 0xc0; /* the question's name after "alias." */
+            data[1] = 18;
+            len += put_rr(out + len, 5, 300, data, 2);
+            break;
+        }
+        if (qtype != f->plain_type && (!f->chain || f->target_ad))
+            out[3] |= 0x20; /* AD */
+        if (qtype == 52) {
+            /* 3 1 1 and 32 bytes; a record of 2 bytes; 2 0 0 and one. */
+            put16(out + 6, 3);
+            data[0] = 3;
+            data[1] = 1;
+            data[2] = 1;
+            for (size_t i = 0; i < 32; i++)
+                data[3 + i] = (unsigned char)(0xa0 + i);
+            len += put_rr(out + len, 52, 300, data, 35);
+            len += put_rr(out + len, 52, 300, data, 2);
+            data[0] = 2;
+            data[1] = 0;
+            data[2] = 0;
+            data[3] = 0x42;
+            len += put_rr(out + len, 52, 300, data, 4);
+            break;
+        }
+        if (qtype == 16) {
+            /* Two strings; an empty record; one with a NUL: skipped. */
+            put16(out + 6, 3);
+            len += put_rr(out + len, 16, 300,
+                          (const unsigned char *)"\011v=STSv1; \005id=42", 16);
+            len += put_rr(out + len, 16, 300, (const unsigned char *)"", 0);
+            len += put_rr(out + len, 16, 300, (const unsigned char *)"\003a\0b",
+                          4);
+            break;
+        }
+        /* FALLTHROUGH */
     case FAKE_MXONLY:
     case FAKE_RECORDS:
         if (qtype == 15) {
@@ -788,6 +952,219 @@ static void test_host_literal(void **state)
     dns_free(r);
 }
 
+/* ---- TLSA and TXT against dnsmasq ---- */
+
+/*
+ * RFC 6698, 3: "TLSA resource records are stored at a prefixed DNS domain
+ * name", "_" port "._tcp." and the server's name; RFC 6698, 2.1: one byte
+ * each of certificate usage, selector and matching type, then the
+ * certificate association data. Exactly what was served comes back.
+ */
+static void test_tlsa_records(void **state)
+{
+    struct dns_resolver *r;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    expect_tlsa(
+        lookup_tlsa(r, "mx1.pref.test", 25), DNS_OK, 0,
+        "_25._tcp.mx1.pref.test",
+        "3 1 1 "
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    /* The server's name as written: a final dot, capitals. */
+    expect_tlsa(lookup_tlsa(r, "MX2.Pref.Test.", 25), DNS_OK, 0,
+                "_25._tcp.mx2.pref.test", "2 0 1 aabbcc");
+    /* A CNAME is followed (RFC 7672, 2.2.2: the client follows it). */
+    expect_tlsa(lookup_tlsa(r, "alias.cn.test", 25), DNS_OK, 0,
+                "_25._tcp.alias.cn.test", "2 0 1 aabbcc");
+    assert_int_equal(queries(r), 3);
+    dns_free(r);
+}
+
+/*
+ * Record data shorter than its three fixed fields is skipped, not the
+ * reply: the record beside it is used (as the reference does).
+ */
+static void test_tlsa_short_record_skipped(void **state)
+{
+    struct dns_resolver *r;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    expect_tlsa(lookup_tlsa(r, "short.test", 25), DNS_OK, 0,
+                "_25._tcp.short.test", "3 1 0 ff");
+    dns_free(r);
+}
+
+/*
+ * RFC 7672, 2.2: a denial of existence is an answer, "no TLSA records":
+ * NXDOMAIN and no data are DNS_OK without records (the caller then looks
+ * at secure, 0 from a server that does not validate).
+ */
+static void test_tlsa_denial(void **state)
+{
+    struct dns_resolver *r;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    expect_tlsa(lookup_tlsa(r, "nx.test", 25), DNS_OK, 0, "_25._tcp.nx.test",
+                "");
+    expect_tlsa(lookup_tlsa(r, "mx1.pref.test", 465), DNS_OK, 0,
+                "_465._tcp.mx1.pref.test", "");
+    assert_int_equal(queries(r), 2);
+    dns_free(r);
+}
+
+/* Not a host name, or not a port: a permanent failure, no query. */
+static void test_tlsa_invalid(void **state)
+{
+    struct dns_resolver *r;
+
+    (void)state;
+    r = resolver("127.0.0.1:9", 100, 1, 0, 1);
+    expect_tlsa(lookup_tlsa(r, "192.0.2.1", 25), DNS_PERMFAIL, 0,
+                "_25._tcp.192.0.2.1", "");
+    expect_tlsa(lookup_tlsa(r, "mx.example", 65536), DNS_PERMFAIL, 0,
+                "_65536._tcp.mx.example", "");
+    expect_tlsa(lookup_tlsa(r, "bad..name", 25), DNS_PERMFAIL, 0,
+                "_25._tcp.bad..name", "");
+    assert_int_equal(queries(r), 0);
+    dns_free(r);
+}
+
+/* TLSA answers are cached by their TTL, denials by the negative TTL. */
+static void test_tlsa_cached(void **state)
+{
+    struct dns_resolver *r;
+    const int64_t t0 = now_ms;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    expect_tlsa(
+        lookup_tlsa(r, "mx1.pref.test", 25), DNS_OK, 0,
+        "_25._tcp.mx1.pref.test",
+        "3 1 1 "
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    expect_tlsa(lookup_tlsa(r, "nx.test", 25), DNS_OK, 0, "_25._tcp.nx.test",
+                "");
+    assert_int_equal(kill(local_dns.pid, SIGSTOP), 0);
+    now_ms = t0 + 59999;
+    expect_tlsa(
+        lookup_tlsa(r, "mx1.pref.test", 25), DNS_OK, 0,
+        "_25._tcp.mx1.pref.test",
+        "3 1 1 "
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    expect_tlsa(lookup_tlsa(r, "nx.test", 25), DNS_OK, 0, "_25._tcp.nx.test",
+                "");
+    assert_int_equal(kill(local_dns.pid, SIGCONT), 0);
+    assert_int_equal(queries(r), 2);
+    now_ms = t0 + 60000; /* the denial (no SOA: 60 s) is asked again */
+    expect_tlsa(lookup_tlsa(r, "nx.test", 25), DNS_OK, 0, "_25._tcp.nx.test",
+                "");
+    assert_int_equal(queries(r), 3);
+    now_ms = t0 + 300000; /* the records: --local-ttl=300 */
+    expect_tlsa(
+        lookup_tlsa(r, "mx1.pref.test", 25), DNS_OK, 0,
+        "_25._tcp.mx1.pref.test",
+        "3 1 1 "
+        "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+    assert_int_equal(queries(r), 4);
+    dns_free(r);
+}
+
+/*
+ * RFC 8461, 3.1 and RFC 8460, 3: "If the resource record contains
+ * multiple character-strings, they are concatenated", with nothing put
+ * between them.
+ */
+static void test_txt_records(void **state)
+{
+    struct dns_resolver *r;
+    struct dns_txt_result *res;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    res = lookup_txt(r, "_mta-sts.pref.test");
+    assert_int_equal(res->status, DNS_OK);
+    assert_int_equal(res->secure, 0);
+    assert_string_equal(res->name, "_mta-sts.pref.test");
+    assert_int_equal(res->n, 1);
+    assert_string_equal(res->txt[0], "v=STSv1; id=20240101");
+    dns_txt_result_free(res);
+    res = lookup_txt(r, "_smtp._tls.pref.test");
+    assert_int_equal(res->status, DNS_OK);
+    assert_int_equal(res->n, 1);
+    assert_string_equal(res->txt[0], "v=TLSRPTv1; rua=mailto:r@pref.test");
+    dns_txt_result_free(res);
+    /* Cached. */
+    res = lookup_txt(r, "_smtp._tls.pref.test");
+    assert_int_equal(res->n, 1);
+    dns_txt_result_free(res);
+    assert_int_equal(queries(r), 2);
+    dns_free(r);
+}
+
+/* No record: a permanent failure in the reference's words, cached. */
+static void test_txt_missing(void **state)
+{
+    struct dns_resolver *r;
+    struct dns_txt_result *res;
+    int i;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    for (i = 0; i < 2; i++) {
+        res = lookup_txt(r, "_mta-sts.nx.test");
+        assert_int_equal(res->status, DNS_PERMFAIL);
+        assert_string_equal(res->why,
+                            "Host or domain name not found. Name service "
+                            "error for name=_mta-sts.nx.test type=TXT: "
+                            "Host not found");
+        assert_string_equal(res->dsn, "5.4.4");
+        assert_int_equal(res->n, 0);
+        assert_null(res->txt);
+        dns_txt_result_free(res);
+    }
+    res = lookup_txt(r, "mx1.pref.test");
+    assert_int_equal(res->status, DNS_PERMFAIL);
+    assert_string_equal(res->why,
+                        "Host or domain name not found. Name service error "
+                        "for name=mx1.pref.test type=TXT: Host found but no "
+                        "data record of requested type");
+    dns_txt_result_free(res);
+    res = lookup_txt(r, "not a name");
+    assert_int_equal(res->status, DNS_PERMFAIL);
+    assert_string_equal(res->why, "Name service error for not a name: "
+                                  "invalid host or domain name");
+    dns_txt_result_free(res);
+    assert_int_equal(queries(r), 2);
+    dns_free(r);
+}
+
+/* Without a validating resolver nothing is secure. */
+static void test_not_secure_without_ad(void **state)
+{
+    struct dns_resolver *r;
+    struct dns_result *res;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    res = lookup_mx(r, "pref.test");
+    assert_int_equal(res->status, DNS_OK);
+    assert_int_equal(res->secure, 0);
+    assert_int_equal(res->host[0].secure, 0);
+    assert_int_equal(res->host[1].secure, 0);
+    dns_result_free(res);
+    dns_free(r);
+}
+
 /* ---- the cache ---- */
 
 /* A second lookup is answered from the cache: dnsmasq is stopped. */
@@ -1116,6 +1493,202 @@ static void test_address_order(void **state)
     fake_stop(&f);
 }
 
+/* ---- DNSSEC: the AD bit ---- */
+
+/*
+ * RFC 6840, 5.7: "validating resolvers ... SHOULD set the AD bit" in a
+ * response "only if the request contained either a set DO bit or a set
+ * AD bit"; every question asks with both, and a reply's AD bit makes its
+ * answer secure: the MX result, each exchanger, the TLSA and TXT results.
+ * Records of the TLSA answer with short data are skipped, TXT records
+ * with a NUL byte too; an empty TXT record is an empty string.
+ */
+static void test_ad_secure(void **state)
+{
+    struct fake f;
+    struct dns_resolver *r;
+    struct dns_result *res;
+    struct dns_txt_result *txt;
+
+    (void)state;
+    fake_start(&f, FAKE_SECURE);
+    r = resolver(f.servers, 500, 1, 0, 1);
+    res = lookup_mx(r, "signed.example");
+    assert_int_equal(res->status, DNS_OK);
+    assert_int_equal(res->secure, 1);
+    assert_int_equal(res->nhost, 1);
+    assert_int_equal(res->host[0].secure, 1);
+    dns_result_free(res);
+    res = lookup_host(r, "mx.signed.example");
+    assert_int_equal(res->secure, 1);
+    assert_int_equal(res->host[0].secure, 1);
+    dns_result_free(res);
+    expect_tlsa(lookup_tlsa(r, "mx.signed.example", 25), DNS_OK, 1,
+                "_25._tcp.mx.signed.example",
+                "3 1 1 a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9"
+                "babbbcbdbebf; 2 0 0 42");
+    txt = lookup_txt(r, "_mta-sts.signed.example");
+    assert_int_equal(txt->status, DNS_OK);
+    assert_int_equal(txt->secure, 1);
+    assert_int_equal(txt->n, 2);
+    assert_string_equal(txt->txt[0], "v=STSv1; id=42");
+    assert_string_equal(txt->txt[1], "");
+    dns_txt_result_free(txt);
+    assert_int_equal(f.queries, 5); /* MX, A, AAAA, TLSA, TXT */
+    assert_int_equal(f.ad_queries, 5);
+    assert_int_equal(f.do_queries, 5);
+    dns_free(r);
+    fake_stop(&f);
+}
+
+/*
+ * A host is secure only when all its address answers are: here the AAAA
+ * answer comes without AD. The MX result stays secure (its MX answer
+ * was), and the cache keeps each answer's flag.
+ */
+static void test_ad_per_answer(void **state)
+{
+    struct fake f;
+    struct dns_resolver *r;
+    struct dns_result *res;
+    int i;
+
+    (void)state;
+    fake_start(&f, FAKE_SECURE);
+    f.plain_type = 28;
+    r = resolver(f.servers, 500, 1, 0, 1);
+    for (i = 0; i < 2; i++) {
+        res = lookup_mx(r, "half.example");
+        assert_int_equal(res->status, DNS_OK);
+        assert_int_equal(res->secure, 1);
+        assert_int_equal(res->host[0].secure, 0);
+        dns_result_free(res);
+        res = lookup_host(r, "mx.half.example");
+        assert_int_equal(res->secure, 0);
+        dns_result_free(res);
+    }
+    assert_int_equal(f.queries, 3);
+    dns_free(r);
+    fake_stop(&f);
+
+    /* Only the MX answer without AD: the exchanger is secure, not it. */
+    fake_start(&f, FAKE_SECURE);
+    f.plain_type = 15;
+    r = resolver(f.servers, 500, 1, 0, 1);
+    res = lookup_mx(r, "half.example");
+    assert_int_equal(res->secure, 0);
+    assert_int_equal(res->host[0].secure, 1);
+    dns_result_free(res);
+    dns_free(r);
+    fake_stop(&f);
+}
+
+/*
+ * A CNAME chain asked again from where it stopped: the result is secure
+ * only when every reply on the way was ("the MX answer and every CNAME
+ * leading to it").
+ */
+static void test_ad_cname_chain(void **state)
+{
+    static const struct {
+        int chain_ad, target_ad, secure;
+    } cases[] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}};
+    struct fake f;
+    struct dns_resolver *r;
+    struct dns_result *res;
+    struct dns_txt_result *txt;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fake_start(&f, FAKE_SECURE);
+        f.chain = 1;
+        f.chain_ad = cases[i].chain_ad;
+        f.target_ad = cases[i].target_ad;
+        r = resolver(f.servers, 500, 1, 0, 1);
+        txt = lookup_txt(r, "alias._mta-sts.example");
+        assert_int_equal(txt->status, DNS_OK);
+        assert_int_equal(txt->n, 2);
+        assert_int_equal(txt->secure, cases[i].secure);
+        dns_txt_result_free(txt);
+        res = lookup_host(r, "alias.mx.example");
+        assert_int_equal(res->status, DNS_OK);
+        assert_int_equal(res->secure, cases[i].secure);
+        assert_int_equal(res->host[0].secure, cases[i].secure);
+        dns_result_free(res);
+        assert_int_equal(f.queries, 6); /* each asked twice */
+        dns_free(r);
+        fake_stop(&f);
+    }
+}
+
+/* An address was validated by nobody: never secure. */
+static void test_ad_literal_not_secure(void **state)
+{
+    struct dns_resolver *r;
+    struct dns_result *res;
+
+    (void)state;
+    r = resolver("127.0.0.1:9", 100, 1, 0, 1);
+    res = lookup_host(r, "[192.0.2.1]");
+    assert_int_equal(res->status, DNS_OK);
+    assert_int_equal(res->secure, 0);
+    assert_int_equal(res->host[0].secure, 0);
+    dns_result_free(res);
+    dns_free(r);
+}
+
+/* SERVFAIL (what a validator answers for a bogus answer): TEMPFAIL. */
+static void test_tlsa_servfail(void **state)
+{
+    struct fake f;
+    struct dns_resolver *r;
+    struct dns_tlsa_result *res;
+    struct dns_txt_result *txt;
+
+    (void)state;
+    fake_start(&f, FAKE_SERVFAIL);
+    r = resolver(f.servers, 500, 1, 0, 1);
+    res = lookup_tlsa(r, "mx.bogus.example", 25);
+    assert_int_equal(res->status, DNS_TEMPFAIL);
+    assert_int_equal(res->secure, 0);
+    assert_int_equal(res->n, 0);
+    assert_string_equal(res->why, "Host or domain name not found. Name "
+                                  "service error for "
+                                  "name=_25._tcp.mx.bogus.example "
+                                  "type=TLSA: Host not found, try again");
+    assert_string_equal(res->dsn, "4.4.3");
+    dns_tlsa_result_free(res);
+    txt = lookup_txt(r, "_mta-sts.bogus.example");
+    assert_int_equal(txt->status, DNS_TEMPFAIL);
+    assert_string_equal(txt->dsn, "4.4.3");
+    dns_txt_result_free(txt);
+    dns_free(r);
+    fake_stop(&f);
+}
+
+/* Whether every configured name server is on this machine. */
+static void test_servers_loopback(void **state)
+{
+    static const struct {
+        const char *servers;
+        int loopback;
+    } cases[] = {
+        {"127.0.0.1", 1},           {"127.0.0.53:53,[::1]:5353", 1},
+        {"127.0.0.1,192.0.2.1", 0}, {"192.0.2.1:53", 0},
+        {"[2001:db8::1]:53", 0},
+    };
+    struct dns_resolver *r;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        r = resolver(cases[i].servers, 100, 1, 0, 1);
+        assert_int_equal(dns_servers_loopback(r), cases[i].loopback);
+        dns_free(r);
+    }
+}
+
 /* ---- shutting down ---- */
 
 static void test_free_with_lookups_outstanding(void **state)
@@ -1123,6 +1696,8 @@ static void test_free_with_lookups_outstanding(void **state)
     struct fake f;
     struct dns_resolver *r;
     struct outcome a = {0, NULL}, b = {0, NULL}, c = {0, NULL};
+    struct tlsa_outcome t = {0, NULL};
+    struct txt_outcome x = {0, NULL};
 
     (void)state;
     fake_start(&f, FAKE_MXONLY);
@@ -1138,12 +1713,21 @@ static void test_free_with_lookups_outstanding(void **state)
     assert_int_equal(dns_lookup_mx(r, "other.example", on_done, &b), 0);
     /* Answered, not yet delivered. */
     assert_int_equal(dns_lookup_host(r, "192.0.2.7", on_done, &c), 0);
+    /* Waiting for their records. */
+    assert_int_equal(dns_lookup_tlsa(r, "mx.busy.example", 25, on_tlsa, &t), 0);
+    assert_int_equal(dns_lookup_txt(r, "_mta-sts.busy.example", on_txt, &x), 0);
     in_call = 0;
-    assert_int_equal(a.calls + b.calls + c.calls, 0);
+    assert_int_equal(a.calls + b.calls + c.calls + t.calls + x.calls, 0);
     dns_free(r);
     assert_int_equal(a.calls, 1);
     assert_int_equal(b.calls, 1);
     assert_int_equal(c.calls, 1);
+    assert_int_equal(t.calls, 1);
+    assert_int_equal(x.calls, 1);
+    expect_tlsa(t.res, DNS_TEMPFAIL, 0, "_25._tcp.mx.busy.example", "");
+    assert_int_equal(x.res->status, DNS_TEMPFAIL);
+    assert_string_equal(x.res->why, "resolver shut down");
+    dns_txt_result_free(x.res);
     expect_fail(a.res, DNS_TEMPFAIL, "resolver shut down", "4.4.3");
     expect_fail(b.res, DNS_TEMPFAIL, "resolver shut down", "4.4.3");
     expect_hosts(c.res, "0 192.0.2.7 192.0.2.7");
@@ -1211,6 +1795,14 @@ int main(void)
         T(test_mx_refused),
         T(test_host_lookup),
         T(test_host_literal),
+        T(test_tlsa_records),
+        T(test_tlsa_short_record_skipped),
+        T(test_tlsa_denial),
+        T(test_tlsa_invalid),
+        T(test_tlsa_cached),
+        T(test_txt_records),
+        T(test_txt_missing),
+        T(test_not_secure_without_ad),
         T(test_cache_hit),
         T(test_cache_shared_questions),
         T(test_cache_ttl),
@@ -1224,6 +1816,12 @@ int main(void)
         T(test_formerr),
         T(test_malformed_reply),
         T(test_address_order),
+        T(test_ad_secure),
+        T(test_ad_per_answer),
+        T(test_ad_cname_chain),
+        T(test_ad_literal_not_secure),
+        T(test_tlsa_servfail),
+        T(test_servers_loopback),
         T(test_free_with_lookups_outstanding),
         T(test_free_from_callback),
         T(test_create_errors),

@@ -166,11 +166,11 @@ static void test_addresses_from_dns(void **state)
 {
     struct dns_addr a1[2], a2[1], a3[2];
     struct dns_host hosts[3] = {
-        {"mx1.example.com", 10, 2, a1},
-        {"mx2.example.com", 20, 1, a2},
-        {"mx3.example.com", 30, 2, a3},
+        {"mx1.example.com", 10, 2, a1, 0},
+        {"mx2.example.com", 20, 1, a2, 0},
+        {"mx3.example.com", 30, 2, a3, 0},
     };
-    struct dns_result res = {DNS_OK, "example.com", "", "", 0, 3, hosts};
+    struct dns_result res = {DNS_OK, "example.com", "", "", 0, 3, hosts, 0};
     struct deliver_addr out[8];
     size_t n;
 
