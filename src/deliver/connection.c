@@ -533,6 +533,7 @@ void deliver_cancel(struct deliver_session *s)
     free((char *)s->req.cache_key);
     free(s->key_tls);
     free(s->key_plain);
+    free(s->tls_ident);
     dane_free(&s->req.tls);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);

@@ -108,6 +108,7 @@ struct deliver_session {
     int tls_on;                 /* the connection speaks TLS */
     int tls_plain;              /* TLS failed at may: this address plain */
     char *key_tls, *key_plain;  /* cache keys (starttls.c) */
+    char *tls_ident;            /* the TLS policy asked for, as text */
 };
 
 void connection_timer_arm(struct deliver_session *s, int ms);

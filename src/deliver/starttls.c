@@ -179,6 +179,7 @@ void starttls_out_init(struct deliver_session *s)
              tls_level_name(t->ctx ? t->level : TLS_LEV_NONE), t->match,
              t->servername, t->nexthop, t->min_version, t->max_version,
              t->ciphers);
+    s->tls_ident = xstrdup(ident);
     if (s->req.cache_key) {
         size_t n = strlen(s->req.cache_key) + strlen(ident) + 16;
 
@@ -291,8 +292,10 @@ static void tls_begin(struct deliver_session *s)
     p.min_version = s->req.tls.min_version;
     p.max_version = s->req.tls.max_version;
     p.ciphers = s->req.tls.ciphers[0] ? s->req.tls.ciphers : NULL;
-    snprintf(key, sizeof(key), "%s|%s|%s|%08x", s->res->relay, sni,
-             s->key_tls ? s->key_tls : tls_level_name(level),
+    /* the policy asked for, not only the level it came to here: a
+     * session checked at dane is not one checked at dane-only */
+    snprintf(key, sizeof(key), "%s|%s|%s|%s|%08x", s->res->relay, sni,
+             s->tls_ident, tls_level_name(level),
              tlsa_digest(p.tlsa, p.ntlsa));
     p.resume_key = key;
     bev = tls_session_connect(s->req.tls.ctx, s->bev, &p);

@@ -101,7 +101,8 @@ static void delivery_dns_failed(struct qm_delivery *d,
     qm_dispatch(q);
 }
 
-static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
+static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
+                         const struct deliver_dane *dane, size_t ndane)
 {
     struct qmgr *q = d->q;
     const struct route_result *r = &d->dest->route;
@@ -139,6 +140,8 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     req.line_limit = d->line_limit = set.line_limit;
     req.mime_conversion = set.mime_conversion;
     qm_tls_request(q, r->transport, r, &req.tls);
+    req.tls.dane = dane;
+    req.tls.ndane = ndane;
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
@@ -179,17 +182,47 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res)
     free(addrs);
 }
 
+/* The TLSA answers are in: the agent runs with them. */
+static void delivery_dane_done(struct qm_delivery *d,
+                               const struct dns_result *res,
+                               const struct deliver_dane *dane, size_t n)
+{
+    if (d->q->closing)
+        qm_delivery_free(d); /* the recipients stay as they are on disk */
+    else
+        delivery_run(d, res, dane, n);
+}
+
+/* Does the TLS of d's deliveries ask for DANE? */
+static int delivery_wants_dane(const struct qm_delivery *d)
+{
+    struct deliver_tls t;
+
+    qm_tls_request(d->q, d->dest->route.transport, &d->dest->route, &t);
+    return t.ctx != NULL &&
+           (t.level == TLS_LEV_DANE || t.level == TLS_LEV_DANE_ONLY);
+}
+
 static void delivery_dns_done(void *ctx, struct dns_result *res)
 {
     struct qm_delivery *d = ctx;
+    const struct route_result *r = &d->dest->route;
 
     d->dns_wait = 0;
-    if (d->q->closing)
+    if (d->q->closing) {
         qm_delivery_free(d); /* the recipients stay as they are on disk */
-    else if (res->status != DNS_OK)
+    } else if (res->status != DNS_OK) {
         delivery_dns_failed(d, res);
-    else
-        delivery_run(d, res);
+    } else if (delivery_wants_dane(d)) {
+        qm_dane_start(d, res,
+                      r->port                 ? r->port
+                      : r->type == ROUTE_LMTP ? 24
+                                              : 25,
+                      delivery_dane_done);
+        return; /* res is qm_dane_start()'s now */
+    } else {
+        delivery_run(d, res, NULL, 0);
+    }
     dns_result_free(res);
 }
 
@@ -209,7 +242,7 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     LIST_INSERT_HEAD(&q->deliveries, d, link);
     r = &d->dest->route;
     if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR || r->unix_path) {
-        delivery_run(d, NULL);
+        delivery_run(d, NULL, NULL, 0);
         return;
     }
     d->dns_wait = 1;

@@ -162,6 +162,12 @@ void qm_dest_sweep(struct qmgr *q);
 /* deliver.c */
 void qm_dispatch(struct qmgr *q);
 
+/* The TLSA lookups of a delivery at dane and dane-only (dane.c). */
+typedef void qm_dane_fn(struct qm_delivery *d, const struct dns_result *res,
+                        const struct deliver_dane *dane, size_t n);
+void qm_dane_start(struct qm_delivery *d, struct dns_result *res, unsigned port,
+                   qm_dane_fn *done);
+
 /* TLS of a delivery (tls.c). */
 void qm_tls_request(const struct qmgr *q, const char *transport,
                     const struct route_result *r, struct deliver_tls *out);

@@ -167,9 +167,12 @@ void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
     out->dane = tc->dane_usable;
     out->trusted = vr == X509_V_OK;
     if (out->dane) {
-        /* a DANE verification includes its name checks */
+        /* a DANE verification includes its name checks; a resumed
+         * session keeps the result of the one it resumes, made under
+         * the same records (the caller's resumption key has them) */
         out->matched =
-            out->trusted && SSL_get0_dane_authority(ssl, NULL, NULL) >= 0;
+            out->trusted && (out->resumed ||
+                             SSL_get0_dane_authority(ssl, NULL, NULL) >= 0);
     } else if (out->trusted) {
         for (size_t i = 0; i < tc->nmatch && !out->matched; i++)
             out->matched = X509_check_host(cert, tc->match[i], 0, 0, NULL) == 1;
