@@ -490,6 +490,8 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
     s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
     dane_copy(&s->req.tls, &req->tls);
+    /* a reload may replace the caller's context while this runs */
+    s->req.tls.ctx = tls_context_ref(req->tls.ctx);
     /* The body is shared with the caller and every other delivery of
      * the message: a reference, not a copy. */
     s->req.body = req->body ? util_blob_ref(req->body) : util_blob_copy("", 0);
@@ -534,6 +536,7 @@ void deliver_cancel(struct deliver_session *s)
     free(s->key_tls);
     free(s->key_plain);
     free(s->tls_ident);
+    tls_context_free(s->req.tls.ctx);
     dane_free(&s->req.tls);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);

@@ -201,7 +201,8 @@ struct deliver_dane {
  * Lists separate their items with commas, spaces or colons.
  */
 struct deliver_tls {
-    struct tls_context *ctx; /* the client context; NULL: no TLS */
+    struct tls_context *ctx; /* the client context; NULL: no TLS (the
+                                delivery holds a reference of its own) */
     enum tls_level level;
     char match[512];      /* names to match: hostname, nexthop, dot-nexthop,
                              a name or .domain */

@@ -295,8 +295,7 @@ static void tls_begin(struct deliver_session *s)
     /* the policy asked for, not only the level it came to here: a
      * session checked at dane is not one checked at dane-only */
     snprintf(key, sizeof(key), "%s|%s|%s|%s|%08x", s->res->relay, sni,
-             s->tls_ident, tls_level_name(level),
-             tlsa_digest(p.tlsa, p.ntlsa));
+             s->tls_ident, tls_level_name(level), tlsa_digest(p.tlsa, p.ntlsa));
     p.resume_key = key;
     bev = tls_session_connect(s->req.tls.ctx, s->bev, &p);
     if (bev == NULL) {

@@ -42,7 +42,8 @@
  *	transport, smtp_tls_mandatory_protocols and _mandatory_ciphers at
  *	the levels that require TLS, smtp_tls_protocols and _ciphers at
  *	the others; the SNI is smtp_tls_servername. Values that were
- *	checked when the configuration loaded cannot fail here.
+ *	checked when the configuration loaded cannot fail here. Discard
+ *	and error transports and LMTP over a local socket get no TLS.
  *
  *	qm_tls_log() writes the reference's line for a connection whose
  *	handshake happened in this delivery, unless the transport's
@@ -152,7 +153,9 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
     int enforced;
 
     memset(out, 0, sizeof(*out));
-    if (q->tls == NULL || r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR)
+    /* as the reference's LMTP client, no TLS over a local socket */
+    if (q->tls == NULL || r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR ||
+        r->unix_path)
         return;
     route_nexthop_format(r, hop, sizeof(hop));
     if (!tls_policy_map_find(q->tls->map, hop, &p)) {
