@@ -23,7 +23,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb libevent libevent_openssl openssl libcares
+LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g

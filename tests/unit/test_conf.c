@@ -129,6 +129,7 @@ static const struct {
     {"smtpd_memory_limit", 268435456},
     {"smtpd_staging_threshold", 1048576},
     {"smtpd_forbid_bare_newline_reject_code", 550},
+    {"smtp_mta_sts_max_policy_size", 65536},
 };
 
 static const struct {
@@ -160,6 +161,7 @@ static const struct {
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
+    {"smtp_mta_sts_fetch_timeout", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -188,6 +190,7 @@ static const struct {
     {"smtpd_tls_chain_files", CONF_LIST, ""},
     {"smtpd_tls_security_level", CONF_STRING, ""},
     {"smtpd_tls_wrapper_listen", CONF_LIST, ""},
+    {"smtp_mta_sts_CAfile", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -252,6 +255,7 @@ static void test_table_has_every_parameter(void **state)
         "disable_mime_output_conversion",
         "smtpd_tls_wrappermode",
         "smtpd_tls_received_header",
+        "smtp_mta_sts_enable",
     };
     size_t i;
     size_t j;
@@ -270,9 +274,10 @@ static void test_table_has_every_parameter(void **state)
      * SMTP server's 12 integers (smtpd_staging_threshold the last), 2
      * times, 2 booleans, 5 lists, 1 choice (smtpd_forbid_bare_newline)
      * and 1 string (message_strip_characters); its TLS's 3 strings, 2
-     * lists, 2 booleans and 1 time.
+     * lists, 2 booleans and 1 time; MTA-STS's 1 boolean, 1 time, 1
+     * string and 1 integer.
      */
-    assert_int_equal(conf_param_count, 89);
+    assert_int_equal(conf_param_count, 93);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
