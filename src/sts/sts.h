@@ -38,17 +38,20 @@
  *	is kept across restarts). On error it returns NULL with the
  *	reason in why. sts_free() ends every lookup still under way:
  *	their done is called, from sts_free(), with no policy and "MTA-STS:
- *	shut down".
+ *	shut down" (one whose answer was known but not yet delivered gets
+ *	it then).
  *
  *	sts_policy_get() finds the policy of domain (a DNS domain, any
  *	case, a trailing dot ignored) and calls done exactly once, never
- *	from inside the call, with the policy, or with NULL and the reason
- *	when there is none to apply. It returns 0, or -1 (done is then never
- *	called) for a domain that is not a domain name. The policy given
- *	to done lives until done returns: sts_policy_copy() keeps it. done
- *	may call sts_policy_get() again; it must not call sts_free().
- *	Lookups for one domain that overlap share one TXT lookup and one
- *	fetch.
+ *	from inside the call: with the policy and why NULL; with a cached
+ *	policy and why when a newer one could not be had (the fetch's
+ *	failure, for the log); or with NULL and why when there is no
+ *	policy to apply. It returns 0, or -1 (done is then never called)
+ *	for a domain that is not a domain name, or from inside sts_free().
+ *	The policy given to done lives until done returns:
+ *	sts_policy_copy() keeps it. done may call sts_policy_get() again;
+ *	it must not call sts_free(). Lookups for one domain that overlap
+ *	share one TXT lookup and one fetch.
  *
  *	How a policy is found, following RFC 8461:
  * .IP 1.
@@ -122,11 +125,13 @@
  *	otherwise.
  *
  *	Wiring it into the queue manager: the caller provides cf->txt, a
- *	function that starts a TXT lookup of name and calls done later
- *	(or at once: sts copes) with STS_TXT_OK and the records,
- *	STS_TXT_NONE (NXDOMAIN or no TXT records) or STS_TXT_TEMPFAIL
- *	(anything else), returning 0, or -1 when it cannot start one (taken
- *	as a temporary failure); dns_lookup_txt() with a small adapter.
+ *	function that starts a TXT lookup of name and calls done exactly
+ *	once, later or at once (sts copes), also when its resolver shuts
+ *	down, with lookup_ctx, STS_TXT_OK and the records (each record's
+ *	strings joined into one), STS_TXT_NONE (NXDOMAIN or no TXT
+ *	records) or STS_TXT_TEMPFAIL (anything else); it returns 0, or -1
+ *	when it cannot start one and will not call done (taken as a
+ *	temporary failure). dns_lookup_txt() with a small adapter is that.
  *	It opens the layer at start when smtp_mta_sts_enable is yes, with
  *	smtp_mta_sts_fetch_timeout, smtp_mta_sts_CAfile and
  *	smtp_mta_sts_max_policy_size, its spool and its log, and frees it
