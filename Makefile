@@ -24,7 +24,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb libevent libevent_openssl openssl libcares
+LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
@@ -128,7 +128,9 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
 FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
 FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
                 src/tls/*.c)
-FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session
+FUZZ_STS     := src/sts/policy.c src/sts/txt.c src/sts/mx.c \
+                $(wildcard src/util/*.c)
+FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy
 
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz
@@ -143,6 +145,12 @@ build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \
 	    -o $@ $< $(FUZZ_SMTPD) \
 	    $(shell pkg-config --libs lmdb libevent libevent_openssl openssl) \
 	    -lpthread
+
+# MTA-STS's parsers need util/ alone (no libcurl, no libevent).
+build-fuzz/fuzz_sts_policy: tests/fuzz/fuzz_sts_policy.c $(FUZZ_STS) \
+	    src/sts/sts.h src/sts/sts_impl.h src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_STS)
 
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus

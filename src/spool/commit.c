@@ -8,6 +8,9 @@
  *			spool_done_fn *done, void *ctx)
  *	int	spool_store(struct spool *sp, struct spool_msg *m, char *why,
  *			size_t whylen)
+ *	int	spool_meta_submit(struct spool *sp, const char *key,
+ *			const void *val, size_t len, spool_meta_done_fn *done,
+ *			void *ctx)
  * DESCRIPTION
  *	Durability costs a disk flush, and a flush costs the same for one
  *	message as for a hundred. So submitters do not commit: they queue
@@ -39,6 +42,12 @@
  *	fails it alone. Its file is closed and unlinked once the batch is
  *	durable or has failed, before the callback.
  *
+ *	spool_meta_submit() queues a meta value (meta.c) to be put, or
+ *	with val NULL deleted, in the next group commit: the loop's threads
+ *	keep a layer's state that way without waiting for a disk flush.
+ *	The value is copied. done, if not NULL, is called from the
+ *	committer thread with the key and the outcome.
+ *
  *	spool_store() submits and waits for the outcome. Programs opened
  *	with SPOOL_NO_COMMITTER (sendmail: one message, then exit) write in
  *	the calling thread instead.
@@ -55,6 +64,7 @@ enum pending_kind {
     PENDING_NEW,
     PENDING_CHANGE,
     PENDING_DELETE,
+    PENDING_META,
 };
 
 struct spool_pending {
@@ -64,6 +74,10 @@ struct spool_pending {
     char id[SPOOL_ID_MAX + 1];  /* PENDING_CHANGE, PENDING_DELETE */
     struct spool_change change; /* a deep copy */
     spool_change_done_fn *change_done;
+    char *meta_key; /* PENDING_META: the key, and a copy of the value */
+    char *meta_val; /* NULL: delete the key */
+    size_t meta_len;
+    spool_meta_done_fn *meta_done; /* may be NULL */
     void *ctx;
     int status; /* this item's own outcome */
     char why[256];
@@ -191,6 +205,9 @@ static int item_apply(struct spool *sp, MDB_txn *txn, struct spool_pending *p)
     int rc;
 
     p->status = 0;
+    if (p->kind == PENDING_META)
+        return spool_apply_meta(sp, txn, p->meta_key, p->meta_val, p->meta_len,
+                                p->meta_val == NULL);
     if (p->kind == PENDING_NEW && p->msg->body_path == NULL)
         return spool_put_msg(sp, txn, p->msg, p->why, sizeof(p->why));
     if ((rc = mdb_txn_begin(sp->env, txn, 0, &child)))
@@ -242,6 +259,8 @@ static int batch_write(struct spool *sp, struct spool_pending *batch, char *why,
 
 static void pending_free(struct spool_pending *p)
 {
+    free(p->meta_key);
+    free(p->meta_val);
     for (uint32_t i = 0; i < p->change.nresults; i++)
         free((char *)p->change.results[i].reason);
     free((struct spool_result *)p->change.results);
@@ -262,7 +281,10 @@ static void batch_done(struct spool_pending *batch, int status, const char *why)
         batch = p->next;
         if (p->kind == PENDING_NEW)
             spool_msg_body_file_drop(p->msg);
-        if (p->kind == PENDING_NEW && status)
+        if (p->kind == PENDING_META) {
+            if (p->meta_done)
+                p->meta_done(p->ctx, p->meta_key, status, status ? why : NULL);
+        } else if (p->kind == PENDING_NEW && status)
             p->done(p->ctx, p->msg, status, why);
         else if (p->kind == PENDING_NEW)
             p->done(p->ctx, p->msg, p->status, p->status ? p->why : NULL);
@@ -386,6 +408,28 @@ int spool_submit_delete(struct spool *sp, const char *id,
                         spool_change_done_fn *done, void *ctx)
 {
     return submit_change(sp, PENDING_DELETE, id, NULL, done, ctx);
+}
+
+int spool_meta_submit(struct spool *sp, const char *key, const void *val,
+                      size_t len, spool_meta_done_fn *done, void *ctx)
+{
+    struct spool_pending *p;
+    char why[128];
+
+    if ((sp->flags & (SPOOL_READONLY | SPOOL_NO_COMMITTER)) ||
+        spool_meta_key_check(key, why, sizeof(why)) < 0)
+        return -1;
+    p = xcalloc(1, sizeof(*p));
+    p->kind = PENDING_META;
+    p->meta_key = xstrdup(key);
+    if (val != NULL) {
+        p->meta_val = xmalloc(len ? len : 1);
+        memcpy(p->meta_val, val, len);
+        p->meta_len = len;
+    }
+    p->meta_done = done;
+    p->ctx = ctx;
+    return pending_queue(sp, p);
 }
 
 void spool_stats(struct spool *sp, struct spool_stats *st)

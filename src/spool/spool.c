@@ -110,6 +110,8 @@ static int open_dbs(struct spool *sp, int create, char *why, size_t whylen)
         {"incoming", offsetof(struct spool, incoming), 0},
         {"deferred", offsetof(struct spool, deferred), 0},
         {"corrupt", offsetof(struct spool, corrupt), 0},
+        /* Added later: an older spool opened read-only lacks it. */
+        {"meta", offsetof(struct spool, meta), 0},
     };
     MDB_txn *txn;
     int rc;
@@ -124,6 +126,10 @@ static int open_dbs(struct spool *sp, int create, char *why, size_t whylen)
         if ((rc =
                  mdb_dbi_open(txn, dbs[i].name,
                               dbs[i].flags | (create ? MDB_CREATE : 0), dbi))) {
+            if (rc == MDB_NOTFOUND && dbi == &sp->meta) {
+                sp->meta_missing = 1;
+                continue;
+            }
             mdb_txn_abort(txn);
             if (rc == MDB_NOTFOUND)
                 snprintf(why, whylen,

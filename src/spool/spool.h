@@ -48,6 +48,19 @@
  *	long	spool_count(struct spool *sp, enum spool_index index)
  *	int64_t spool_free_bytes(struct spool *sp)
  *	void	spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now)
+ *
+ *	int	spool_meta_put(struct spool *sp, const char *key,
+ *			const void *val, size_t len, char *why, size_t whylen)
+ *	int	spool_meta_get(struct spool *sp, const char *key, void **val,
+ *			size_t *len, char *why, size_t whylen)
+ *	int	spool_meta_delete(struct spool *sp, const char *key,
+ *			char *why, size_t whylen)
+ *	int	spool_meta_list(struct spool *sp, const char *prefix,
+ *			spool_meta_fn *fn, void *ctx, char *why,
+ *			size_t whylen)
+ *	int	spool_meta_submit(struct spool *sp, const char *key,
+ *			const void *val, size_t len, spool_meta_done_fn *done,
+ *			void *ctx)
  * DESCRIPTION
  *	The spool keeps messages (envelope, recipients, body) in one LMDB
  *	environment under <queue_directory>/db. A message is acknowledged
@@ -138,6 +151,22 @@
  *	the id before the message is stored (a Received: header) sets
  *	m->id to it; the committer keeps it unless it is taken.
  *
+ *	The meta functions (meta.c) keep small named values for other
+ *	layers in the spool's "meta" database, so that they survive a
+ *	restart with the spool's own durability: MTA-STS policies (sts/,
+ *	keys "sts:DOMAIN"). A key is 1 to SPOOL_META_KEY_MAX bytes, by
+ *	convention its owner's prefix first; a value is small and read
+ *	whole. spool_meta_put() and spool_meta_delete() write and sync
+ *	a transaction of their own (deleting a key that is not there
+ *	succeeds); spool_meta_submit() queues the put (val NULL: the
+ *	delete) for the next group commit and returns at once, the form
+ *	for the event loop, whose done (NULL: none) comes from the
+ *	committer thread. spool_meta_get() copies a value (NUL added
+ *	after its len bytes; the caller frees it); a missing key is -1
+ *	with errno ENOENT. spool_meta_list() calls fn for each key that
+ *	starts with prefix, in byte order, in one read transaction: fn
+ *	does not write the spool, and returns non-zero to stop.
+ *
  *	Every function that can fail for reasons outside the program
  *	returns -1 with a one-line reason in why; they never exit.
  */
@@ -146,7 +175,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#define SPOOL_ID_MAX 16 /* queue id length, at most */
+#define SPOOL_ID_MAX       16  /* queue id length, at most */
+#define SPOOL_META_KEY_MAX 400 /* meta key length, at most (LMDB: 511) */
 
 enum spool_state {
     SPOOL_INCOMING,
@@ -270,6 +300,10 @@ typedef void spool_change_done_fn(void *ctx, const char *id, int status,
                                   const char *why);
 typedef int spool_list_fn(void *ctx, const struct spool_msg *m);
 typedef int spool_index_fn(void *ctx, const char *id, int64_t when);
+typedef int spool_meta_fn(void *ctx, const char *key, const void *val,
+                          size_t len);
+typedef void spool_meta_done_fn(void *ctx, const char *key, int status,
+                                const char *why);
 
 int spool_open(struct spool **sp, const struct spool_config *cf, int flags,
                char *why, size_t whylen);
@@ -319,6 +353,17 @@ void spool_stats(struct spool *sp, struct spool_stats *st);
 long spool_count(struct spool *sp, enum spool_index index);
 int64_t spool_free_bytes(struct spool *sp);
 void spool_id_new(char id[SPOOL_ID_MAX + 1], int64_t now);
+
+int spool_meta_put(struct spool *sp, const char *key, const void *val,
+                   size_t len, char *why, size_t whylen);
+int spool_meta_get(struct spool *sp, const char *key, void **val, size_t *len,
+                   char *why, size_t whylen);
+int spool_meta_delete(struct spool *sp, const char *key, char *why,
+                      size_t whylen);
+int spool_meta_list(struct spool *sp, const char *prefix, spool_meta_fn *fn,
+                    void *ctx, char *why, size_t whylen);
+int spool_meta_submit(struct spool *sp, const char *key, const void *val,
+                      size_t len, spool_meta_done_fn *done, void *ctx);
 
 const char *spool_state_name(enum spool_state s);
 const char *spool_rcpt_status_name(enum spool_rcpt_status s);

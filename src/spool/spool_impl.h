@@ -25,6 +25,13 @@
  *
  *	Queue ids (id.c):
  *
+ *	Meta values (meta.c):
+ *	int	spool_meta_key_check(const char *key, char *why,
+ *			size_t whylen)
+ *	int	spool_apply_meta(struct spool *sp, MDB_txn *txn,
+ *			const char *key, const void *val, size_t len,
+ *			int remove)
+ *
  *	Transactions (spool.c):
  *	int	spool_txn_begin(struct spool *sp, int write, MDB_txn **txn,
  *			char *why, size_t whylen)
@@ -86,7 +93,8 @@ struct spool_pending;
 
 struct spool {
     MDB_env *env;
-    MDB_dbi msg, rcpt, body, incoming, deferred, corrupt;
+    MDB_dbi msg, rcpt, body, incoming, deferred, corrupt, meta;
+    int meta_missing; /* read-only, and made before the meta database */
     int flags;
     uint64_t map_size, map_size_limit;
     pthread_rwlock_t resize; /* read: a transaction; write: resize */
@@ -147,6 +155,12 @@ int spool_apply_change(struct spool *sp, MDB_txn *txn, const char *id,
                        const struct spool_change *ch, char *why, size_t whylen);
 int spool_apply_delete(struct spool *sp, MDB_txn *txn, const char *id,
                        char *why, size_t whylen);
+/* Check a meta key (meta.c): 0, or -1 with why and errno EINVAL. */
+int spool_meta_key_check(const char *key, char *why, size_t whylen);
+/* Put (or with remove, delete) a meta value in txn (meta.c): 0 or an
+ * MDB error; deleting a key that is not there is 0. */
+int spool_apply_meta(struct spool *sp, MDB_txn *txn, const char *key,
+                     const void *val, size_t len, int remove);
 /* Index keys of a message's state (access.c). */
 int spool_index_del(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);
 int spool_index_put(struct spool *sp, MDB_txn *txn, const struct spool_msg *m);

@@ -130,6 +130,7 @@ static const struct {
     {"smtpd_memory_limit", 268435456},
     {"smtpd_staging_threshold", 1048576},
     {"smtpd_forbid_bare_newline_reject_code", 550},
+    {"smtp_mta_sts_max_policy_size", 65536},
 };
 
 static const struct {
@@ -162,6 +163,7 @@ static const struct {
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
+    {"smtp_mta_sts_fetch_timeout", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -201,6 +203,7 @@ static const struct {
     {"smtp_tls_verify_cert_match", CONF_LIST, "hostname"},
     {"smtp_tls_secure_cert_match", CONF_LIST, "nexthop, dot-nexthop"},
     {"smtp_tls_servername", CONF_STRING, "hostname"},
+    {"smtp_mta_sts_CAfile", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -277,6 +280,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_tls_security_level",
         "smtp_tls_ciphers",
         "smtp_tls_mandatory_ciphers",
+        "smtp_mta_sts_enable",
     };
     size_t i;
     size_t j;
@@ -297,9 +301,10 @@ static void test_table_has_every_parameter(void **state)
      * and 1 string (message_strip_characters); its TLS's 3 strings, 2
      * lists, 2 booleans and 1 time; the SMTP client's TLS: 3 choices
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
-     * and 1 integer (smtp_tls_loglevel).
+     * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
+     * string and 1 integer.
      */
-    assert_int_equal(conf_param_count, 105);
+    assert_int_equal(conf_param_count, 109);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

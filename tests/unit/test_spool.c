@@ -1,7 +1,8 @@
 /*
  * test_spool - the LMDB spool: storing, reading, listing, changing,
- * recovering, group commit, full maps and disks, and bodies stored from a
- * file (the SMTP server's staging files)
+ * recovering, group commit, full maps and disks, bodies stored from a
+ * file (the SMTP server's staging files), and the meta values other layers
+ * keep there
  */
 
 #include <setjmp.h>
@@ -1300,6 +1301,227 @@ static void test_open_missing(void **state)
     assert_null(sp);
 }
 
+static int meta_collect(void *ctx, const char *key, const void *val, size_t len)
+{
+    char *out = ctx;
+
+    strcat(out, key);
+    strcat(out, "=");
+    strncat(out, val, len);
+    strcat(out, ";");
+    return 0;
+}
+
+static int meta_first(void *ctx, const char *key, const void *val, size_t len)
+{
+    (void)val;
+    (void)len;
+    strcat(ctx, key);
+    return 1;
+}
+
+/* Meta values: put, get, overwrite, list by prefix, delete, survive. */
+static void test_meta(void **state)
+{
+    struct fixture *fx = *state;
+    char listed[512] = "", key[SPOOL_META_KEY_MAX + 2];
+    void *val;
+    size_t len;
+
+    assert_int_equal(spool_meta_put(fx->sp, "sts:b.test", "two", 3, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_int_equal(spool_meta_put(fx->sp, "sts:a.test", "one", 3, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_int_equal(
+        spool_meta_put(fx->sp, "other:x", "\0bin", 4, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(spool_meta_put(fx->sp, "sts:a.test", "uno", 3, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_int_equal(spool_meta_get(fx->sp, "sts:a.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_int_equal(len, 3);
+    assert_string_equal(val, "uno"); /* NUL added after the value */
+    free(val);
+    assert_int_equal(
+        spool_meta_get(fx->sp, "other:x", &val, &len, fx->why, sizeof(fx->why)),
+        0);
+    assert_int_equal(len, 4);
+    assert_memory_equal(val, "\0bin", 4);
+    free(val);
+
+    /* By prefix, in byte order; "" lists all; fn may stop the walk. */
+    assert_int_equal(spool_meta_list(fx->sp, "sts:", meta_collect, listed,
+                                     fx->why, sizeof(fx->why)),
+                     0);
+    assert_string_equal(listed, "sts:a.test=uno;sts:b.test=two;");
+    listed[0] = 0;
+    assert_int_equal(spool_meta_list(fx->sp, "", meta_first, listed, fx->why,
+                                     sizeof(fx->why)),
+                     0);
+    assert_string_equal(listed, "other:x");
+
+    /* Survives a reopen, and a read-only one. */
+    reopen(fx, SPOOL_READONLY);
+    listed[0] = 0;
+    assert_int_equal(spool_meta_list(fx->sp, "sts:", meta_collect, listed,
+                                     fx->why, sizeof(fx->why)),
+                     0);
+    assert_string_equal(listed, "sts:a.test=uno;sts:b.test=two;");
+    assert_int_equal(
+        spool_meta_put(fx->sp, "sts:c.test", "x", 1, fx->why, sizeof(fx->why)),
+        -1);
+    assert_string_equal(fx->why, "spool: opened read-only");
+    reopen(fx, 0);
+
+    /* Deleted, twice: the second finds nothing and says so by success. */
+    assert_int_equal(
+        spool_meta_delete(fx->sp, "sts:a.test", fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(
+        spool_meta_delete(fx->sp, "sts:a.test", fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(spool_meta_get(fx->sp, "sts:a.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     -1);
+    assert_int_equal(errno, ENOENT);
+    assert_null(val);
+    assert_string_equal(fx->why, "sts:a.test: not in the spool");
+
+    /* Keys of 1 to SPOOL_META_KEY_MAX bytes. */
+    assert_int_equal(
+        spool_meta_put(fx->sp, "", "x", 1, fx->why, sizeof(fx->why)), -1);
+    assert_string_equal(fx->why, "spool: meta key of 0 bytes (1 to 400)");
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = 0;
+    assert_int_equal(
+        spool_meta_put(fx->sp, key, "x", 1, fx->why, sizeof(fx->why)), -1);
+    assert_string_equal(fx->why, "spool: meta key of 401 bytes (1 to 400)");
+    key[SPOOL_META_KEY_MAX] = 0;
+    assert_int_equal(
+        spool_meta_put(fx->sp, key, "x", 1, fx->why, sizeof(fx->why)), 0);
+}
+
+struct meta_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int calls, status;
+    char key[64];
+};
+
+static void meta_done(void *ctx, const char *key, int status, const char *why)
+{
+    struct meta_wait *w = ctx;
+
+    (void)why;
+    pthread_mutex_lock(&w->lock);
+    w->calls++;
+    w->status = status;
+    snprintf(w->key, sizeof(w->key), "%s", key);
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * Queued meta writes ride the group commit with messages: done (if any)
+ * from the committer, the value copied at once, and a close writes what
+ * is queued.
+ */
+static void test_meta_submit(void **state)
+{
+    struct fixture *fx = *state;
+    struct meta_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                          0, -1, ""};
+    struct spool_msg *m = make_msg("a@a.test", 1, "x\r\n");
+    char value[] = "policy one";
+    void *val;
+    size_t len;
+
+    assert_int_equal(spool_meta_submit(fx->sp, "sts:a.test", value,
+                                       strlen(value), meta_done, &w),
+                     0);
+    memcpy(value, "POLICY", 6); /* copied: this change is not stored */
+    store(fx, m);
+    spool_msg_free(m);
+    pthread_mutex_lock(&w.lock);
+    while (w.calls == 0)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.status, 0);
+    assert_string_equal(w.key, "sts:a.test");
+    assert_int_equal(spool_meta_get(fx->sp, "sts:a.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_string_equal(val, "policy one");
+    free(val);
+
+    /* Without done; NULL deletes; the close drains the queue. */
+    assert_int_equal(
+        spool_meta_submit(fx->sp, "sts:b.test", "b", 1, NULL, NULL), 0);
+    assert_int_equal(
+        spool_meta_submit(fx->sp, "sts:a.test", NULL, 0, NULL, NULL), 0);
+    reopen(fx, 0);
+    assert_int_equal(spool_meta_get(fx->sp, "sts:a.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     -1);
+    assert_int_equal(spool_meta_get(fx->sp, "sts:b.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     0);
+    assert_string_equal(val, "b");
+    free(val);
+    pthread_mutex_destroy(&w.lock);
+    pthread_cond_destroy(&w.cond);
+
+    /* One-shot programs and readers cannot queue. */
+    reopen(fx, SPOOL_NO_COMMITTER);
+    assert_int_equal(
+        spool_meta_submit(fx->sp, "sts:c.test", "c", 1, NULL, NULL), -1);
+}
+
+/*
+ * A spool made before the meta database existed: opened read-only it has
+ * no values (and is not refused as "not a sluice spool"); opened for
+ * writing it gets the database.
+ */
+static void test_meta_old_spool(void **state)
+{
+    struct fixture *fx = *state;
+    char path[128], listed[64] = "";
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    void *val;
+    size_t len;
+
+    spool_close(fx->sp);
+    fx->sp = NULL;
+    snprintf(path, sizeof(path), "%s/db", fx->dir);
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_open(env, path, 0, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    assert_int_equal(mdb_drop(txn, dbi, 1), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    reopen(fx, SPOOL_READONLY);
+    assert_int_equal(spool_meta_list(fx->sp, "", meta_collect, listed, fx->why,
+                                     sizeof(fx->why)),
+                     0);
+    assert_string_equal(listed, "");
+    assert_int_equal(spool_meta_get(fx->sp, "sts:a.test", &val, &len, fx->why,
+                                    sizeof(fx->why)),
+                     -1);
+    assert_int_equal(errno, ENOENT);
+    reopen(fx, 0);
+    assert_int_equal(
+        spool_meta_put(fx->sp, "sts:a.test", "a", 1, fx->why, sizeof(fx->why)),
+        0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1331,6 +1553,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_writable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_meta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_meta_submit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_meta_old_spool, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
