@@ -275,10 +275,11 @@ static void restart_only(const struct conf *old, const struct conf *new)
 {
     static const enum conf_param_id strs[] = {
         CONF_queue_directory, CONF_dns_servers, CONF_smtpd_listen,
-        CONF_smtpd_tls_wrapper_listen};
-    static const enum conf_param_id ints[] = {CONF_queue_map_size,
-                                              CONF_queue_map_size_limit};
-    const char *changed[8];
+        CONF_smtpd_tls_wrapper_listen, CONF_smtp_mta_sts_CAfile};
+    static const enum conf_param_id ints[] = {
+        CONF_queue_map_size, CONF_queue_map_size_limit,
+        CONF_smtp_mta_sts_max_policy_size};
+    const char *changed[16];
     int n = 0;
 
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -290,6 +291,12 @@ static void restart_only(const struct conf *old, const struct conf *new)
     if (conf_bool(old, NULL, CONF_smtpd_tls_wrappermode) !=
         conf_bool(new, NULL, CONF_smtpd_tls_wrappermode))
         changed[n++] = conf_params[CONF_smtpd_tls_wrappermode].name;
+    if (conf_bool(old, NULL, CONF_smtp_mta_sts_enable) !=
+        conf_bool(new, NULL, CONF_smtp_mta_sts_enable))
+        changed[n++] = conf_params[CONF_smtp_mta_sts_enable].name;
+    if (conf_time_ms(old, NULL, CONF_smtp_mta_sts_fetch_timeout) !=
+        conf_time_ms(new, NULL, CONF_smtp_mta_sts_fetch_timeout))
+        changed[n++] = conf_params[CONF_smtp_mta_sts_fetch_timeout].name;
     for (int i = 0; i < n; i++)
         say(LOG_WARNING,
             "reload: %s changed; the new value takes effect when sluiced "

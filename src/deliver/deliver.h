@@ -195,6 +195,13 @@ struct deliver_dane {
     size_t ntlsa;
 };
 
+/* What an MTA-STS policy (RFC 8461) asks of a delivery. */
+enum deliver_sts {
+    DELIVER_STS_NONE,
+    DELIVER_STS_TESTING, /* check the names, enforce nothing */
+    DELIVER_STS_ENFORCE, /* TLS verified for the MX host's name */
+};
+
 /*
  * TLS for one delivery (SMTP and LMTP): the level and everything the
  * caller resolved for it from the parameters and the policy table.
@@ -212,6 +219,7 @@ struct deliver_tls {
     char ciphers[64];                /* TLS 1.2 cipher list for the level */
     const struct deliver_dane *dane; /* dane, dane-only: per host */
     size_t ndane;
+    enum deliver_sts sts; /* the recipient domain's MTA-STS policy */
 };
 
 struct deliver_request {

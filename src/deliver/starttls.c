@@ -105,13 +105,11 @@ static int dane_usable(const struct deliver_dane *d)
  * mean encrypt (RFC 7672, 2.2: TLS is still mandatory); no validated
  * records mean may at dane, and a host dane-only cannot use.
  */
-static enum tls_level level_now(const struct deliver_session *s)
+static enum tls_level level_dane(const struct deliver_session *s)
 {
     enum tls_level level = s->req.tls.level;
     const struct deliver_dane *d;
 
-    if (s->req.tls.ctx == NULL || s->tls_plain)
-        return TLS_LEV_NONE;
     if (level != TLS_LEV_DANE && level != TLS_LEV_DANE_ONLY)
         return level;
     d = dane_of(s);
@@ -120,6 +118,30 @@ static enum tls_level level_now(const struct deliver_session *s)
     if (d && d->state == DELIVER_DANE_RECORDS)
         return TLS_LEV_ENCRYPT;
     return level == TLS_LEV_DANE ? TLS_LEV_MAY : TLS_LEV_DANE_ONLY;
+}
+
+/*
+ * RFC 8461, 4.2 and 5.1: under an MTA-STS policy in enforce mode the
+ * server must offer TLS with a certificate valid for the MX host's
+ * name; a level that checks less becomes verify with that name. DANE
+ * with usable records, verify and secure stay as they are (RFC 8461, 2:
+ * DANE, where there is DANE, comes first).
+ */
+static int sts_raises(const struct deliver_session *s, enum tls_level level)
+{
+    return s->req.tls.sts == DELIVER_STS_ENFORCE && level != TLS_LEV_DANE &&
+           level != TLS_LEV_DANE_ONLY && level != TLS_LEV_VERIFY &&
+           level != TLS_LEV_SECURE;
+}
+
+static enum tls_level level_now(const struct deliver_session *s)
+{
+    enum tls_level level;
+
+    if (s->req.tls.ctx == NULL || s->tls_plain)
+        return TLS_LEV_NONE;
+    level = level_dane(s);
+    return sts_raises(s, level) ? TLS_LEV_VERIFY : level;
 }
 
 /* TLS is required at the current address. */
@@ -175,10 +197,10 @@ void starttls_out_init(struct deliver_session *s)
     char ident[1400];
 
     /* Everything a connection was checked against, for the keys. */
-    snprintf(ident, sizeof(ident), "%s|%s|%s|%s|%d|%d|%s",
+    snprintf(ident, sizeof(ident), "%s|%s|%s|%s|%d|%d|%s|sts%d",
              tls_level_name(t->ctx ? t->level : TLS_LEV_NONE), t->match,
              t->servername, t->nexthop, t->min_version, t->max_version,
-             t->ciphers);
+             t->ciphers, (int)t->sts);
     s->tls_ident = xstrdup(ident);
     if (s->req.cache_key) {
         size_t n = strlen(s->req.cache_key) + strlen(ident) + 16;
@@ -270,8 +292,13 @@ static void tls_begin(struct deliver_session *s)
     /* no SNI for an address literal (RFC 6066, 3) */
     if (sni[0] != 0 && strspn(sni, "0123456789.:[]") != strlen(sni))
         p.servername = sni;
-    if (level_checks_names(level))
+    if (sts_raises(s, level_dane(s)) || s->req.tls.sts == DELIVER_STS_TESTING) {
+        /* MTA-STS: the MX host's name, checked (or, testing, seen) */
+        snprintf(names[0], sizeof(names[0]), "%s", s->req.addrs[s->addr].host);
+        n = 1;
+    } else if (level_checks_names(level)) {
         n = names_resolve(s, names, 8);
+    }
     if (level == TLS_LEV_DANE) {
         const struct deliver_dane *d = dane_of(s);
 

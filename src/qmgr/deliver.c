@@ -30,6 +30,7 @@ void qm_delivery_free(struct qm_delivery *d)
     LIST_REMOVE(d, link);
     d->m->deliveries--;
     qm_message_body_idle(d->m);
+    sts_policy_clear(&d->sts);
     free(d);
 }
 
@@ -54,6 +55,7 @@ static void delivery_done(void *ctx, struct deliver_result *res)
 
     d->session = NULL;
     qm_tls_log(q, d->dest->route.transport, res);
+    qm_sts_report(d, res);
     qm_tls_field(res, tls, sizeof(tls));
     if (res->lines_folded > 0)
         qm_log(q, QMGR_LOG_INFO,
@@ -139,7 +141,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     req.helo_name = set.helo_name;
     req.line_limit = d->line_limit = set.line_limit;
     req.mime_conversion = set.mime_conversion;
-    qm_tls_request(q, r->transport, r, &req.tls);
+    qm_tls_request(q, r->transport, r, d->sts_mode, &req.tls);
     req.tls.dane = dane;
     req.tls.ndane = ndane;
     req.sender = sm->sender;
@@ -152,11 +154,25 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     req.reason = r->nexthop;
     if (res != NULL) {
         unsigned port = r->port ? r->port : r->type == ROUTE_LMTP ? 24 : 25;
+        size_t all;
 
         addrs = xcalloc(MAX_ADDRS, sizeof(*addrs));
         req.addrs = addrs;
         req.naddrs =
             qmgr_addresses(res, port, set.address_limit, addrs, MAX_ADDRS);
+        all = req.naddrs;
+        req.naddrs = qm_sts_filter(d, addrs, all, why, sizeof(why));
+        if (all > 0 && req.naddrs == 0) {
+            /* RFC 8461, 5.1: no MX host the policy allows: temporary */
+            qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, "4.7.5",
+                              why, "none");
+            delivery_entry_done(d, CORE_HOP_FAIL, why);
+            free(rcpt);
+            free(addrs);
+            qm_delivery_free(d);
+            qm_dispatch(q);
+            return;
+        }
     } else if (r->unix_path) {
         struct sockaddr_un *sun;
 
@@ -198,7 +214,8 @@ static int delivery_wants_dane(const struct qm_delivery *d)
 {
     struct deliver_tls t;
 
-    qm_tls_request(d->q, d->dest->route.transport, &d->dest->route, &t);
+    qm_tls_request(d->q, d->dest->route.transport, &d->dest->route, d->sts_mode,
+                   &t);
     return t.ctx != NULL &&
            (t.level == TLS_LEV_DANE || t.level == TLS_LEV_DANE_ONLY);
 }
@@ -226,6 +243,8 @@ static void delivery_dns_done(void *ctx, struct dns_result *res)
     dns_result_free(res);
 }
 
+static void delivery_resolve(struct qm_delivery *d);
+
 static void delivery_start(struct qmgr *q, struct core_entry *e)
 {
     struct qm_delivery *d = xcalloc(1, sizeof(*d));
@@ -243,6 +262,23 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     r = &d->dest->route;
     if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR || r->unix_path) {
         delivery_run(d, NULL, NULL, 0);
+        return;
+    }
+    if (qm_sts_applies(d))
+        qm_sts_get(d, delivery_resolve); /* the policy, then DNS */
+    else
+        delivery_resolve(d);
+}
+
+/* The MX or host lookup of d (its MTA-STS policy known, if any). */
+static void delivery_resolve(struct qm_delivery *d)
+{
+    struct qmgr *q = d->q;
+    const struct route_result *r = &d->dest->route;
+
+    d->dns_wait = 0;
+    if (q->closing) {
+        qm_delivery_free(d); /* the recipients stay as they are on disk */
         return;
     }
     d->dns_wait = 1;

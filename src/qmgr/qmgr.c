@@ -197,6 +197,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
         return NULL;
     }
     settings_apply(q);
+    qm_sts_open(q);
     qm_feed_ask(q, 0);
     return q;
 }
@@ -282,6 +283,9 @@ void qmgr_stop(struct qmgr *q)
     event_del(q->feed_ev);
     event_del(q->timer_ev);
     event_del(q->scan_ev);
+    /* its TXT lookups answer into it: before the resolver goes; its
+     * waiting deliveries are told, and end */
+    qm_sts_close(q);
     /* Agents stop at once; their recipients stay as they are on disk.
      * Deliveries waiting for DNS end when the resolver is freed. */
     for (d = LIST_FIRST(&q->deliveries); d != NULL; d = next) {

@@ -27,6 +27,7 @@
 
 #include "route/route.h"
 #include "spool/spool.h"
+#include "sts/sts.h"
 #include "util/util.h"
 
 #include <sys/queue.h>
@@ -71,7 +72,9 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
-    size_t line_limit; /* smtp_line_length_limit it was sent with */
+    size_t line_limit;         /* smtp_line_length_limit it was sent with */
+    enum deliver_sts sts_mode; /* the recipient domain's MTA-STS policy */
+    struct sts_policy sts;     /* its copy, when sts_mode is not none */
     LIST_ENTRY(qm_delivery) link;
 };
 
@@ -86,7 +89,9 @@ struct qmgr {
     struct core *core;
     struct qmgr_inbox *inbox;
     struct deliver_cache *cache;
-    struct qmgr_tls *tls; /* NULL: no TLS on delivery */
+    struct qmgr_tls *tls;   /* NULL: no TLS on delivery */
+    struct sts *sts;        /* MTA-STS, or NULL: off */
+    char sts_last_why[256]; /* the last policy failure logged */
     struct event *feed_ev, *timer_ev, *scan_ev;
     struct qm_msg *hash[QM_ID_HASH_SIZE];
     TAILQ_HEAD(, qm_msg) msgs;
@@ -168,9 +173,20 @@ typedef void qm_dane_fn(struct qm_delivery *d, const struct dns_result *res,
 void qm_dane_start(struct qm_delivery *d, struct dns_result *res, unsigned port,
                    qm_dane_fn *done);
 
+/* MTA-STS (sts.c). */
+typedef void qm_sts_fn(struct qm_delivery *d);
+void qm_sts_open(struct qmgr *q);
+void qm_sts_close(struct qmgr *q);
+int qm_sts_applies(const struct qm_delivery *d);
+void qm_sts_get(struct qm_delivery *d, qm_sts_fn *done);
+size_t qm_sts_filter(const struct qm_delivery *d, struct deliver_addr *addrs,
+                     size_t n, char *why, size_t whylen);
+void qm_sts_report(struct qm_delivery *d, const struct deliver_result *res);
+
 /* TLS of a delivery (tls.c). */
 void qm_tls_request(const struct qmgr *q, const char *transport,
-                    const struct route_result *r, struct deliver_tls *out);
+                    const struct route_result *r, enum deliver_sts sts,
+                    struct deliver_tls *out);
 void qm_tls_log(struct qmgr *q, const char *transport,
                 const struct deliver_result *res);
 void qm_tls_field(const struct deliver_result *res, char *buf, size_t len);

@@ -13,7 +13,8 @@
  *	#include "qmgr/qmgr_impl.h"
  *
  *	void	qm_tls_request(const struct qmgr *q, const char *transport,
- *			const struct route_result *r, struct deliver_tls *out)
+ *			const struct route_result *r, enum deliver_sts sts,
+ *			struct deliver_tls *out)
  *	void	qm_tls_log(struct qmgr *q, const char *transport,
  *			const struct deliver_result *res)
  *	void	qm_tls_field(const struct deliver_result *res, char *buf,
@@ -42,7 +43,12 @@
  *	transport, smtp_tls_mandatory_protocols and _mandatory_ciphers at
  *	the levels that require TLS, smtp_tls_protocols and _ciphers at
  *	the others; the SNI is smtp_tls_servername. Values that were
- *	checked when the configuration loaded cannot fail here. Discard
+ *	checked when the configuration loaded cannot fail here. sts is
+ *	the recipient domain's MTA-STS policy: it goes to the client
+ *	(which raises the level to a certificate verified for the MX
+ *	host's name under enforce, decision 50), unless the policy table
+ *	had an entry for the next hop: the operator's word for a
+ *	destination outranks what the destination publishes. Discard
  *	and error transports and LMTP over a local socket get no TLS.
  *
  *	qm_tls_log() writes the reference's line for a connection whose
@@ -144,7 +150,8 @@ void qmgr_tls_free(struct qmgr_tls *t)
 }
 
 void qm_tls_request(const struct qmgr *q, const char *transport,
-                    const struct route_result *r, struct deliver_tls *out)
+                    const struct route_result *r, enum deliver_sts sts,
+                    struct deliver_tls *out)
 {
     const struct conf *conf = q->conf;
     struct tls_policy p;
@@ -158,16 +165,19 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
         r->unix_path)
         return;
     route_nexthop_format(r, hop, sizeof(hop));
-    if (!tls_policy_map_find(q->tls->map, hop, &p)) {
+    if (tls_policy_map_find(q->tls->map, hop, &p)) {
+        sts = DELIVER_STS_NONE;
+    } else {
         memset(&p, 0, sizeof(p));
         if (tls_level_parse(
                 conf_str(conf, transport, CONF_smtp_tls_security_level),
                 &p.level) < 0)
             p.level = TLS_LEV_MAY;
     }
-    if (p.level == TLS_LEV_NONE)
+    if (p.level == TLS_LEV_NONE && sts != DELIVER_STS_ENFORCE)
         return;
-    enforced = tls_level_enforced(p.level);
+    out->sts = sts;
+    enforced = tls_level_enforced(p.level) || sts == DELIVER_STS_ENFORCE;
     protocols = p.protocols[0]
                     ? p.protocols
                     : conf_str(conf, transport,

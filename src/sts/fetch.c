@@ -9,6 +9,7 @@
  *			size_t whylen)
  *	void	sts_fetcher_free(struct sts_fetcher *f)
  *	int	sts_fetch_start(struct sts_fetcher *f, const char *domain,
+ *			const char *addrs,
  *			sts_fetch_done_fn *done, void *ctx, char *why,
  *			size_t whylen)
  * DESCRIPTION
@@ -339,8 +340,8 @@ static void fetch_options(struct sts_fetch *t)
 }
 
 int sts_fetch_start(struct sts_fetcher *f, const char *domain,
-                    sts_fetch_done_fn *done, void *ctx, char *why,
-                    size_t whylen)
+                    const char *addrs, sts_fetch_done_fn *done, void *ctx,
+                    char *why, size_t whylen)
 {
     struct sts_fetch *t = xcalloc(1, sizeof(*t));
 
@@ -361,6 +362,15 @@ int sts_fetch_start(struct sts_fetcher *f, const char *domain,
     }
     fetch_options(t);
     fetch_connect_to(t, domain);
+    if (addrs && *addrs && t->connect_to == NULL) {
+        /* the addresses the caller's resolver found for the host */
+        char line[2 * STS_NAME_MAX + 600];
+
+        snprintf(line, sizeof(line), "mta-sts.%s:%d:%s", domain,
+                 f->cf.port ? f->cf.port : 443, addrs);
+        t->connect_to = curl_slist_append(NULL, line);
+        curl_easy_setopt(t->easy, CURLOPT_RESOLVE, t->connect_to);
+    }
     if (curl_multi_add_handle(f->multi, t->easy) != CURLM_OK) {
         snprintf(why, whylen, "%s: libcurl cannot start the transfer", t->url);
         curl_easy_cleanup(t->easy);

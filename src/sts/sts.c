@@ -59,12 +59,18 @@ struct txt_req {
     struct sts_op *op; /* NULL once the operation has ended */
 };
 
+/* An address lookup of the policy host (cf->addr), like txt_req. */
+struct addr_req {
+    struct sts_op *op;
+};
+
 struct sts_op {
     struct sts *s;
     struct sts_entry *e;
     struct waiter *waiters, **tail;
     int refresh;             /* proactive: fetch whatever the id */
     struct txt_req *txt;     /* the TXT lookup under way, or NULL */
+    struct addr_req *addr;   /* the address lookup under way, or NULL */
     char id[STS_ID_MAX + 1]; /* the TXT record's, while fetching */
     struct event *ev;        /* delivers the answer */
     struct sts_policy answer;
@@ -119,6 +125,8 @@ static void op_free(struct sts_op *op)
 
     if (op->txt)
         op->txt->op = NULL;
+    if (op->addr)
+        op->addr->op = NULL;
     while ((w = op->waiters) != NULL) {
         op->waiters = w->next;
         free(w);
@@ -230,16 +238,54 @@ static void fetch_done(void *ctx, int status, const char *body, size_t len,
     op_finish(op, &e->policy, "cached MTA-STS policy used: %s", detail);
 }
 
-static void op_fetch(struct sts_op *op, const char *id)
+/* The fetch proper, to addrs (NULL: libcurl resolves). */
+static void op_transfer(struct sts_op *op, const char *addrs)
 {
     char why[STS_WHY_MAX];
 
+    if (sts_fetch_start(op->s->fetcher, op->e->domain, addrs, fetch_done, op,
+                        why, sizeof(why)) < 0)
+        fetch_done(op, -1, NULL, 0, why);
+}
+
+static void addr_done(void *lookup_ctx, const char *addrs, const char *why)
+{
+    struct addr_req *req = lookup_ctx;
+    struct sts_op *op = req->op;
+    char reason[STS_WHY_MAX];
+
+    free(req);
+    if (op == NULL)
+        return;
+    op->addr = NULL;
+    if (addrs == NULL || *addrs == 0) {
+        snprintf(reason, sizeof(reason), "mta-sts.%s: %s", op->e->domain,
+                 why && *why ? why : "no address");
+        fetch_done(op, -1, NULL, 0, reason);
+        return;
+    }
+    op_transfer(op, addrs);
+}
+
+static void op_fetch(struct sts_op *op, const char *id)
+{
+    char host[STS_NAME_MAX + 16];
+    struct addr_req *req;
+
     snprintf(op->id, sizeof(op->id), "%s", id);
     op->s->stats.fetches++;
-    if (sts_fetch_start(op->s->fetcher, op->e->domain, fetch_done, op, why,
-                        sizeof(why)) < 0) {
-        op->s->stats.fetches--;
-        fetch_done(op, -1, NULL, 0, why);
+    if (op->s->cf.addr == NULL || op->s->cf.host_override != NULL) {
+        op_transfer(op, NULL);
+        return;
+    }
+    snprintf(host, sizeof(host), "mta-sts.%s", op->e->domain);
+    req = xcalloc(1, sizeof(*req));
+    req->op = op;
+    op->addr = req;
+    if (op->s->cf.addr(op->s->cf.addr_ctx, host, addr_done, req) < 0) {
+        free(req);
+        op->addr = NULL;
+        fetch_done(op, -1, NULL, 0, "MTA-STS: cannot look up the policy host");
     }
 }
 

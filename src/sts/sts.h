@@ -124,6 +124,15 @@
  *	the id when exactly one begins with v=STSv1 and it is valid, -1
  *	otherwise.
  *
+ *	cf->addr, when set, finds the addresses of mta-sts.DOMAIN before a
+ *	fetch, with the caller's resolver, as cf->txt does for the TXT
+ *	record (so that every DNS question of a delivery goes to the same
+ *	name servers, dns_servers): it calls done once with lookup_ctx and
+ *	the addresses as libcurl's CURLOPT_RESOLVE takes them ("192.0.2.1"
+ *	or "192.0.2.1,[2001:db8::1]"), or NULL and the reason; it returns
+ *	-1 when it will not call done. Without it libcurl resolves the name
+ *	itself (the system's resolver, in a thread of its own).
+ *
  *	Wiring it into the queue manager: the caller provides cf->txt, a
  *	function that starts a TXT lookup of name and calls done exactly
  *	once, later or at once (sts copes), also when its resolver shuts
@@ -181,6 +190,10 @@ typedef void sts_txt_done_fn(void *lookup_ctx, int status,
                              const char *const *txt, size_t n);
 typedef int sts_txt_fn(void *ctx, const char *name, sts_txt_done_fn *done,
                        void *lookup_ctx);
+typedef void sts_addr_done_fn(void *lookup_ctx, const char *addrs,
+                              const char *why);
+typedef int sts_addr_fn(void *ctx, const char *host, sts_addr_done_fn *done,
+                        void *lookup_ctx);
 typedef int64_t sts_clock_fn(void *ctx); /* seconds since the epoch */
 typedef void sts_log_fn(void *ctx, const char *text);
 typedef void sts_done_fn(void *ctx, const struct sts_policy *p,
@@ -191,6 +204,8 @@ struct sts_config {
     struct spool *spool; /* the cache's home; NULL: memory only */
     sts_txt_fn *txt;     /* required */
     void *txt_ctx;
+    sts_addr_fn *addr; /* the policy host's addresses; NULL: libcurl's */
+    void *addr_ctx;
     const char *ca_file;     /* NULL or "": the system's CAs */
     int fetch_timeout_ms;    /* 0: 10,000 */
     size_t max_policy_bytes; /* 0: 65,536 */

@@ -88,8 +88,8 @@ struct sts_fetcher *sts_fetcher_create(const struct sts_fetch_config *cf,
                                        char *why, size_t whylen);
 void sts_fetcher_free(struct sts_fetcher *f);
 int sts_fetch_start(struct sts_fetcher *f, const char *domain,
-                    sts_fetch_done_fn *done, void *ctx, char *why,
-                    size_t whylen);
+                    const char *addrs, sts_fetch_done_fn *done, void *ctx,
+                    char *why, size_t whylen);
 
 struct sts_op;
 

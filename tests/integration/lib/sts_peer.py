@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""sts_peer.py DIR - an HTTPS server of MTA-STS policies for the tests.
+"""sts_peer.py DIR [PORT] - an HTTPS server of MTA-STS policies for the tests.
 
-Listens on 127.0.0.1, on a port of the kernel's choosing, which it
-writes to DIR/port once it accepts connections; serves with
+Listens on 127.0.0.1, on PORT or a port of the kernel's choosing, which
+it writes to DIR/port once it accepts connections; serves with
 DIR/server.pem and DIR/server.key (tests/integration/lib/sts_ca.sh).
 A GET of /.well-known/mta-sts.txt for Host H answers what DIR/www/H
 says: its first line is "STATUS CONTENT-TYPE [DELAY-SECONDS [LOCATION]]"
@@ -61,7 +61,8 @@ class Server(http.server.ThreadingHTTPServer):
 
 
 def main():
-    httpd = Server(("127.0.0.1", 0), Handler)
+    httpd = Server(("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2
+                    else 0), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(os.path.join(DIR, "server.pem"),
                         os.path.join(DIR, "server.key"))
