@@ -130,7 +130,8 @@ FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
                 src/tls/*.c)
 FUZZ_STS     := src/sts/policy.c src/sts/txt.c src/sts/mx.c \
                 $(wildcard src/util/*.c)
-FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy
+FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy \
+                tls_policy
 
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz
@@ -151,6 +152,14 @@ build-fuzz/fuzz_sts_policy: tests/fuzz/fuzz_sts_policy.c $(FUZZ_STS) \
 	    src/sts/sts.h src/sts/sts_impl.h src/util/util.h
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_STS)
+
+# The TLS policy parser needs OpenSSL's version numbers and util/.
+build-fuzz/fuzz_tls_policy: tests/fuzz/fuzz_tls_policy.c src/tls/policy.c \
+	    $(wildcard src/util/*.c) src/tls/tls.h src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
+	    src/tls/policy.c $(wildcard src/util/*.c) \
+	    $(shell pkg-config --libs openssl)
 
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
