@@ -415,7 +415,7 @@ void starttls_out_established(struct deliver_session *s)
 
 void starttls_out_failed(struct deliver_session *s, int timed_out)
 {
-    char why[256] = "", reason[600];
+    char why[256] = "", reason[1000];
 
     if (s->bev != NULL && tls_session_active(s->bev))
         tls_session_error(s->bev, why, sizeof(why));

@@ -23,7 +23,10 @@
  *	new session to new_session(), which keeps it under the key the
  *	connection was given, replacing what was there;
  *	tls_client_resume() offers the session kept under key, if it is
- *	still within its lifetime, and marks the connection with key so
+ *	still within its lifetime and resumable (a copy of it: concurrent
+ *	connections each resume their own, where OpenSSL 3 would let only
+ *	the first resume a TLS 1.3 session), and marks the connection with
+ *	key so
  *	that its new session is kept there in turn. The cache is a list in
  *	use order, at most TLS_RESUME_MAX sessions, the least recently
  *	used dropped first; it hangs off the SSL_CTX (ex_data) and goes
@@ -187,19 +190,29 @@ int tls_client_resume(SSL *ssl, const char *key)
     struct tls_conn *tc = tls_conn_of(ssl);
     struct resume_entry *e;
     time_t now = time(NULL);
+    SSL_SESSION *copy;
+    int ok;
 
     free(tc->key);
     tc->key = xstrdup(key);
     if (c == NULL || (e = cache_find(c, key)) == NULL)
         return 0;
     unlink_entry(c, e);
-    if (SSL_SESSION_get_time(e->session) + SSL_SESSION_get_timeout(e->session) <
-        now) {
+    if (!SSL_SESSION_is_resumable(e->session) ||
+        SSL_SESSION_get_time(e->session) + SSL_SESSION_get_timeout(e->session) <
+            now) {
         entry_free(e);
         return 0;
     }
     push_front(c, e);
-    return SSL_set_session(ssl, e->session) == 1;
+    /* each connection resumes a copy: OpenSSL 3 marks a TLS 1.3 session
+     * it has resumed once as not resumable, and connections that start
+     * before the new ticket arrives would otherwise get none */
+    if ((copy = SSL_SESSION_dup(e->session)) == NULL)
+        return 0;
+    ok = SSL_set_session(ssl, copy) == 1;
+    SSL_SESSION_free(copy);
+    return ok;
 }
 
 static int load_anchors(SSL_CTX *ctx, const struct tls_client_config *cf,

@@ -206,22 +206,38 @@ echo "$out" | grep -q "$tmp/badpolicy, line 1: TLS security level fingerprint is
     ok "a bad policy table is refused with its file and line" ||
     { not_ok "a bad policy table is refused with its file and line"; echo "#   $out"; }
 
-# Session resumption: connections not cached, the second session resumes.
+# Session resumption: connections not cached, the second session resumes;
+# then ten deliveries at once all resume (each resumes its own copy of
+# the session: OpenSSL 3 lets a TLS 1.3 session be resumed once).
 : >"$tmp/transport"
 printf 'resume.test relay:[127.0.0.1]:%s\n' "$port_good" >"$tmp/transport"
 rm -f "$tmp/good"/*.eml
 d=$tmp/resume
 sluiced_start "$d" "smtp_tls_CAfile = $tmp/ca/ca.pem
-smtp_connection_cache_on_demand = no" ||
+smtp_connection_cache_on_demand = no
+initial_destination_concurrency = 10" ||
     { not_ok "sluiced starts for resumption"; tap_done; }
 for i in 1 2; do
     printf 'Subject: resume %s\n\nresume\n' "$i" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test r$i@resume.test
     wait_for 20 sh -c "grep -q 'to=<r$i@resume.test>.*status=sent' $d/log"
 done
+resumed() {
+    sed -n 's/^resumed: //p' "$(grep -l "^to: $1\$" "$tmp/good"/*.eml)"
+}
 expect "the first session is new, the second resumed" "no yes" \
-    "$(echo $(sed -n 's/^resumed: //p' "$(grep -l '^to: r1@resume.test$' "$tmp/good"/*.eml)") \
-        $(sed -n 's/^resumed: //p' "$(grep -l '^to: r2@resume.test$' "$tmp/good"/*.eml)"))"
+    "$(echo $(resumed r1@resume.test) $(resumed r2@resume.test))"
+# ten more in quick succession, up to ten deliveries at once
+for i in 3 4 5 6 7 8 9 10 11 12; do
+    printf 'Subject: resume %s\n\nresume\n' "$i" |
+        "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test \
+            r$i@resume.test
+done
+wait_for 20 sh -c "[ \$(grep -c 'to=<r[0-9]*@resume.test>.*status=sent' $d/log) -ge 12 ]"
+all=
+for i in 3 4 5 6 7 8 9 10 11 12; do all="$all $(resumed r$i@resume.test)"; done
+expect "ten deliveries at once each resume a session" \
+    " yes yes yes yes yes yes yes yes yes yes" "$all"
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 
