@@ -115,10 +115,16 @@ static void counts_write(void)
         fprintf(stderr, "tls_sink: %s: %s\n", count_path, strerror(errno));
 }
 
+/* conn_free: a TLS bufferevent closes its socket and frees its SSL
+ * (BEV_OPT_CLOSE_ON_FREE); the plaintext one was made without it, so
+ * that STARTTLS can take its socket over, and is closed here. */
 static void conn_free(struct sink_conn *c)
 {
-    /* BEV_OPT_CLOSE_ON_FREE: the socket, and the SSL with it. */
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+
     bufferevent_free(c->bev);
+    if (c->ssl == NULL && fd >= 0)
+        evutil_closesocket(fd);
     free(c);
 }
 
