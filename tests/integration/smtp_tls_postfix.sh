@@ -10,6 +10,8 @@
 # smtpd_tls_security_level = encrypt on Postfix (it refuses MAIL before
 # STARTTLS), sluiced at none is refused with Postfix's "530 5.7.0 Must
 # issue a STARTTLS command first", which shows the peer enforces it.
+# A Postfix that asks for a client certificate (smtpd_tls_ask_ccert) gets
+# sluice's (smtp_tls_cert_file) and logs it as Trusted.
 # Needs root and Postfix (skips otherwise). Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -29,17 +31,26 @@ need openssl command -v openssl
 chmod 711 "$tmp"
 
 sh tests/integration/lib/tls_ca.sh "$tmp/ca" || { not_ok "certificates"; tap_done; }
+# sluice's client certificate (extendedKeyUsage clientAuth)
+printf 'extendedKeyUsage=clientAuth\n' >"$tmp/ca/client.ext"
+openssl req -newkey rsa:2048 -nodes -keyout "$tmp/ca/client.key" \
+    -out "$tmp/ca/client.csr" -subj "/CN=sluice.test" 2>/dev/null &&
+    openssl x509 -req -in "$tmp/ca/client.csr" -CA "$tmp/ca/ca.pem" \
+        -CAkey "$tmp/ca/ca.key" -CAcreateserial -days 30 \
+        -extfile "$tmp/ca/client.ext" -out "$tmp/ca/client.pem" 2>/dev/null ||
+    { not_ok "the client certificate"; tap_done; }
 chmod 755 "$tmp/ca"
 chmod 644 "$tmp/ca"/*
 
-# pf NAME LEVEL CERT: a Postfix smtpd at smtpd_tls_security_level LEVEL
-# with certificate CERT (of tls_ca.sh), its port in $port_NAME.
+# pf NAME LEVEL CERT [LINES]: a Postfix smtpd at smtpd_tls_security_level
+# LEVEL with certificate CERT (of tls_ca.sh) and main.cf LINES, its port
+# in $port_NAME.
 pf() {
     eval "port_$1=\$(free_port)"
     eval "_p=\$port_$1"
     postfix_start "$tmp/$1" "127.0.0.1:$_p inet n - n - 10 smtpd" <<EOF ||
 myhostname = postfix.test
-mydestination = pf.test, may.test, verify.test, wrong.test, enc.test
+mydestination = pf.test, may.test, verify.test, wrong.test, enc.test, ccert.test
 local_transport = discard:delivered
 smtpd_tls_cert_file = $tmp/ca/$3.pem
 smtpd_tls_key_file = $tmp/ca/$3.key
@@ -47,6 +58,7 @@ smtpd_tls_security_level = $2
 smtpd_tls_loglevel = 1
 smtpd_helo_required = yes
 strict_rfc821_envelopes = yes
+${4:-}
 EOF
         { not_ok "Postfix $1 starts"; sed 's/^/#   /' "$tmp/$1/start.out"; tap_done; }
     wait_for 10 listening "$_p" || { not_ok "Postfix $1 listens"; tap_done; }
@@ -55,27 +67,32 @@ EOF
 pf may may server
 pf wrong may wrongname
 pf enc encrypt server
+pf ccert may server "smtpd_tls_ask_ccert = yes
+smtpd_tls_CAfile = $tmp/ca/ca.pem"
 
 cat >"$tmp/transport" <<EOF
 may.test relay:[127.0.0.1]:$port_may
 verify.test verified:[127.0.0.1]:$port_may
 wrong.test verified:[127.0.0.1]:$port_wrong
 enc.test plain:[127.0.0.1]:$port_enc
+ccert.test relay:[127.0.0.1]:$port_ccert
 EOF
 d=$tmp/sluice
 sluiced_start "$d" "transports = smtp:smtp, relay:smtp, verified:smtp, plain:smtp
 smtp_tls_CAfile = $tmp/ca/ca.pem
+smtp_tls_cert_file = $tmp/ca/client.pem
+smtp_tls_key_file = $tmp/ca/client.key
 verified_tls_security_level = verify
 verified_tls_verify_cert_match = localhost
 plain_tls_security_level = none" ||
     { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
 
-for r in a@may.test b@verify.test c@wrong.test e@enc.test; do
+for r in a@may.test b@verify.test c@wrong.test e@enc.test f@ccert.test; do
     printf 'Subject: tls\n\nto %s\n' "$r" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "$r"
 done
-wait_for 30 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\|bounced\\)' $d/log) -ge 4 ]" ||
-    not_ok "four outcomes within 30 s"
+wait_for 30 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\|bounced\\)' $d/log) -ge 5 ]" ||
+    not_ok "five outcomes within 30 s"
 
 outcome() {
     grep "to=<$1>" "$d/log" | tail -n 1
@@ -103,6 +120,13 @@ outcome e@enc.test | grep -q 'Must issue a STARTTLS command first' &&
     ok "Postfix at encrypt refuses sluiced at none: 530 5.7.0" ||
     { not_ok "Postfix at encrypt refuses sluiced at none: 530 5.7.0"; outcome e@enc.test | sed 's/^/#   /'; }
 
+# smtp_tls_cert_file: a server that asks for a client certificate gets
+# ours, and Postfix verifies it against the test CA.
+outcome f@ccert.test | grep -q 'status=sent' &&
+    ok "client certificate: sent" || { not_ok "client certificate: sent"; outcome f@ccert.test | sed 's/^/#   /'; }
+grep -q "Trusted TLS connection established from localhost\[127.0.0.1\]" "$tmp/ccert/maillog" &&
+    ok "Postfix verified sluice's client certificate (Trusted, not Anonymous)" ||
+    { not_ok "Postfix verified sluice's client certificate (Trusted, not Anonymous)"; grep TLS "$tmp/ccert/maillog" | sed 's/^/#   /'; }
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 tap_done
