@@ -24,7 +24,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl
+LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl zlib
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
