@@ -20,7 +20,7 @@
  *	collected with curl_multi_info_read(). Nothing blocks the loop;
  *	name resolution, when the caller gives no addresses, is curl's
  *	own (its resolver thread). MTA-STS's policy fetch (sts/fetch.c)
- *	and TLS reporting's POST (qmgr/tlsrpt.c) are its users.
+ *	and TLS reporting's POST (qmgr/tlsrpt_send.c) are its users.
  */
 
 #include "http/http.h"

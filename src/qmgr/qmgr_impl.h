@@ -20,7 +20,8 @@
  *	submit.c	new mail into the group commit
  *	flush.c		ETRN and "sluice flush"
  *	tls.c, dane.c, sts.c	TLS, DANE and MTA-STS of a delivery
- *	tlsrpt.c	TLS reporting: counts and the daily reports
+ *	tlsrpt.c	TLS reporting: counts, periods, the spool
+ *	tlsrpt_send.c	TLS reporting: the reports made and sent
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -210,7 +211,24 @@ enum qm_sts_verdict qm_sts_verdict(const struct qm_delivery *d,
                                    const struct deliver_result *res, char *host,
                                    size_t hostlen, char *addr, size_t addrlen);
 
-/* TLS reporting, RFC 8460 (tlsrpt.c). */
+/* TLS reporting, RFC 8460: counts (tlsrpt.c), reports (tlsrpt_send.c). */
+struct qm_tlsrpt {
+    struct qmgr *q;
+    struct tlsrpt_table *table;
+    int64_t period, start; /* seconds */
+    char org[256], contact[300], ca_file[1024];
+    struct event *tick;
+    struct http_client *http;
+    struct qm_report *reports;
+    struct qm_post *posts;
+    unsigned serial;
+    int closing;
+};
+
+void qm_tlsrpt_free(struct qm_tlsrpt *r);
+void qm_tlsrpt_report(struct qm_tlsrpt *r, const struct tlsrpt_table *t,
+                      const char *domain, int64_t start, int64_t end);
+void qm_tlsrpt_send_stop(struct qm_tlsrpt *r);
 void qm_tlsrpt_open(struct qmgr *q);
 void qm_tlsrpt_close(struct qmgr *q);
 void qm_tlsrpt_dane(struct qm_delivery *d, const struct deliver_dane *dane,

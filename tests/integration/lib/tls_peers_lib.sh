@@ -5,8 +5,9 @@
 #   tls_cert NAME SANS        $ca/NAME.pem and $ca/NAME.key: a certificate
 #                             of the test CA in $ca (lib/tls_ca.sh) for
 #                             SANS ("DNS:a.test,IP:127.0.0.1")
-#   tls_receiver NAME CERT    lib/tls_receiver.py in mode good with
-#                             $ca/CERT.pem and .key, storing into
+#   tls_receiver NAME CERT [MODE]
+#                             lib/tls_receiver.py in MODE (default good)
+#                             with $ca/CERT.pem and .key, storing into
 #                             $tmp/NAME/; its port in $port_NAME
 
 tls_cert() {
@@ -18,7 +19,7 @@ tls_cert() {
 }
 
 tls_receiver() {
-    /usr/bin/python3 tests/integration/lib/tls_receiver.py "$tmp/$1" good \
+    /usr/bin/python3 tests/integration/lib/tls_receiver.py "$tmp/$1" "${3:-good}" \
         "$ca/$2.pem" "$ca/$2.key" 2>"$tmp/$1.err" &
     pids="$pids $!"
     wait_for 10 test -f "$tmp/$1/port" || { not_ok "receiver $1 starts"; tap_done; }
