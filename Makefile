@@ -24,7 +24,7 @@ SYSCONFDIR ?= /etc
 BUILD      ?= build
 
 CC       ?= cc
-LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl
+LIB_PKGS := lmdb libevent libevent_openssl openssl libcares libcurl zlib
 PKGS     := cmocka
 OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
@@ -136,6 +136,17 @@ FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy \
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SMTP)
+
+# TLS reporting's TXT parser and the counts' line form need util/ alone
+# (mail.c, with zlib, is not fuzzed: it reads nothing from outside).
+FUZZ_TLSRPT  := src/tlsrpt/table.c src/tlsrpt/report.c src/tlsrpt/txt.c \
+                $(wildcard src/util/*.c)
+FUZZ_TARGETS += tlsrpt
+
+build-fuzz/fuzz_tlsrpt: tests/fuzz/fuzz_tlsrpt.c $(FUZZ_TLSRPT) \
+	    src/tlsrpt/tlsrpt.h src/tlsrpt/tlsrpt_impl.h src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_TLSRPT)
 
 # The session target runs the real server on libevent, with the spool's
 # message type: it links what ingress/ needs.

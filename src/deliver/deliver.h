@@ -93,6 +93,10 @@
  *	failed: the socket is missing or refuses, so the transport cannot
  *	work at all (the caller suspends it) rather than one destination
  *	being down.
+ *	tls_fail[] says why TLS failed at each address where it did, in a
+ *	form a program can count (RFC 8460's result types come from it):
+ *	the kind, the host and address, and the reason text that the log
+ *	and the notices show.
  *	dsn_passed says that an SMTP server offered DSN, so the request's
  *	NOTIFY, ORCPT, RET and ENVID went with the message: reporting
  *	success is that server's job from then on (RFC 3461).
@@ -263,6 +267,29 @@ struct deliver_tls_result {
     char details[200]; /* "key-exchange X25519 server-signature ..." */
 };
 
+/*
+ * Why TLS failed at one address, as TLS reporting (RFC 8460, 4.3) counts
+ * it; the reason texts of the log and the notices stay as they were.
+ */
+enum deliver_tls_fail {
+    DELIVER_TLS_FAIL_STARTTLS,      /* not offered, or refused */
+    DELIVER_TLS_FAIL_HANDSHAKE,     /* the handshake failed or timed out */
+    DELIVER_TLS_FAIL_NOT_TRUSTED,   /* no chain to a trusted CA */
+    DELIVER_TLS_FAIL_HOST_MISMATCH, /* trusted, but not for the names */
+    DELIVER_TLS_FAIL_DANE,          /* no TLSA record matched */
+    DELIVER_TLS_FAIL_TLSA_LOOKUP,   /* the TLSA lookup failed (DNSSEC) */
+    DELIVER_TLS_FAIL_DANE_REQUIRED, /* dane-only, no validated records */
+};
+
+#define DELIVER_TLS_FAILS_MAX 8 /* failures kept per delivery */
+
+struct deliver_tls_failure {
+    enum deliver_tls_fail kind;
+    char host[256];   /* the MX host's name */
+    char addr[64];    /* its address, text */
+    char reason[256]; /* the client's reason, as logged */
+};
+
 struct deliver_result {
     int hop_ok;       /* got past connection and handshake */
     char *hop_reason; /* when not */
@@ -276,6 +303,10 @@ struct deliver_result {
     int transport_failed; /* a local socket could not be reached */
     long lines_folded;    /* lines broken at line_limit */
     struct deliver_tls_result tls;
+    /* TLS failures at the addresses tried, in order (the first
+     * DELIVER_TLS_FAILS_MAX; ntls_fail counts them all) */
+    struct deliver_tls_failure tls_fail[DELIVER_TLS_FAILS_MAX];
+    size_t ntls_fail;
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

@@ -60,6 +60,9 @@
  *	plaintext one; at an enforcing level only a TLS one; at none only
  *	a plaintext one (deliver_start()).
  *
+ *	Each TLS failure is also noted in the result's tls_fail[] with its
+ *	kind, host and address (TLS reporting counts them, RFC 8460).
+ *
  *	Sessions are resumed under a key of the address, the name sent,
  *	and the policy, so that a session checked under one policy is
  *	never taken as checked under another.
@@ -75,6 +78,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+static void fail_note(struct deliver_session *s, enum deliver_tls_fail kind,
+                      const char *reason);
 
 /* What DNSSEC said of the current address's host, or NULL. */
 static const struct deliver_dane *dane_of(const struct deliver_session *s)
@@ -178,6 +184,7 @@ int starttls_out_host_ok(struct deliver_session *s, char *reason, size_t len)
         snprintf(reason, len, "TLSA lookup error for %s:%u: %s",
                  s->req.addrs[s->addr].host, port_of(&s->req.addrs[s->addr]),
                  d->why);
+        fail_note(s, DELIVER_TLS_FAIL_TLSA_LOOKUP, reason);
         return 0;
     }
     if (level == TLS_LEV_DANE_ONLY &&
@@ -186,6 +193,7 @@ int starttls_out_host_ok(struct deliver_session *s, char *reason, size_t len)
                  "TLS is required, but host %s has no DNSSEC-validated "
                  "TLSA records",
                  s->req.addrs[s->addr].host);
+        fail_note(s, DELIVER_TLS_FAIL_DANE_REQUIRED, reason);
         return 0;
     }
     return 1;
@@ -217,10 +225,34 @@ const char *starttls_out_cache_key(const struct deliver_session *s, int tls)
     return tls ? s->key_tls : s->key_plain;
 }
 
-/* A TLS failure on this address: the next one, with the dsn. */
-static void tls_fail(struct deliver_session *s, const char *dsn,
-                     const char *reason)
+/* Why TLS failed at the current address, for TLS reporting. */
+static void fail_note(struct deliver_session *s, enum deliver_tls_fail kind,
+                      const char *reason)
 {
+    const struct deliver_addr *a = &s->req.addrs[s->addr];
+    struct deliver_tls_failure *f;
+    const void *in = NULL;
+
+    if (s->res->ntls_fail++ >= DELIVER_TLS_FAILS_MAX)
+        return;
+    f = &s->res->tls_fail[s->res->ntls_fail - 1];
+    f->kind = kind;
+    snprintf(f->host, sizeof(f->host), "%s", a->host);
+    if (a->sa.ss_family == AF_INET)
+        in = &((const struct sockaddr_in *)&a->sa)->sin_addr;
+    else if (a->sa.ss_family == AF_INET6)
+        in = &((const struct sockaddr_in6 *)&a->sa)->sin6_addr;
+    if (in == NULL ||
+        inet_ntop(a->sa.ss_family, in, f->addr, sizeof(f->addr)) == NULL)
+        f->addr[0] = 0;
+    snprintf(f->reason, sizeof(f->reason), "%s", reason);
+}
+
+/* A TLS failure on this address: the next one, with the dsn. */
+static void tls_fail(struct deliver_session *s, enum deliver_tls_fail kind,
+                     const char *dsn, const char *reason)
+{
+    fail_note(s, kind, reason);
     connection_next_address_dsn(s, dsn, reason);
 }
 
@@ -348,7 +380,7 @@ int starttls_out_after_ehlo(struct deliver_session *s)
             return 0;
         snprintf(reason, sizeof(reason),
                  "TLS is required, but was not offered by host %s", s->peer);
-        tls_fail(s, "4.7.4", reason);
+        tls_fail(s, DELIVER_TLS_FAIL_STARTTLS, "4.7.4", reason);
         return 1;
     }
     s->state = ST_STARTTLS;
@@ -373,7 +405,7 @@ void starttls_out_reply(struct deliver_session *s)
     snprintf(reason, sizeof(reason),
              "TLS is required, but host %s refused to start TLS: %d %s",
              s->peer, s->reply.code, s->reply.text);
-    tls_fail(s, "4.7.4", reason);
+    tls_fail(s, DELIVER_TLS_FAIL_STARTTLS, "4.7.4", reason);
 }
 
 void starttls_out_established(struct deliver_session *s)
@@ -393,7 +425,11 @@ void starttls_out_established(struct deliver_session *s)
         snprintf(reason, sizeof(reason), "Server certificate not %s%s%s%s",
                  peer.trusted || level == TLS_LEV_DANE ? "verified" : "trusted",
                  peer.why[0] ? " (" : "", peer.why, peer.why[0] ? ")" : "");
-        tls_fail(s, "4.7.5", reason);
+        tls_fail(s,
+                 level == TLS_LEV_DANE ? DELIVER_TLS_FAIL_DANE
+                 : peer.trusted        ? DELIVER_TLS_FAIL_HOST_MISMATCH
+                                       : DELIVER_TLS_FAIL_NOT_TRUSTED,
+                 "4.7.5", reason);
         return;
     }
     tls_session_summary(s->bev, &sum);
@@ -431,5 +467,5 @@ void starttls_out_failed(struct deliver_session *s, int timed_out)
              : why[0]  ? ": "
                        : "",
              timed_out ? "" : why);
-    tls_fail(s, "4.7.5", reason);
+    tls_fail(s, DELIVER_TLS_FAIL_HANDSHAKE, "4.7.5", reason);
 }

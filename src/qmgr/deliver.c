@@ -31,6 +31,7 @@ void qm_delivery_free(struct qm_delivery *d)
     d->m->deliveries--;
     qm_message_body_idle(d->m);
     sts_policy_clear(&d->sts);
+    qm_tlsrpt_delivery_free(d);
     free(d);
 }
 
@@ -56,6 +57,7 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     d->session = NULL;
     qm_tls_log(q, d->dest->route.transport, res);
     qm_sts_report(d, res);
+    qm_tlsrpt_record(d, res);
     qm_tls_field(res, tls, sizeof(tls));
     if (res->lines_folded > 0)
         qm_log(q, QMGR_LOG_INFO,
@@ -144,6 +146,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     qm_tls_request(q, r->transport, r, d->sts_mode, &req.tls);
     req.tls.dane = dane;
     req.tls.ndane = ndane;
+    qm_tlsrpt_dane(d, dane, ndane);
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
@@ -164,6 +167,8 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
         req.naddrs = qm_sts_filter(d, addrs, all, why, sizeof(why));
         if (all > 0 && req.naddrs == 0) {
             /* RFC 8461, 5.1: no MX host the policy allows: temporary */
+            qm_tlsrpt_policy_failure(d, TLSRPT_STS_POLICY_INVALID,
+                                     addrs[0].host, why);
             qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, "4.7.5",
                               why, "none");
             delivery_entry_done(d, CORE_HOP_FAIL, why);

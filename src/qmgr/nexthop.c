@@ -6,12 +6,21 @@
  *
  *	size_t	qmgr_addresses(const struct dns_result *res, unsigned port,
  *			int limit, struct deliver_addr *out, size_t max)
+ *	void	qm_addr_list(const struct dns_result *res,
+ *			struct util_buf *b)
  * DESCRIPTION
- *	See qmgr.h. dns/ has already ordered the exchangers (preference,
- *	then shuffled within one preference), so this keeps that order.
+ *	qmgr_addresses(): see qmgr.h. dns/ has already ordered the
+ *	exchangers (preference, then shuffled within one preference), so
+ *	this keeps that order.
+ *
+ *	qm_addr_list() appends the addresses of a host answer to b as
+ *	libcurl's CURLOPT_RESOLVE takes them ("192.0.2.1,[2001:db8::1]"),
+ *	for the HTTPS requests that use dns/'s answers (MTA-STS's policy
+ *	host, TLS reporting's https: addresses); nothing when there are
+ *	none.
  */
 
-#include "qmgr/qmgr.h"
+#include "qmgr/qmgr_impl.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -48,4 +57,16 @@ size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
         }
     }
     return n;
+}
+
+void qm_addr_list(const struct dns_result *res, struct util_buf *b)
+{
+    for (size_t h = 0; res->status == DNS_OK && h < res->nhost; h++)
+        for (size_t i = 0; i < res->host[h].naddr; i++) {
+            const struct dns_addr *a = &res->host[h].addr[i];
+            int v6 = a->sa.ss_family == AF_INET6;
+
+            util_buf_printf(b, "%s%s%s%s", b->len ? "," : "", v6 ? "[" : "",
+                            a->text, v6 ? "]" : "");
+        }
 }

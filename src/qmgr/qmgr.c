@@ -198,6 +198,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     }
     settings_apply(q);
     qm_sts_open(q);
+    qm_tlsrpt_open(q);
     qm_feed_ask(q, 0);
     return q;
 }
@@ -286,6 +287,8 @@ void qmgr_stop(struct qmgr *q)
     /* its TXT lookups answer into it: before the resolver goes; its
      * waiting deliveries are told, and end */
     qm_sts_close(q);
+    /* its counts go to the spool; its TXT lookups end with the resolver */
+    qm_tlsrpt_close(q);
     /* Agents stop at once; their recipients stay as they are on disk.
      * Deliveries waiting for DNS end when the resolver is freed. */
     for (d = LIST_FIRST(&q->deliveries); d != NULL; d = next) {

@@ -19,6 +19,9 @@
  *	bounce.c	which notices a sender is owed, and storing them
  *	submit.c	new mail into the group commit
  *	flush.c		ETRN and "sluice flush"
+ *	tls.c, dane.c, sts.c	TLS, DANE and MTA-STS of a delivery
+ *	tlsrpt.c	TLS reporting: counts, periods, the spool
+ *	tlsrpt_send.c	TLS reporting: the reports made and sent
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -28,6 +31,7 @@
 #include "route/route.h"
 #include "spool/spool.h"
 #include "sts/sts.h"
+#include "tlsrpt/tlsrpt.h"
 #include "util/util.h"
 
 #include <sys/queue.h>
@@ -61,6 +65,12 @@ struct qm_dest {
     struct route_result route;
 };
 
+/* The TLSA records of one host of a delivery, for TLS reporting. */
+struct qm_tlsa_host {
+    char host[256];
+    char *text; /* the records, one a line; NULL: the lookup failed */
+};
+
 struct qm_delivery {
     struct qmgr *q;
     struct qm_msg *m;
@@ -75,6 +85,8 @@ struct qm_delivery {
     size_t line_limit;         /* smtp_line_length_limit it was sent with */
     enum deliver_sts sts_mode; /* the recipient domain's MTA-STS policy */
     struct sts_policy sts;     /* its copy, when sts_mode is not none */
+    struct qm_tlsa_host *tlsa; /* hosts with TLSA records (tlsrpt.c) */
+    size_t ntlsa;
     LIST_ENTRY(qm_delivery) link;
 };
 
@@ -89,9 +101,10 @@ struct qmgr {
     struct core *core;
     struct qmgr_inbox *inbox;
     struct deliver_cache *cache;
-    struct qmgr_tls *tls;   /* NULL: no TLS on delivery */
-    struct sts *sts;        /* MTA-STS, or NULL: off */
-    char sts_last_why[256]; /* the last policy failure logged */
+    struct qmgr_tls *tls;     /* NULL: no TLS on delivery */
+    struct sts *sts;          /* MTA-STS, or NULL: off */
+    char sts_last_why[256];   /* the last policy failure logged */
+    struct qm_tlsrpt *tlsrpt; /* TLS reporting, or NULL: off */
     struct event *feed_ev, *timer_ev, *scan_ev;
     struct qm_msg *hash[QM_ID_HASH_SIZE];
     TAILQ_HEAD(, qm_msg) msgs;
@@ -167,6 +180,9 @@ void qm_dest_sweep(struct qmgr *q);
 /* deliver.c */
 void qm_dispatch(struct qmgr *q);
 
+/* nexthop.c */
+void qm_addr_list(const struct dns_result *res, struct util_buf *b);
+
 /* The TLSA lookups of a delivery at dane and dane-only (dane.c). */
 typedef void qm_dane_fn(struct qm_delivery *d, const struct dns_result *res,
                         const struct deliver_dane *dane, size_t n);
@@ -182,6 +198,45 @@ void qm_sts_get(struct qm_delivery *d, qm_sts_fn *done);
 size_t qm_sts_filter(const struct qm_delivery *d, struct deliver_addr *addrs,
                      size_t n, char *why, size_t whylen);
 void qm_sts_report(struct qm_delivery *d, const struct deliver_result *res);
+
+/* What enforce would make of a delivery made (sts.c). */
+enum qm_sts_verdict {
+    QM_STS_OK,
+    QM_STS_NOT_IN_MX,
+    QM_STS_NO_TLS,
+    QM_STS_NOT_TRUSTED,   /* the chain does not verify */
+    QM_STS_HOST_MISMATCH, /* it does, not for the MX host's name */
+};
+enum qm_sts_verdict qm_sts_verdict(const struct qm_delivery *d,
+                                   const struct deliver_result *res, char *host,
+                                   size_t hostlen, char *addr, size_t addrlen);
+
+/* TLS reporting, RFC 8460: counts (tlsrpt.c), reports (tlsrpt_send.c). */
+struct qm_tlsrpt {
+    struct qmgr *q;
+    struct tlsrpt_table *table;
+    int64_t period, start; /* seconds */
+    char org[256], contact[300], ca_file[1024];
+    struct event *tick;
+    struct http_client *http;
+    struct qm_report *reports;
+    struct qm_post *posts;
+    unsigned serial;
+    int closing;
+};
+
+void qm_tlsrpt_free(struct qm_tlsrpt *r);
+void qm_tlsrpt_report(struct qm_tlsrpt *r, const struct tlsrpt_table *t,
+                      const char *domain, int64_t start, int64_t end);
+void qm_tlsrpt_send_stop(struct qm_tlsrpt *r);
+void qm_tlsrpt_open(struct qmgr *q);
+void qm_tlsrpt_close(struct qmgr *q);
+void qm_tlsrpt_dane(struct qm_delivery *d, const struct deliver_dane *dane,
+                    size_t n);
+void qm_tlsrpt_record(struct qm_delivery *d, const struct deliver_result *res);
+void qm_tlsrpt_policy_failure(struct qm_delivery *d, enum tlsrpt_result result,
+                              const char *host, const char *reason);
+void qm_tlsrpt_delivery_free(struct qm_delivery *d);
 
 /* TLS of a delivery (tls.c). */
 void qm_tls_request(const struct qmgr *q, const char *transport,

@@ -13,6 +13,9 @@
  *			size_t whylen)
  *	void	qm_sts_report(struct qm_delivery *d,
  *			const struct deliver_result *res)
+ *	enum qm_sts_verdict qm_sts_verdict(const struct qm_delivery *d,
+ *			const struct deliver_result *res, char *host,
+ *			size_t hostlen, char *addr, size_t addrlen)
  * DESCRIPTION
  *	RFC 8461 through sts/ (which finds, fetches and caches policies):
  *	this file opens the layer with the configuration, answers its TXT
@@ -54,7 +57,11 @@
  *
  *	where REASON is "not in the policy's mx", "no TLS", or "the
  *	certificate does not verify for HOST" (what the TLS client saw:
- *	Trusted, Untrusted or Anonymous).
+ *	Trusted, Untrusted or Anonymous). qm_sts_verdict() is that
+ *	judgement for TLS reporting too: the relay's host and address,
+ *	and what enforce would have said of them. A policy that a TXT
+ *	record announces but that could not be had is counted for TLS
+ *	reporting (qm_tlsrpt_policy_failure()).
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -109,14 +116,7 @@ static void addr_answer(void *ctx, struct dns_result *res)
     struct addr_lookup *l = ctx;
     struct util_buf b = UTIL_BUF_INIT;
 
-    for (size_t h = 0; res->status == DNS_OK && h < res->nhost; h++)
-        for (size_t i = 0; i < res->host[h].naddr; i++) {
-            const struct dns_addr *a = &res->host[h].addr[i];
-            int v6 = a->sa.ss_family == AF_INET6;
-
-            util_buf_printf(&b, "%s%s%s%s", b.len ? "," : "", v6 ? "[" : "",
-                            a->text, v6 ? "]" : "");
-        }
+    qm_addr_list(res, &b);
     l->done(l->ctx, b.len ? b.data : NULL, res->why);
     util_buf_free(&b);
     dns_result_free(res);
@@ -193,6 +193,27 @@ struct sts_wait {
     qm_sts_fn *done;
 };
 
+/*
+ * RFC 8460, 4.3.2.2: a policy that a TXT record announces and that
+ * could not be had is a failure of the domain's policy (decision 63):
+ * the certificate of the policy server ("sts-webpki-invalid"), a
+ * policy that does not read ("sts-policy-invalid"), anything else on
+ * the way ("sts-policy-fetch-error"). No record, or no answer for it,
+ * is no policy and no failure.
+ */
+static void sts_report_failure(struct qm_delivery *d, const char *why)
+{
+    if (strstr(why, "_mta-sts.") != NULL || strstr(why, "shut down") != NULL)
+        return;
+    qm_tlsrpt_policy_failure(d,
+                             strstr(why, ": invalid policy: ")
+                                 ? TLSRPT_STS_POLICY_INVALID
+                             : strstr(why, "certificate") || strstr(why, "SSL")
+                                 ? TLSRPT_STS_WEBPKI_INVALID
+                                 : TLSRPT_STS_POLICY_FETCH_ERROR,
+                             "", why);
+}
+
 static void policy_done(void *ctx, const struct sts_policy *p, const char *why)
 {
     struct sts_wait *w = ctx;
@@ -207,6 +228,8 @@ static void policy_done(void *ctx, const struct sts_policy *p, const char *why)
         snprintf(q->sts_last_why, sizeof(q->sts_last_why), "%s", why);
         qm_log(q, QMGR_LOG_WARNING, "%s: %s", d->dest->route.nexthop, why);
     }
+    if (p == NULL && why && !q->closing)
+        sts_report_failure(d, why);
     if (p && p->mode != STS_NONE) {
         d->sts_mode =
             p->mode == STS_ENFORCE ? DELIVER_STS_ENFORCE : DELIVER_STS_TESTING;
@@ -248,25 +271,43 @@ size_t qm_sts_filter(const struct qm_delivery *d, struct deliver_addr *addrs,
     return kept;
 }
 
+enum qm_sts_verdict qm_sts_verdict(const struct qm_delivery *d,
+                                   const struct deliver_result *res, char *host,
+                                   size_t hostlen, char *addr, size_t addrlen)
+{
+    size_t n = strcspn(res->relay, "[");
+    const char *a = res->relay + n;
+
+    snprintf(host, hostlen, "%.*s", (int)(n < 255 ? n : 255), res->relay);
+    addr[0] = 0;
+    if (*a == '[')
+        snprintf(addr, addrlen, "%.*s", (int)strcspn(a + 1, "]"), a + 1);
+    if (!sts_mx_match(&d->sts, host))
+        return QM_STS_NOT_IN_MX;
+    if (!res->tls.used)
+        return QM_STS_NO_TLS;
+    if (res->tls.word == NULL || strcmp(res->tls.word, "Verified") != 0)
+        return res->tls.word && strcmp(res->tls.word, "Trusted") == 0
+                   ? QM_STS_HOST_MISMATCH
+                   : QM_STS_NOT_TRUSTED;
+    return QM_STS_OK;
+}
+
 void qm_sts_report(struct qm_delivery *d, const struct deliver_result *res)
 {
-    char host[256];
-    const char *reason = NULL;
-    size_t n;
+    static const char *const reason[] = {
+        NULL, "not in the policy's mx", "no TLS",
+        "the certificate does not verify for the MX host",
+        "the certificate does not verify for the MX host"};
+    char host[256], addr[64];
+    enum qm_sts_verdict v;
 
     if (d->sts_mode != DELIVER_STS_TESTING || !res->hop_ok)
         return;
-    n = strcspn(res->relay, "[");
-    snprintf(host, sizeof(host), "%.*s", (int)(n < 255 ? n : 255), res->relay);
-    if (!sts_mx_match(&d->sts, host))
-        reason = "not in the policy's mx";
-    else if (!res->tls.used)
-        reason = "no TLS";
-    else if (res->tls.word == NULL || strcmp(res->tls.word, "Verified") != 0)
-        reason = "the certificate does not verify for the MX host";
-    if (reason)
+    v = qm_sts_verdict(d, res, host, sizeof(host), addr, sizeof(addr));
+    if (v != QM_STS_OK)
         qm_log(d->q, QMGR_LOG_INFO,
                "%s: MTA-STS policy in testing mode would refuse %s: %s (%s)",
-               d->dest->route.nexthop, host, reason,
+               d->dest->route.nexthop, host, reason[v],
                res->tls.word ? res->tls.word : "plaintext");
 }

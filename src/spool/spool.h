@@ -154,9 +154,10 @@
  *	The meta functions (meta.c) keep small named values for other
  *	layers in the spool's "meta" database, so that they survive a
  *	restart with the spool's own durability: MTA-STS policies (sts/,
- *	keys "sts:DOMAIN"). A key is 1 to SPOOL_META_KEY_MAX bytes, by
- *	convention its owner's prefix first; a value is small and read
- *	whole. spool_meta_put() and spool_meta_delete() write and sync
+ *	keys "sts:DOMAIN"), TLS reporting's counts (qmgr/tlsrpt.c, keys
+ *	"tlsrpt:period" and "tlsrpt:d:DOMAIN"). A key is 1 to
+ *	SPOOL_META_KEY_MAX bytes, by convention its owner's prefix first;
+ *	a value is small and read whole. spool_meta_put() and spool_meta_delete() write and sync
  *	a transaction of their own (deleting a key that is not there
  *	succeeds); spool_meta_submit() queues the put (val NULL: the
  *	delete) for the next group commit and returns at once, the form

@@ -164,6 +164,7 @@ static const struct {
     {"smtpd_starttls_timeout", 300000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
+    {"smtp_tls_report_period", 86400000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -204,6 +205,8 @@ static const struct {
     {"smtp_tls_secure_cert_match", CONF_LIST, "nexthop, dot-nexthop"},
     {"smtp_tls_servername", CONF_STRING, "hostname"},
     {"smtp_mta_sts_CAfile", CONF_STRING, ""},
+    {"smtp_tls_report_organization", CONF_STRING, "$myhostname"},
+    {"smtp_tls_report_CAfile", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -281,6 +284,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_tls_ciphers",
         "smtp_tls_mandatory_ciphers",
         "smtp_mta_sts_enable",
+        "smtp_tls_report_enable",
     };
     size_t i;
     size_t j;
@@ -302,9 +306,10 @@ static void test_table_has_every_parameter(void **state)
      * lists, 2 booleans and 1 time; the SMTP client's TLS: 3 choices
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
-     * string and 1 integer.
+     * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
+     * strings.
      */
-    assert_int_equal(conf_param_count, 109);
+    assert_int_equal(conf_param_count, 113);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

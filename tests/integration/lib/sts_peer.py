@@ -9,7 +9,10 @@ says: its first line is "STATUS CONTENT-TYPE [DELAY-SECONDS [LOCATION]]"
 (CONTENT-TYPE "-" sends none; "!TYPE" sends TYPE and no Content-Length,
 so that the body ends with the connection), the rest is the body. No file, or any
 other path: 404. Every request is appended to DIR/requests as
-"HOST PATH". It runs until it is killed.
+"HOST PATH". A POST (a TLS report, RFC 8460 5.4) is kept as
+DIR/posts/NNNN.body with its Content-Type in NNNN.type and its path in
+NNNN.path, and answered with the status in DIR/post-status (default
+200). It runs until it is killed.
 """
 import http.server
 import os
@@ -54,6 +57,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
+
+
+def do_POST(self):
+    length = int(self.headers.get("Content-Length") or 0)
+    body = self.rfile.read(length)
+    posts = os.path.join(DIR, "posts")
+    os.makedirs(posts, exist_ok=True)
+    n = len([f for f in os.listdir(posts) if f.endswith(".body")])
+    base = os.path.join(posts, "%04d" % n)
+    with open(base + ".type", "w") as f:
+        f.write(self.headers.get("Content-Type") or "")
+    with open(base + ".path", "w") as f:
+        f.write(self.path)
+    with open(base + ".tmp", "wb") as f:
+        f.write(body)
+    os.rename(base + ".tmp", base + ".body")
+    status = 200
+    spec = os.path.join(DIR, "post-status")
+    if os.path.isfile(spec):
+        with open(spec) as f:
+            status = int(f.read().split()[0])
+    self.send_response(status)
+    self.send_header("Content-Length", "0")
+    self.send_header("Connection", "close")
+    self.end_headers()
+
+
+Handler.do_POST = do_POST
 
 
 class Server(http.server.ThreadingHTTPServer):
