@@ -53,9 +53,13 @@ static void owed_add(struct qm_owed *o, uint32_t i, struct spool_rcpt *r)
     o->idx[o->n] = i;
     /* The strings are taken from the spool's record: freed with c. */
     o->r[o->n] =
-        (struct qmgr_notice_rcpt){r->address, r->orcpt, r->reason, r->code,
-                                  (r->notified & SPOOL_NOTIFIED_RELAYED) != 0};
-    r->address = r->orcpt = r->reason = NULL;
+        (struct qmgr_notice_rcpt){r->address,
+                                  r->orcpt,
+                                  r->reason,
+                                  r->code,
+                                  (r->notified & SPOOL_NOTIFIED_RELAYED) != 0,
+                                  r->tls};
+    r->address = r->orcpt = r->reason = r->tls = NULL;
     o->n++;
 }
 
@@ -125,6 +129,7 @@ void qm_bounce_census_free(struct qm_census *c)
             free((char *)c->owed[k].r[j].address);
             free((char *)c->owed[k].r[j].orcpt);
             free((char *)c->owed[k].r[j].reason);
+            free((char *)c->owed[k].r[j].tls);
         }
         free(c->owed[k].idx);
         free(c->owed[k].r);
@@ -186,8 +191,8 @@ void qm_bounce_notices(struct qm_msg *m, struct qm_census *c, int retry,
             continue;
         notice_send(m, kinds[k].kind, o);
         for (size_t j = 0; j < o->n && ch != NULL; j++)
-            (*marks)[ch->nresults++] =
-                (struct spool_result){o->idx[j], 0, 0, NULL, kinds[k].bit, 1};
+            (*marks)[ch->nresults++] = (struct spool_result){
+                o->idx[j], 0, 0, NULL, kinds[k].bit, 1, NULL};
     }
     if (ch != NULL)
         ch->results = *marks;

@@ -73,7 +73,8 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     qm_outcome_record(m, d->rcpt, d->nrcpt, res->rcpt, NULL,
                       d->dest->route.type != ROUTE_SMTP ? QM_HOW_FINAL
                       : res->dsn_passed                 ? QM_HOW_SMTP_DSN
-                                                        : QM_HOW_SMTP);
+                                                        : QM_HOW_SMTP,
+                      tls[0] ? tls : NULL);
     if (res->transport_failed) {
         /* Its local socket is not there: the transport cannot work. */
         core_transport_suspend(core_queue_transport(d->queue), qm_now_ms(),

@@ -26,7 +26,10 @@
  *	Reporting-MTA, Arrival-Date, then the queue id and sender as
  *	X-Sluice- extensions) and, per recipient, Original-Recipient (its
  *	ORCPT), Final-Recipient, Action, Status, and Remote-MTA and
- *	Diagnostic-Code when a server said why, Will-Retry-Until for a
+ *	Diagnostic-Code when a server said why, X-Sluice-TLS (the
+ *	attempt's "TLSv1.3:CIPHER:WORD", as the log's tls= field, when it
+ *	went over TLS; the text part says it too, under the recipient's
+ *	line), Will-Retry-Until for a
  *	delay; and the message
  *	itself. A failure returns the whole message (message/rfc822)
  *	unless the sender asked for headers only (RET=HDRS) or the message
@@ -149,6 +152,20 @@ static const char *subject_of(enum qmgr_notice kind)
                                          : "Delivery report: message delivered";
 }
 
+/* "    (over TLSv1.3, TLS_AES_256_GCM_SHA384, certificate Verified)" */
+static void tls_line(struct util_buf *t, const char *tls)
+{
+    const char *c1 = strchr(tls, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+    if (c2 == NULL) {
+        addf(t, "    (over TLS: %s)\r\n", tls);
+        return;
+    }
+    addf(t, "    (over %.*s, %.*s, certificate %s)\r\n", (int)(c1 - tls), tls,
+         (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
+}
+
 static void human_part(struct util_buf *t, const struct qmgr_notice_params *p,
                        enum qmgr_notice kind, const struct qmgr_notice_rcpt *r,
                        size_t n)
@@ -188,6 +205,8 @@ static void human_part(struct util_buf *t, const struct qmgr_notice_params *p,
              r[i].reason && strchr(r[i].reason, ' ')
                  ? strchr(r[i].reason, ' ') + 1
                  : why.diag);
+        if (r[i].tls != NULL)
+            tls_line(t, r[i].tls);
     }
 }
 
@@ -225,6 +244,8 @@ static void status_part(struct util_buf *t, const struct qmgr_notice_params *p,
         if (why.diag[0])
             addf(t, "Diagnostic-Code: %s; %s\r\n",
                  why.smtp ? "smtp" : "X-Sluice", why.diag);
+        if (r[i].tls != NULL)
+            addf(t, "X-Sluice-TLS: %s\r\n", r[i].tls);
         if (kind == QMGR_NOTICE_DELAYED && p->retry_until > 0) {
             date_of(date, sizeof(date), p->retry_until);
             addf(t, "Will-Retry-Until: %s\r\n", date);

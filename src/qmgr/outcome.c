@@ -10,7 +10,8 @@
  *			double conn_done)
  *	void	qm_outcome_record(struct qm_msg *m, const uint64_t *idx,
  *			int n, const struct deliver_rcpt_result *res,
- *			const struct deliver_rcpt_result *same, enum qm_how how)
+ *			const struct deliver_rcpt_result *same, enum qm_how how,
+ *			const char *tls)
  *	void	qm_outcome_decide(struct qm_msg *m, const uint64_t *idx,
  *			int n, enum deliver_status st, const char *dsn,
  *			const char *text, const char *relay)
@@ -18,8 +19,11 @@
  *			int n, const char *reason)
  * DESCRIPTION
  *	qm_outcome_log() logs one recipient's outcome in the reference's
- *	form, with tls= when the delivery went over TLS (tls not NULL). qm_outcome_record() records the outcomes of recipients idx
- *	(res[k] each, or same for all) in memory and in one spool change.
+ *	form, with tls= when the delivery went over TLS (tls not NULL).
+ *	qm_outcome_record() records the outcomes of recipients idx (res[k]
+ *	each, or same for all) in memory and in one spool change, with the
+ *	delivery's TLS (tls, the tls= field's value, or NULL: none) for the
+ *	notices.
  *	qm_outcome_decide() gives recipients decided without a delivery
  *	(routing, DNS, expiry) one outcome, logged and recorded.
  *	qm_outcome_suspended() defers recipients of a dead destination
@@ -72,7 +76,8 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
 /* Record outcomes of recipients (indexes idx) in memory and the spool. */
 void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                        const struct deliver_rcpt_result *res,
-                       const struct deliver_rcpt_result *same, enum qm_how how)
+                       const struct deliver_rcpt_result *same, enum qm_how how,
+                       const char *tls)
 {
     struct spool_result *out = xcalloc((size_t)n, sizeof(*out));
     struct spool_change ch = {0};
@@ -88,6 +93,7 @@ void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
         out[k].status = spool_status(r->status);
         out[k].code = r->code;
         out[k].reason = reason[k];
+        out[k].tls = tls;
         if (r->status == DELIVER_OK &&
             (qm_rcpt_get(m, i)->notify & SPOOL_NOTIFY_SUCCESS))
             out[k].notified = how == QM_HOW_SMTP_DSN ? SPOOL_NOTIFIED_SUCCESS
@@ -118,7 +124,7 @@ void qm_outcome_decide(struct qm_msg *m, const uint64_t *idx, int n,
     for (int k = 0; k < n; k++)
         qm_outcome_log(m, (uint32_t)idx[k], relay, 0, dsn, st, text, NULL, 0,
                        0);
-    qm_outcome_record(m, idx, n, NULL, &r, QM_HOW_DECIDED);
+    qm_outcome_record(m, idx, n, NULL, &r, QM_HOW_DECIDED, NULL);
 }
 
 /* Mail for a dead destination waits without a connection attempt. */

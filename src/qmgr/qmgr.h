@@ -273,6 +273,7 @@ struct qmgr_notice_rcpt {
     const char *reason; /* the spool's: "X.Y.Z text" */
     int code;           /* the server's reply code, 0 if none */
     int relayed;        /* delivered: to a server without DSN */
+    const char *tls;    /* the attempt's "TLSv1.3:CIPHER:WORD", or NULL */
 };
 
 struct qmgr_notice_params {

@@ -254,7 +254,8 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
                     double conn_done);
 void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                        const struct deliver_rcpt_result *res,
-                       const struct deliver_rcpt_result *same, enum qm_how how);
+                       const struct deliver_rcpt_result *same, enum qm_how how,
+                       const char *tls);
 void qm_outcome_decide(struct qm_msg *m, const uint64_t *idx, int n,
                        enum deliver_status st, const char *dsn,
                        const char *text, const char *relay);

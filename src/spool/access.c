@@ -433,6 +433,8 @@ static int results_write(struct spool *sp, MDB_txn *txn, const char *id,
             r.code = res->code;
             free(r.reason);
             r.reason = res->reason ? xstrdup(res->reason) : NULL;
+            free(r.tls);
+            r.tls = res->tls ? xstrdup(res->tls) : NULL;
         }
         spool_rcpt_encode(&b, &r);
         spool_rcpt_clear(&r);

@@ -261,8 +261,10 @@ static void pending_free(struct spool_pending *p)
 {
     free(p->meta_key);
     free(p->meta_val);
-    for (uint32_t i = 0; i < p->change.nresults; i++)
+    for (uint32_t i = 0; i < p->change.nresults; i++) {
         free((char *)p->change.results[i].reason);
+        free((char *)p->change.results[i].tls);
+    }
     free((struct spool_result *)p->change.results);
     free(p);
 }
@@ -389,6 +391,8 @@ static int submit_change(struct spool *sp, enum pending_kind kind,
             results[i] = ch->results[i];
             results[i].reason =
                 ch->results[i].reason ? xstrdup(ch->results[i].reason) : NULL;
+            results[i].tls =
+                ch->results[i].tls ? xstrdup(ch->results[i].tls) : NULL;
         }
         p->change.results = results;
     }

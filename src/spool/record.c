@@ -54,6 +54,7 @@ enum rcpt_tag {
     RCPT_CODE,
     RCPT_REASON,
     RCPT_NOTIFIED,
+    RCPT_TLS,
 };
 
 static void buf_leb(struct util_buf *b, uint64_t v)
@@ -130,6 +131,7 @@ void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
     field_str(b, RCPT_REASON, r->reason);
     if (r->notified)
         field_num(b, RCPT_NOTIFIED, r->notified);
+    field_str(b, RCPT_TLS, r->tls);
 }
 
 /* A reader over one record. */
@@ -315,6 +317,7 @@ void spool_rcpt_clear(struct spool_rcpt *r)
     free(r->orig);
     free(r->orcpt);
     free(r->reason);
+    free(r->tls);
     memset(r, 0, sizeof(*r));
 }
 
@@ -336,11 +339,13 @@ int spool_rcpt_decode(const void *p, size_t len, struct spool_rcpt *rc,
         case RCPT_ORIG:
         case RCPT_ORCPT:
         case RCPT_REASON:
+        case RCPT_TLS:
             if (field_to_str(&r, tag, data, flen,
-                             tag == RCPT_ADDRESS ? &rc->address
-                             : tag == RCPT_ORIG  ? &rc->orig
-                             : tag == RCPT_ORCPT ? &rc->orcpt
-                                                 : &rc->reason) < 0)
+                             tag == RCPT_ADDRESS  ? &rc->address
+                             : tag == RCPT_ORIG   ? &rc->orig
+                             : tag == RCPT_ORCPT  ? &rc->orcpt
+                             : tag == RCPT_REASON ? &rc->reason
+                                                  : &rc->tls) < 0)
                 goto bad;
             break;
         case RCPT_NOTIFY:

@@ -224,6 +224,7 @@ struct spool_rcpt {
     int code;          /* last SMTP status code, 0 if none */
     char *reason;      /* last status text (with enhanced code), or NULL */
     unsigned notified; /* SPOOL_NOTIFIED_* bits */
+    char *tls; /* the last attempt's TLS ("TLSv1.3:CIPHER:WORD"), or NULL */
 };
 
 struct spool_msg {
@@ -286,6 +287,7 @@ struct spool_result {
     const char *reason;
     unsigned notified; /* SPOOL_NOTIFIED_* bits to add */
     int notified_only; /* add them; status, code and reason stay */
+    const char *tls;   /* the attempt's TLS, or NULL: none (replaces) */
 };
 
 struct spool_recovery {

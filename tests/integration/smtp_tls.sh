@@ -238,6 +238,25 @@ all=
 for i in 3 4 5 6 7 8 9 10 11 12; do all="$all $(resumed r$i@resume.test)"; done
 expect "ten deliveries at once each resume a session" \
     " yes yes yes yes yes yes yes yes yes yes" "$all"
+# A success notice (NOTIFY=SUCCESS, the receiver offers no DSN) says the
+# delivery went over TLS: X-Sluice-TLS in the delivery-status part and a
+# line in the text (issue 17: "TLS details in ... DSNs").
+printf 'notify.test relay:[127.0.0.1]:%s\n' "$port_good" >>"$tmp/transport"
+kill -HUP "$sluiced_pid"
+wait_for 10 grep -q "reloaded" "$d/log"
+printf 'Subject: notify\n\nnotify\n' |
+    "$build/sluice" -c "$d/sluice.conf" sendmail -N success -f s@notify.test \
+        r13@resume.test
+wait_for 20 sh -c "grep -l '^to: s@notify.test\$' $tmp/good/*.eml >/dev/null 2>&1"
+notice=$(grep -l '^to: s@notify.test$' "$tmp/good"/*.eml 2>/dev/null | head -n 1)
+if [ -n "$notice" ] &&
+    grep -q '^X-Sluice-TLS: TLSv1.3:TLS_[A-Z0-9_]*:Trusted' "$notice" &&
+    grep -q '^    (over TLSv1.3, TLS_[A-Z0-9_]*, certificate Trusted)' "$notice"; then
+    ok "the success notice tells the delivery's TLS"
+else
+    not_ok "the success notice tells the delivery's TLS"
+    [ -n "$notice" ] && grep -i 'tls\|Final-Recipient\|Action' "$notice" | tr -d '\r' | sed 's/^/#   /'
+fi
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 

@@ -58,11 +58,11 @@ static const struct qmgr_notice_rcpt failed[] = {
     {"bob@a.test", "rfc822;Bob@A.test",
      "5.1.1 host mx.a.test[192.0.2.1] said: 550 5.1.1 <bob@a.test>: "
      "Recipient address rejected (in reply to RCPT TO command)",
-     550, 0},
+     550, 0, NULL},
     {"carol@b.test", NULL,
      "4.4.7 message expired: connect to mx.b.test[192.0.2.2]:25: "
      "Connection refused",
-     0, 0},
+     0, 0, NULL},
 };
 
 static void test_failure_notice_exact(void **state)
@@ -189,7 +189,8 @@ static void test_delay_notice(void **state)
     struct spool_msg *m = message(body, SPOOL_RET_DEFAULT);
     static const struct qmgr_notice_rcpt later[] = {
         {"carol@b.test", NULL,
-         "4.4.1 connect to mx.b.test[192.0.2.2]:25: Connection refused", 0, 0},
+         "4.4.1 connect to mx.b.test[192.0.2.2]:25: Connection refused", 0, 0,
+         NULL},
     };
     size_t len;
     char *text;
@@ -216,8 +217,9 @@ static void test_success_notice(void **state)
 {
     struct spool_msg *m = message(body, SPOOL_RET_DEFAULT);
     static const struct qmgr_notice_rcpt done[] = {
-        {"bob@a.test", NULL, "2.0.0 250 2.0.0 Ok: queued as ABC", 250, 1},
-        {"dan@c.test", NULL, "2.0.0 discarded", 0, 0},
+        {"bob@a.test", NULL, "2.0.0 250 2.0.0 Ok: queued as ABC", 250, 1,
+         "TLSv1.3:TLS_AES_256_GCM_SHA384:Verified"},
+        {"dan@c.test", NULL, "2.0.0 discarded", 0, 0, NULL},
     };
     size_t len;
     char *text;
@@ -230,11 +232,18 @@ static void test_success_notice(void **state)
                                  "Action: relayed\r\n"
                                  "Status: 2.0.0\r\n"
                                  "Diagnostic-Code: smtp; 250 2.0.0 Ok: queued "
-                                 "as ABC\r\n"));
-    assert_non_null(strstr(text, "Final-Recipient: rfc822; dan@c.test\r\n"
-                                 "Action: delivered\r\n"
-                                 "Status: 2.0.0\r\n"
-                                 "Diagnostic-Code: X-Sluice; discarded\r\n"));
+                                 "as ABC\r\n"
+                                 "X-Sluice-TLS: TLSv1.3:TLS_AES_256_GCM_SHA384:"
+                                 "Verified\r\n"));
+    /* issue 17: the TLS of the delivery, in both parts */
+    assert_non_null(strstr(text, "<bob@a.test>: 250 2.0.0 Ok: queued as ABC\r\n"
+                                 "    (over TLSv1.3, TLS_AES_256_GCM_SHA384, "
+                                 "certificate Verified)\r\n"));
+    assert_non_null(strstr(text,
+                           "Final-Recipient: rfc822; dan@c.test\r\n"
+                           "Action: delivered\r\n"
+                           "Status: 2.0.0\r\n"
+                           "Diagnostic-Code: X-Sluice; discarded\r\n\r\n"));
     free(text);
     spool_msg_free(m);
 }

@@ -311,10 +311,15 @@ static void test_indices_and_updates(void **state)
     ch.next_attempt = 500;
     ch.has_attempts = 1;
     ch.attempts = 1;
-    res[0] =
-        (struct spool_result){0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0};
+    res[0] = (struct spool_result){0,
+                                   SPOOL_RCPT_DELIVERED,
+                                   250,
+                                   "2.0.0 ok",
+                                   0,
+                                   0,
+                                   "TLSv1.3:TLS_AES_256_GCM_SHA384:Verified"};
     res[1] = (struct spool_result){
-        1, SPOOL_RCPT_DEFERRED, 451, "4.3.0 try later", 0, 0};
+        1, SPOOL_RCPT_DEFERRED, 451, "4.3.0 try later", 0, 0, NULL};
     ch.results = res;
     ch.nresults = 2;
     assert_int_equal(
@@ -351,8 +356,12 @@ static void test_indices_and_updates(void **state)
     assert_int_equal(got->rcpt[0].status, SPOOL_RCPT_DELIVERED);
     assert_int_equal(got->rcpt[0].code, 250);
     assert_string_equal(got->rcpt[0].reason, "2.0.0 ok");
+    /* the attempt's TLS, for the notices (issue 17) */
+    assert_string_equal(got->rcpt[0].tls,
+                        "TLSv1.3:TLS_AES_256_GCM_SHA384:Verified");
     assert_int_equal(got->rcpt[1].status, SPOOL_RCPT_DEFERRED);
     assert_string_equal(got->rcpt[1].reason, "4.3.0 try later");
+    assert_null(got->rcpt[1].tls);
     spool_msg_free(got);
 
     /*
@@ -360,15 +369,15 @@ static void test_indices_and_updates(void **state)
      * taken away, and a notice-only result leaves the outcome alone.
      */
     memset(&ch, 0, sizeof(ch));
-    res[0] = (struct spool_result){1, SPOOL_RCPT_DEFERRED, 0, NULL, 0, 0};
+    res[0] = (struct spool_result){1, SPOOL_RCPT_DEFERRED, 0, NULL, 0, 0, NULL};
     res[0].notified = SPOOL_NOTIFIED_DELAY;
     res[0].notified_only = 1;
     ch.results = res;
     ch.nresults = 1;
     assert_int_equal(
         spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
-    res[0] =
-        (struct spool_result){1, SPOOL_RCPT_BOUNCED, 550, "5.1.1 gone", 0, 0};
+    res[0] = (struct spool_result){
+        1, SPOOL_RCPT_BOUNCED, 550, "5.1.1 gone", 0, 0, NULL};
     res[0].notified = SPOOL_NOTIFIED_FAILURE;
     assert_int_equal(
         spool_update(fx->sp, ids[0], &ch, fx->why, sizeof(fx->why)), 0);
@@ -381,7 +390,7 @@ static void test_indices_and_updates(void **state)
     assert_int_equal(got->rcpt[1].notified,
                      SPOOL_NOTIFIED_DELAY | SPOOL_NOTIFIED_FAILURE);
     assert_int_equal(got->rcpt[0].notified, 0);
-    res[0] = (struct spool_result){1, SPOOL_RCPT_PENDING, 0, NULL, 0, 0};
+    res[0] = (struct spool_result){1, SPOOL_RCPT_PENDING, 0, NULL, 0, 0, NULL};
     res[0].notified = SPOOL_NOTIFIED_SUCCESS;
     res[0].notified_only = 1;
     assert_int_equal(
@@ -434,7 +443,8 @@ static void test_indices_and_updates(void **state)
     ch.state = SPOOL_HOLD;
 
     /* A result for a recipient that does not exist is refused whole. */
-    res[0] = (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok", 0, 0};
+    res[0] =
+        (struct spool_result){7, SPOOL_RCPT_DELIVERED, 250, "ok", 0, 0, NULL};
     ch.results = res;
     ch.nresults = 1;
     ch.state = SPOOL_INCOMING;
@@ -552,8 +562,9 @@ static void test_queued_changes(void **state)
     struct spool_msg *b = make_msg("b@a.test", 1, "b\r\n");
     struct spool_msg *d = make_msg("d@a.test", 1, "d\r\n"), *got;
     struct spool_result res[2] = {
-        {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0},
-        {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no", 0, 0},
+        {0, SPOOL_RCPT_DELIVERED, 250, "2.0.0 ok", 0, 0,
+         "TLSv1.3:TLS_AES_128_GCM_SHA256:Trusted"},
+        {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no", 0, 0, NULL},
     };
     struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res, 0};
     struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res, 0};

@@ -253,10 +253,10 @@ static void pair_results(uint32_t c, uint32_t s, struct spool_result res[2],
 
     snprintf(reason[0], 64, "2.0.0 ok c%u-s%u", c, s);
     snprintf(reason[1], 64, "4.4.1 try later c%u-s%u", c, s);
-    res[0] =
-        (struct spool_result){0, SPOOL_RCPT_DELIVERED, 250, reason[0], 0, 0};
-    res[1] =
-        (struct spool_result){n - 1, SPOOL_RCPT_DEFERRED, 451, reason[1], 0, 0};
+    res[0] = (struct spool_result){
+        0, SPOOL_RCPT_DELIVERED, 250, reason[0], 0, 0, NULL};
+    res[1] = (struct spool_result){
+        n - 1, SPOOL_RCPT_DEFERRED, 451, reason[1], 0, 0, NULL};
     *nres = n > 1 ? 2 : 1;
 }
 
