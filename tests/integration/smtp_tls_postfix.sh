@@ -11,7 +11,8 @@
 # STARTTLS), sluiced at none is refused with Postfix's "530 5.7.0 Must
 # issue a STARTTLS command first", which shows the peer enforces it.
 # A Postfix that asks for a client certificate (smtpd_tls_ask_ccert) gets
-# sluice's (smtp_tls_cert_file) and logs it as Trusted.
+# sluice's (smtp_tls_cert_file) and logs it as Trusted. Then Postfix's
+# smtp client relays to sluice's SMTP server with STARTTLS.
 # Needs root and Postfix (skips otherwise). Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -127,6 +128,47 @@ outcome f@ccert.test | grep -q 'status=sent' &&
 grep -q "Trusted TLS connection established from localhost\[127.0.0.1\]" "$tmp/ccert/maillog" &&
     ok "Postfix verified sluice's client certificate (Trusted, not Anonymous)" ||
     { not_ok "Postfix verified sluice's client certificate (Trusted, not Anonymous)"; grep TLS "$tmp/ccert/maillog" | sed 's/^/#   /'; }
+kill "$sluiced_pid"
+wait "$sluiced_pid"
+
+# The other way round: Postfix's smtp client relays to sluice's SMTP
+# server with STARTTLS (smtp_tls_security_level = encrypt, the test CA
+# trusted), and each side logs the session as the reference does.
+in_port=$(free_port)
+d=$tmp/sluice_in
+: >"$tmp/transport"
+sluiced_start "$d" "smtpd_listen = 127.0.0.1:$in_port
+smtpd_tls_cert_file = $tmp/ca/server.pem
+smtpd_tls_key_file = $tmp/ca/server.key
+default_transport = discard" ||
+    { not_ok "sluiced starts with a TLS server"; sed 's/^/#   /' "$d/log"; tap_done; }
+relay_port=$(free_port)
+postfix_start "$tmp/relay" "127.0.0.1:$relay_port inet n - n - 10 smtpd" <<EOF ||
+myhostname = relay.postfix.test
+mydestination =
+relayhost = [127.0.0.1]:$in_port
+smtp_tls_security_level = encrypt
+smtp_tls_CAfile = $tmp/ca/ca.pem
+smtp_tls_loglevel = 1
+EOF
+    { not_ok "the relaying Postfix starts"; sed 's/^/#   /' "$tmp/relay/start.out"; tap_done; }
+wait_for 10 listening "$relay_port" || { not_ok "the relaying Postfix listens"; tap_done; }
+swaks --server 127.0.0.1 --port "$relay_port" --from a@client.test \
+    --to z@far.test --helo client.test >"$tmp/swaks_relay.out" 2>&1 ||
+    { not_ok "swaks hands a message to Postfix"; sed 's/^/#   /' "$tmp/swaks_relay.out"; }
+wait_for 30 grep -q 'status=sent' "$tmp/relay/maillog"
+grep -q "Trusted TLS connection established to 127.0.0.1\\[127.0.0.1\\]:$in_port: TLSv1.3" "$tmp/relay/maillog" &&
+    ok "Postfix's smtp client: Trusted TLS connection established to sluice" ||
+    { not_ok "Postfix's smtp client: Trusted TLS connection established to sluice"; grep -i 'tls\|status=' "$tmp/relay/maillog" | sed 's/^/#   /'; }
+grep -q "relay=127.0.0.1\\[127.0.0.1\\]:$in_port, .*status=sent (250 " "$tmp/relay/maillog" &&
+    ok "Postfix relayed the message to sluice in TLS" ||
+    not_ok "Postfix relayed the message to sluice in TLS"
+grep -q "Anonymous TLS connection established from .*TLSv1.3 with cipher" "$d/log" &&
+    ok "sluice's SMTP server logs the session from Postfix" ||
+    { not_ok "sluice's SMTP server logs the session from Postfix"; tail -n 5 "$d/log" | sed 's/^/#   /'; }
+wait_for 10 grep -q 'to=<z@far.test>.*status=sent' "$d/log" &&
+    ok "sluice took the message (and discarded it)" ||
+    not_ok "sluice took the message (and discarded it)"
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 tap_done
