@@ -5,7 +5,7 @@
 # certificate from an untrusted CA, show one for another name, or break
 # the handshake. One sluiced delivers one message per (level, receiver)
 # through a transport per level; the log and what each receiver stored
-# say what happened. Then smtp_tls_policy_maps (a per-next-hop policy in
+# say what happened. Then a handshake that never ends, smtp_tls_policy_maps (a per-next-hop policy in
 # the reference's syntax), a cached TLS connection reused, a session
 # resumed, and Postfix's own smtpd with TLS as the strict peer. Output is
 # TAP.
@@ -205,6 +205,34 @@ out=$(printf 'smtp_tls_policy_maps = %s\nqueue_directory = %s\n' \
 echo "$out" | grep -q "$tmp/badpolicy, line 1: TLS security level fingerprint is not supported" &&
     ok "a bad policy table is refused with its file and line" ||
     { not_ok "a bad policy table is refused with its file and line"; echo "#   $out"; }
+
+# A server that answers STARTTLS and then never finishes the handshake
+# (hostile or broken): the handshake has smtp_helo_timeout. At encrypt
+# the delivery is deferred with the reason, at may it is retried in
+# plaintext on a new connection, and nothing else waits for it.
+receiver stall stall server
+: >"$tmp/transport"
+printf 'stall-enc.test t_encrypt:[127.0.0.1]:%s\nstall-may.test t_may:[127.0.0.1]:%s\n' \
+    "$port_stall" "$port_stall" >"$tmp/transport"
+d=$tmp/stall_run
+sluiced_start "$d" "transports = smtp:smtp, relay:smtp, t_encrypt:smtp, t_may:smtp
+t_encrypt_tls_security_level = encrypt
+t_may_tls_security_level = may
+smtp_helo_timeout = 2s" ||
+    { not_ok "sluiced starts for the stalled handshake"; tap_done; }
+for r in r@stall-enc.test r@stall-may.test; do
+    printf 'Subject: stall\n\nstall\n' |
+        "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "$r"
+done
+wait_for 30 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 2 ]" ||
+    not_ok "the stalled handshakes end within 30 s"
+grep 'to=<r@stall-enc.test>' "$d/log" | grep -q 'dsn=4.7.5, status=deferred (Cannot start TLS: handshake failure with host 127.0.0.1\[127.0.0.1\]: timed out)' &&
+    ok "encrypt x stalled handshake: deferred, timed out" ||
+    { not_ok "encrypt x stalled handshake: deferred, timed out"; grep 'stall-enc' "$d/log" | sed 's/^/#   /'; }
+expect "may x stalled handshake: sent in plaintext on a new connection" plain \
+    "$(stored stall r@stall-may.test)"
+kill "$sluiced_pid"
+wait "$sluiced_pid"
 
 # Session resumption: connections not cached, the second session resumes;
 # then ten deliveries at once all resume (each resumes its own copy of

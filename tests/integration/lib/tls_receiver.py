@@ -10,6 +10,8 @@ MODE is what the server does about TLS:
     none      does not offer STARTTLS (and refuses it: 502)
     refuse    offers STARTTLS and answers it 454
     broken    offers STARTTLS, answers 220, then sends garbage and closes
+    stall     offers STARTTLS, answers 220, then reads the ClientHello and
+              says nothing (a TLS handshake that never ends)
 
 Every message accepted is written to DIR/NNNN.eml as the lines
 "tls: yes|no", "sni: NAME", "resumed: yes|no", "from: SENDER", one
@@ -65,6 +67,15 @@ class Session:
             self.send("454 4.7.0 TLS not available due to local problem")
             return True
         self.send("220 2.0.0 Ready to start TLS")
+        if mode == "stall":
+            # read the ClientHello and never answer it
+            self.conn.settimeout(60)
+            try:
+                while self.conn.recv(4096):
+                    pass
+            except OSError:
+                pass
+            return False
         if mode == "broken":
             self.conn.sendall(b"\x15\x03\x03\x00\x02\x02\x28garbage")
             return False
