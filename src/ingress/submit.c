@@ -558,28 +558,6 @@ static void add_quoted(struct util_buf *b, const char *s)
  */
 #define EW_TEXT_MAX 45
 
-static void add_base64(struct util_buf *b, const unsigned char *s, size_t n)
-{
-    static const char tab[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char out[4];
-    unsigned long v;
-    size_t i;
-
-    for (i = 0; i < n; i += 3) {
-        v = (unsigned long)s[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned long)s[i + 1] << 8;
-        if (i + 2 < n)
-            v |= s[i + 2];
-        out[0] = tab[(v >> 18) & 63];
-        out[1] = tab[(v >> 12) & 63];
-        out[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[3] = i + 2 < n ? tab[v & 63] : '=';
-        util_buf_add(b, out, 4);
-    }
-}
-
 static void add_encoded_words(struct util_buf *b, const char *s)
 {
     size_t len = strlen(s);
@@ -590,7 +568,7 @@ static void add_encoded_words(struct util_buf *b, const char *s)
         while (n < len && n > 1 && ((unsigned char)s[n] & 0xc0) == 0x80)
             n--;
         util_buf_add(b, "=?utf-8?B?", 10);
-        add_base64(b, (const unsigned char *)s, n);
+        util_base64_encode(b, s, n, 0);
         util_buf_add(b, "?=", 2);
         s += n;
         len -= n;

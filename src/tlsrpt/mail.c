@@ -54,35 +54,6 @@ char *tlsrpt_gzip(const char *data, size_t len, size_t *outlen)
     return out;
 }
 
-/* Base64 (RFC 2045) in lines of 76 characters, CRLF after each. */
-static void base64(struct util_buf *b, const unsigned char *p, size_t n)
-{
-    static const char abc[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t col = 0;
-
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        char q[4];
-
-        if (i + 1 < n)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        q[0] = abc[(v >> 18) & 63];
-        q[1] = abc[(v >> 12) & 63];
-        q[2] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
-        q[3] = i + 2 < n ? abc[v & 63] : '=';
-        util_buf_add(b, q, 4);
-        if ((col += 4) == 76) {
-            util_buf_puts(b, "\r\n");
-            col = 0;
-        }
-    }
-    if (col)
-        util_buf_puts(b, "\r\n");
-}
-
 char *tlsrpt_mail_format(const struct tlsrpt_mail *m, const char *json,
                          size_t *len)
 {
@@ -120,7 +91,7 @@ char *tlsrpt_mail_format(const struct tlsrpt_mail *m, const char *json,
                     "\tfilename=\"%s!%s!%lld!%lld!%s.json.gz\"\r\n\r\n",
                     m->sender_host, m->domain, (long long)m->start,
                     (long long)m->end, m->report_id);
-    base64(&b, (const unsigned char *)z, zlen);
+    util_base64_encode(&b, z, zlen, 76);
     util_buf_printf(&b, "\r\n--%s--\r\n", boundary);
     free(z);
     *len = b.len;

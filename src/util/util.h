@@ -18,6 +18,11 @@
  *	void	util_panic_hook_set(util_panic_hook_fn *hook)
  *
  *	struct util_buf b = UTIL_BUF_INIT;
+ *
+ *	void	util_base64_encode(struct util_buf *b, const void *p,
+ *			size_t n, size_t width)
+ *	ssize_t	util_base64_decode(unsigned char *out, size_t outlen,
+ *			const char *s, size_t n, int flags)
  *	void	util_buf_add(struct util_buf *b, const void *p, size_t n)
  *	void	util_buf_puts(struct util_buf *b, const char *s)
  *	void	util_buf_printf(struct util_buf *b, const char *fmt, ...)
@@ -68,6 +73,11 @@
  *	struct util_buf (buf.c) is the one growing buffer: b->data holds
  *	b->len bytes and a NUL after them (NULL until something is added),
  *	for binary records and strings alike.
+ *
+ *	util_base64_encode() and util_base64_decode() (base64.c) speak
+ *	RFC 4648 base64: the encoder in one run or in CRLF lines of a
+ *	width, the decoder strict (alphabet, padding, length), skipping
+ *	white space only with UTIL_BASE64_SPACE.
  *
  *	util_quote() (quote.c) writes text in double quotes for an error
  *	message, escaping what is not printable and cutting long text
@@ -161,6 +171,15 @@ void util_buf_free(struct util_buf *b);
 
 #define UTIL_QUOTE_MAX  64 /* bytes of text a quote shows at most */
 #define UTIL_QUOTE_8BIT 1  /* show bytes from 0x80 up as they are */
+
+void util_base64_encode(struct util_buf *b, const void *p, size_t n,
+                        size_t width);
+
+#define UTIL_BASE64_SPACE 1
+/* The most bytes n characters of base64 decode to. */
+#define UTIL_BASE64_DECODED_MAX(n) ((n) / 4 * 3 + 3)
+ssize_t util_base64_decode(unsigned char *out, size_t outlen, const char *s,
+                           size_t n, int flags);
 
 void util_quote(char *buf, size_t len, const char *text, size_t tlen,
                 int flags);
