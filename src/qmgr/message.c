@@ -228,6 +228,45 @@ static void message_requeue(struct qm_msg *m, struct qm_census *c, int64_t now,
     free(marks);
 }
 
+/*
+ * The spool cannot give m's recipients, so nothing can be decided about
+ * them (decision 52). That may pass (a spool error), so the message is
+ * retried as a deferred one would be, the wait growing with its age;
+ * a record that stays unreadable past the message's lifetime and one
+ * more maximal backoff is not going to heal, and the message is marked
+ * corrupt with the reason: kept, out of the queue's way, for the
+ * operator (sluice queue shows it, sluice delete removes it).
+ */
+static void message_unreadable(struct qm_msg *m, int64_t now, const char *why)
+{
+    struct qmgr *q = m->q;
+    const struct qmgr_retry *r = &q->retry;
+    int64_t lifetime = m->sm->sender[0] ? r->lifetime : r->bounce_lifetime;
+    int64_t next = now;
+    struct spool_change ch = {0};
+    char reason[600];
+
+    if (now - m->sm->arrival <= lifetime + r->max_backoff) {
+        qm_log(q, QMGR_LOG_WARNING, "%s: cannot read recipients: %s", m->id,
+               why);
+        if (qmgr_retry_decide(r, 1, m->sm->sender[0] == 0, m->sm->arrival, now,
+                              &next) != QMGR_RETRY)
+            next = now + r->max_backoff; /* past its lifetime: the grace */
+        message_requeue(m, NULL, now, next);
+        return;
+    }
+    snprintf(reason, sizeof(reason), "recipients unreadable: %s", why);
+    qm_log(q, QMGR_LOG_WARNING,
+           "%s: marked corrupt: its recipients could not be read until past "
+           "its lifetime: %s",
+           m->id, why);
+    m->finishing = 1;
+    ch.has_state = 1;
+    ch.state = SPOOL_CORRUPT;
+    ch.corrupt_reason = reason;
+    qm_message_write(m, &ch, 1);
+}
+
 static void message_finish(struct qm_msg *m)
 {
     struct qmgr *q = m->q;
@@ -239,11 +278,7 @@ static void message_finish(struct qm_msg *m)
         return;
     now = spool_now();
     if (qm_bounce_census(m, &c, why, sizeof(why)) < 0) {
-        /* What happened is in the spool, unread: decide next time. */
-        qm_log(q, QMGR_LOG_WARNING, "%s: cannot read recipients: %s", m->id,
-               why);
-        next = now + q->retry.min_backoff;
-        message_requeue(m, NULL, now, next);
+        message_unreadable(m, now, why);
         return;
     }
     switch (qmgr_retry_decide(&q->retry, c.open > 0, m->sm->sender[0] == 0,
@@ -262,10 +297,7 @@ static void message_finish(struct qm_msg *m)
         if (qm_rcpt_expire(m, text) > 0)
             break; /* finishes again once that is committed: DONE */
         /* No notice now (not even a delay notice): it is expired. */
-        qm_log(q, QMGR_LOG_WARNING,
-               "%s: expiry postponed: its recipients cannot be read", m->id);
-        next = now + q->retry.min_backoff;
-        message_requeue(m, NULL, now, next);
+        message_unreadable(m, now, "expiry cannot read them");
         break;
     case QMGR_RETRY:
         message_requeue(m, &c, now, next);

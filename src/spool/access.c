@@ -490,6 +490,10 @@ static int update_apply(struct spool *sp, MDB_txn *txn, const char *id,
             if (ch->state == SPOOL_HOLD && m.state != SPOOL_HOLD)
                 m.held_from = m.state;
             m.state = ch->state;
+            if (ch->state == SPOOL_CORRUPT && ch->corrupt_reason) {
+                free(m.corrupt_reason);
+                m.corrupt_reason = xstrdup(ch->corrupt_reason);
+            }
         }
         if (ch->has_next_attempt)
             m.next_attempt = ch->next_attempt;

@@ -266,6 +266,7 @@ static void pending_free(struct spool_pending *p)
         free((char *)p->change.results[i].tls);
     }
     free((struct spool_result *)p->change.results);
+    free((char *)p->change.corrupt_reason);
     free(p);
 }
 
@@ -395,6 +396,8 @@ static int submit_change(struct spool *sp, enum pending_kind kind,
                 ch->results[i].tls ? xstrdup(ch->results[i].tls) : NULL;
         }
         p->change.results = results;
+        if (ch->corrupt_reason)
+            p->change.corrupt_reason = xstrdup(ch->corrupt_reason);
     }
     p->change_done = done;
     p->ctx = ctx;

@@ -131,6 +131,10 @@
  *	keep_hold, a message that is on hold stays on hold and the new state
  *	is where a release will put it (the queue manager's writes: an
  *	operator's hold while a message is being delivered is kept).
+ *	A change to SPOOL_CORRUPT keeps the envelope and the recipients as
+ *	they are and records corrupt_reason; the message then leaves both
+ *	indices (nothing delivers or expires it) until an operator deletes
+ *	it.
  *	spool_delete() removes a message with everything it has.
  *
  *	spool_recover() is the start-up pass: messages left active go back
@@ -278,6 +282,7 @@ struct spool_change {
     uint32_t nresults;
     const struct spool_result *results;
     int keep_hold; /* a held message stays held: state becomes held_from */
+    const char *corrupt_reason; /* with state SPOOL_CORRUPT: why */
 };
 
 struct spool_result {

@@ -19,6 +19,7 @@
 
 #include "dnsmasq_fixture.h"
 #include "sink_fixture.h"
+#include "spool_raw_fixture.h"
 
 #include "dns/dns.h"
 #include "qmgr/qmgr.h"
@@ -743,6 +744,80 @@ static void test_expiry_sweep(void **state)
 }
 
 /*
+ * A message whose recipient record cannot be read at runtime: the end of
+ * its pass cannot tell what happened to its recipients (decision 52). A
+ * young one is deferred with the backoff its age gives, not retried at
+ * every queue run; one still unreadable past its lifetime and a maximal
+ * backoff is marked corrupt with the reason, kept, and left alone by the
+ * queue runs and the expiry sweep: it used to be requeued every
+ * minimal_backoff_time forever.
+ */
+static void test_unreadable_recipients(void **state)
+{
+    struct world w;
+    struct spool_msg *got;
+    unsigned char key[20];
+    char ids[2][SPOOL_ID_MAX + 1];
+    const int64_t ages[2] = {1800, 5 * 3600};
+    char why[256];
+    struct timeval run = {2, 500000};
+    struct event *stop;
+    int64_t before;
+
+    (void)state;
+    world_start(&w, "queue_run_delay", "1s", "maximal_queue_lifetime", "2h",
+                "maximal_backoff_time", "1h", "minimal_backoff_time", "5m",
+                NULL);
+    for (int i = 0; i < 2; i++) {
+        struct spool_msg *m = spool_msg_new();
+
+        m->sender = strdup("sender@client.test");
+        m->body = strdup("Subject: unreadable\r\n\r\nbody\r\n");
+        m->size = strlen(m->body);
+        m->arrival = spool_now() - ages[i] * 1000000;
+        assert_int_equal(spool_msg_add_rcpt(m, "rcpt@far.test", NULL, 0, NULL),
+                         0);
+        if (spool_store(w.sp, m, why, sizeof(why)) != 0)
+            fail_msg("spool_store: %s", why);
+        snprintf(ids[i], sizeof(ids[i]), "%s", m->id);
+        spool_msg_free(m);
+        /* Recipient 0's record becomes junk. */
+        memset(key, 0, sizeof(key));
+        memcpy(key, ids[i], strlen(ids[i]));
+        raw_put(w.dir, "rcpt", key, sizeof(key), "\x07junk", 5);
+    }
+    before = spool_now();
+    w.q = qmgr_create(w.base, w.conf, w.sp, w.routes, w.dns, log_cb, &w);
+    stop = evtimer_new(w.base, stop_cb, w.base);
+    evtimer_add(stop, &run);
+    event_base_dispatch(w.base);
+    event_free(stop);
+
+    /* The young one (30 minutes): deferred by its age's backoff, once. */
+    assert_int_equal(spool_get(w.sp, ids[0], &got, 0, why, sizeof(why)), 0);
+    assert_int_equal(got->state, SPOOL_DEFERRED);
+    assert_true(got->next_attempt >= before + 1800 * (int64_t)1000000);
+    assert_true(got->next_attempt <= spool_now() + 2000 * (int64_t)1000000);
+    assert_int_equal(got->attempts, 1);
+    spool_msg_free(got);
+
+    /* The old one: corrupt, with the reason, out of both indices. */
+    assert_int_equal(spool_get(w.sp, ids[1], &got, 0, why, sizeof(why)), 0);
+    assert_int_equal(got->state, SPOOL_CORRUPT);
+    assert_non_null(got->corrupt_reason);
+    assert_non_null(strstr(got->corrupt_reason, "recipients unreadable: "));
+    assert_string_equal(got->sender, "sender@client.test");
+    spool_msg_free(got);
+    assert_int_equal(count_of(w.log, ": marked corrupt: its recipients could "
+                                     "not be read until past its lifetime: "),
+                     1);
+    assert_null(strstr(w.log, "status=expired"));
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_DEFERRED), 1);
+    assert_int_equal(queue_count(&w, SPOOL_INDEX_INCOMING), 0);
+    world_stop(&w);
+}
+
+/*
  * A relay ("[127.0.0.1]:PORT" in buf) on a port nobody listens on: bound,
  * never listened to, so connections are refused until the returned
  * descriptor is closed.
@@ -1155,6 +1230,7 @@ int main(void)
         cmocka_unit_test(test_trickle_to_dead_site),
         cmocka_unit_test(test_failure_notices),
         cmocka_unit_test(test_expiry_sweep),
+        cmocka_unit_test(test_unreadable_recipients),
         cmocka_unit_test(test_mx_outcomes),
         cmocka_unit_test(test_lmtp),
         cmocka_unit_test(test_lmtp_unix_and_suspend),

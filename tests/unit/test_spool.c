@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "spool/spool.h"
+#include "spool_raw_fixture.h"
 
 struct fixture {
     char dir[64];
@@ -566,8 +567,9 @@ static void test_queued_changes(void **state)
          "TLSv1.3:TLS_AES_128_GCM_SHA256:Trusted"},
         {5, SPOOL_RCPT_BOUNCED, 550, "5.1.1 no", 0, 0, NULL},
     };
-    struct spool_change defer = {1, SPOOL_DEFERRED, 1, 777, 1, 1, 1, res, 0};
-    struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res, 0};
+    struct spool_change defer = {1,   SPOOL_DEFERRED, 1, 777, 1, 1, 1, res, 0,
+                                 NULL};
+    struct spool_change bad = {1, SPOOL_DEFERRED, 0, 0, 0, 0, 2, res, 0, NULL};
     char why[128];
 
     store(fx, a);
@@ -712,39 +714,6 @@ static void test_recover_active(void **state)
     assert_int_equal(got->state, SPOOL_INCOMING);
     spool_msg_free(got);
     spool_msg_free(m);
-}
-
-/* In a child process (LMDB wants one environment per process), put raw
- * bytes into one of the spool's databases, or with val NULL delete the
- * record. */
-static void raw_put(const char *dir, const char *db, const void *key,
-                    size_t klen, const void *val, size_t vlen)
-{
-    pid_t pid = fork();
-    int status;
-
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        MDB_env *env;
-        MDB_txn *txn;
-        MDB_dbi dbi;
-        MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
-        char path[128];
-
-        snprintf(path, sizeof(path), "%s/db", dir);
-        if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 8) ||
-            mdb_env_open(env, path, 0, 0600) ||
-            mdb_txn_begin(env, NULL, 0, &txn) ||
-            mdb_dbi_open(txn, db, 0, &dbi) ||
-            (val ? mdb_put(txn, dbi, &k, &v, 0)
-                 : mdb_del(txn, dbi, &k, NULL)) ||
-            mdb_txn_commit(txn))
-            _exit(1);
-        mdb_env_close(env);
-        _exit(0);
-    }
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* "A record that cannot be decoded moves the message to corrupt with the
