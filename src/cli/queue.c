@@ -67,18 +67,11 @@ static void time_text(char *buf, size_t len, int64_t usec)
 
 static void json_string(FILE *fp, const char *s)
 {
-    fputc('"', fp);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    struct util_buf b = UTIL_BUF_INIT;
 
-        if (c == '"' || c == '\\')
-            fprintf(fp, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(fp, "\\u%04x", c);
-        else
-            fputc(c, fp);
-    }
-    fputc('"', fp);
+    util_json_string(&b, s);
+    fwrite(b.data, 1, b.len, fp);
+    util_buf_free(&b);
 }
 
 struct queue_listing {

@@ -50,6 +50,14 @@
  *
  *	struct core_transport *core_transport_next(const struct core *core,
  *			const struct core_transport *t)
+ *	void	core_transport_status(const struct core_transport *t,
+ *			struct core_transport_status *st)
+ *	void	core_queue_status(const struct core_queue *q,
+ *			struct core_queue_status *st)
+ *	const struct core_job *core_job_next(const struct core_transport *t,
+ *			const struct core_job *job)
+ *	void	core_job_status(const struct core_job *job,
+ *			struct core_job_status *st)
  *	const char *core_transport_name(const struct core_transport *t)
  *	const struct core_job_policy *core_transport_scheduler(
  *			const struct core_transport *t)
@@ -151,6 +159,11 @@
  *	it: the dead queue's reason, else its transport's suspension
  *	reason, else NULL.
  *
+ *	core_transport_status(), core_queue_status() and core_job_status()
+ *	(status.c) copy out what an operator's status view shows, without
+ *	changing anything; core_job_next() walks a transport's job list in
+ *	the scheduler's order.
+ *
  *	core_queue_release() frees queue q when nothing is waiting or in
  *	flight and it has nothing to remember (not dead, no rate delay
  *	running, no failed cohort that a success has not cleared: mail
@@ -183,6 +196,7 @@ struct core;
 struct core_transport;
 struct core_queue;
 struct core_message;
+struct core_job;
 struct core_entry;
 struct core_job_policy;
 
@@ -336,6 +350,48 @@ const uint64_t *core_entry_rcpts(const struct core_entry *e, int *n);
 int core_entry_count(const struct core_entry *e);
 void *core_message_ctx(const struct core_message *m);
 uint64_t core_message_id(const struct core_message *m);
+
+/* What `sluice status` shows (status.c); strings are core/'s. */
+struct core_transport_status {
+    const char *name;
+    const char *scheduler; /* the job selection policy's name */
+    int busy;              /* deliveries in flight */
+    int process_limit;
+    size_t queues; /* destination queues */
+    size_t jobs;   /* on the scheduler's job list */
+    long rcpt_pool, rcpt_unused;
+    int rate_wait; /* paused by the transport rate delay */
+    int suspended;
+    const char *suspend_reason;  /* while suspended */
+    core_time_t suspended_until; /* CORE_TIME_NEVER: until resumed */
+};
+
+struct core_queue_status {
+    const char *key;
+    int window, limit; /* limit 0: none */
+    int busy, todo;
+    double success, failure, fail_cohorts; /* the feedback's state */
+    int dead, rate_wait;
+    const char *dead_reason; /* while dead */
+    core_time_t until;       /* revival or end of the rate delay */
+};
+
+struct core_job_status {
+    const struct core_message *message;
+    core_time_t queued;
+    int read_entries, selected_entries;
+    int slots_available, slots_used;
+    int preempting;
+    long rcpt_count, rcpt_limit;
+};
+
+void core_transport_status(const struct core_transport *t,
+                           struct core_transport_status *st);
+void core_queue_status(const struct core_queue *q,
+                       struct core_queue_status *st);
+const struct core_job *core_job_next(const struct core_transport *t,
+                                     const struct core_job *job);
+void core_job_status(const struct core_job *job, struct core_job_status *st);
 
 /* Effective window as Postfix reports it: 0 dead, -1 rate-delayed. */
 int core_queue_window_report(const struct core_queue *q);

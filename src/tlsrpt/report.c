@@ -39,26 +39,6 @@ const char *tlsrpt_result_name(enum tlsrpt_result r)
     return (unsigned)r < TLSRPT_RESULT_COUNT ? name[r] : "validation-failure";
 }
 
-static void json_string(struct util_buf *b, const char *s)
-{
-    util_buf_puts(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if (c == '"' || c == '\\')
-            util_buf_printf(b, "\\%c", c);
-        else if (c == '\n')
-            util_buf_puts(b, "\\n");
-        else if (c == '\t')
-            util_buf_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7f)
-            util_buf_printf(b, "\\u%04x", c);
-        else
-            util_buf_add(b, s, 1);
-    }
-    util_buf_puts(b, "\"");
-}
-
 /* A JSON array of the lines of text ("\n" between them). */
 static void json_lines(struct util_buf *b, const char *text)
 {
@@ -70,7 +50,7 @@ static void json_lines(struct util_buf *b, const char *text)
         char *line = xstrndup(p, n);
 
         util_buf_puts(b, p == text ? "" : ", ");
-        json_string(b, line);
+        util_json_string(b, line);
         free(line);
         p += n;
         if (*p)
@@ -98,19 +78,19 @@ static const char *type_name(enum tlsrpt_policy_type t)
 static void detail_json(struct util_buf *b, const struct tlsrpt_detail *d)
 {
     util_buf_puts(b, "{\n        \"result-type\": ");
-    json_string(b, tlsrpt_result_name(d->result));
+    util_json_string(b, tlsrpt_result_name(d->result));
     if (d->mx_host[0]) {
         util_buf_puts(b, ",\n        \"receiving-mx-hostname\": ");
-        json_string(b, d->mx_host);
+        util_json_string(b, d->mx_host);
     }
     if (d->ip[0]) {
         util_buf_puts(b, ",\n        \"receiving-ip\": ");
-        json_string(b, d->ip);
+        util_json_string(b, d->ip);
     }
     util_buf_printf(b, ",\n        \"failed-session-count\": %ld", d->count);
     if (d->reason[0]) {
         util_buf_puts(b, ",\n        \"failure-reason-code\": ");
-        json_string(b, d->reason);
+        util_json_string(b, d->reason);
     }
     util_buf_puts(b, "\n      }");
 }
@@ -118,13 +98,13 @@ static void detail_json(struct util_buf *b, const struct tlsrpt_detail *d)
 static void policy_json(struct util_buf *b, const struct tlsrpt_entry *e)
 {
     util_buf_puts(b, "{\n    \"policy\": {\n      \"policy-type\": ");
-    json_string(b, type_name(e->type));
+    util_json_string(b, type_name(e->type));
     if (e->type != TLSRPT_POLICY_NONE) {
         util_buf_puts(b, ",\n      \"policy-string\": ");
         json_lines(b, e->string);
     }
     util_buf_puts(b, ",\n      \"policy-domain\": ");
-    json_string(b, e->domain);
+    util_json_string(b, e->domain);
     if (e->type == TLSRPT_POLICY_STS) {
         util_buf_puts(b, ",\n      \"mx-host\": ");
         json_lines(b, e->mx);
@@ -155,14 +135,14 @@ char *tlsrpt_report_json(const struct tlsrpt_table *t, const char *domain,
     datetime(start, sizeof(start), info->start);
     datetime(end, sizeof(end), info->end);
     util_buf_puts(&b, "{\n  \"organization-name\": ");
-    json_string(&b, info->organization);
+    util_json_string(&b, info->organization);
     util_buf_printf(&b,
                     ",\n  \"date-range\": {\n    \"start-datetime\": \"%s\",\n"
                     "    \"end-datetime\": \"%s\"\n  },\n  \"contact-info\": ",
                     start, end);
-    json_string(&b, info->contact);
+    util_json_string(&b, info->contact);
     util_buf_puts(&b, ",\n  \"report-id\": ");
-    json_string(&b, info->report_id);
+    util_json_string(&b, info->report_id);
     util_buf_puts(&b, ",\n  \"policies\": [");
     for (size_t i = 0; i < t->n; i++) {
         if (strcasecmp(t->entries[i]->domain, domain) != 0)

@@ -19,6 +19,7 @@
  *
  *	struct util_buf b = UTIL_BUF_INIT;
  *
+ *	void	util_json_string(struct util_buf *b, const char *s)
  *	void	util_base64_encode(struct util_buf *b, const void *p,
  *			size_t n, size_t width)
  *	ssize_t	util_base64_decode(unsigned char *out, size_t outlen,
@@ -73,6 +74,9 @@
  *	struct util_buf (buf.c) is the one growing buffer: b->data holds
  *	b->len bytes and a NUL after them (NULL until something is added),
  *	for binary records and strings alike.
+ *
+ *	util_json_string() (json.c) writes text as a JSON string, escaped,
+ *	with bytes that are not UTF-8 as U+FFFD: always valid JSON.
  *
  *	util_base64_encode() and util_base64_decode() (base64.c) speak
  *	RFC 4648 base64: the encoder in one run or in CRLF lines of a
@@ -171,6 +175,8 @@ void util_buf_free(struct util_buf *b);
 
 #define UTIL_QUOTE_MAX  64 /* bytes of text a quote shows at most */
 #define UTIL_QUOTE_8BIT 1  /* show bytes from 0x80 up as they are */
+
+void util_json_string(struct util_buf *b, const char *s);
 
 void util_base64_encode(struct util_buf *b, const void *p, size_t n,
                         size_t width);
