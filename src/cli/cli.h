@@ -14,7 +14,7 @@
  *			cli_release_command, cli_requeue_command;
  *	extern const struct cli_command cli_import_command, cli_recover_command;
  *	extern const struct cli_command cli_route_command, cli_reload_command,
- *			cli_flush_command;
+ *			cli_flush_command, cli_status_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
  *	void	cli_option_error(const char *cmd, int ch)
@@ -63,6 +63,7 @@
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 64 /* EX_USAGE of sysexits.h */
+#define CLI_EXIT_DOWN  69 /* EX_UNAVAILABLE: no daemon runs, as postqueue */
 
 /* Defines subcommand var; its function run follows in the same file. */
 #define CLI_COMMAND(var, name, args, summary, run)                             \
@@ -94,6 +95,7 @@ extern const struct cli_command cli_recover_command;
 extern const struct cli_command cli_route_command;
 extern const struct cli_command cli_reload_command;
 extern const struct cli_command cli_flush_command;
+extern const struct cli_command cli_status_command;
 
 struct conf *cli_conf_open(const char *opt_path);
 void cli_option_error(const char *cmd, int ch);

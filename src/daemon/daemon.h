@@ -28,6 +28,12 @@
  *	int	daemon_wake_listen(const char *queue_directory, char *why,
  *			size_t whylen)
  *	void	daemon_wake_send(const char *queue_directory)
+ *
+ *	struct ops_control *daemon_control_create(struct event_base *base,
+ *			const char *queue_directory, struct qmgr *q,
+ *			char *why, size_t whylen)
+ *	int	daemon_status_args(const char *args, int *json,
+ *			long *max_destinations, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon/ is sluiced's process shell (main.c: options, logging,
  *	signals, reload, limits, the stop) and what the commands share
@@ -58,15 +64,28 @@
  *	returns its descriptor (non-blocking), or -1 with a reason;
  *	daemon_wake_send() sends it one datagram and ignores every error
  *	(no daemon: the mail waits for the next start or queue run).
+ *
+ *	daemon_control_create() (control.c) opens the control socket
+ *	(ops/, QUEUE_DIRECTORY/private/control, mode 0660) with sluiced's
+ *	verbs: "status [--json] [--all | --destinations N]", the queue
+ *	manager's state, busiest destinations first, at most
+ *	DAEMON_STATUS_DESTINATIONS of each transport unless asked
+ *	otherwise. daemon_status_args() checks status's arguments, for the
+ *	daemon and for `sluice status`.
  */
 
 #include "conf/conf.h"
 
 #include <stddef.h>
 
+struct event_base;
+struct ops_control;
+struct qmgr;
 struct route_table;
 struct smtpd_params;
 struct spool_config;
+
+#define DAEMON_STATUS_DESTINATIONS 50
 
 /* A configuration that passed every check sluiced makes. */
 struct daemon_config {
@@ -90,5 +109,11 @@ int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);
 int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen);
 void daemon_wake_send(const char *queue_directory);
+struct ops_control *daemon_control_create(struct event_base *base,
+                                          const char *queue_directory,
+                                          struct qmgr *q, char *why,
+                                          size_t whylen);
+int daemon_status_args(const char *args, int *json, long *max_destinations,
+                       char *why, size_t whylen);
 
 #endif

@@ -41,6 +41,7 @@
 
 #include "dns/dns.h"
 #include "ingress/ingress.h"
+#include "ops/ops.h"
 #include "qmgr/qmgr.h"
 #include "route/route.h"
 #include "spool/spool.h"
@@ -73,6 +74,7 @@ struct daemon {
     struct event_base *base;
     struct qmgr *q;
     struct local_server *local;
+    struct ops_control *control;
     struct smtpd_server *smtpd;
     char *queue_directory;
     int lock_fd;
@@ -466,6 +468,12 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    d->control = daemon_control_create(d->base, d->queue_directory, d->q, why,
+                                       sizeof(why));
+    if (d->control == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
     ops.ctx = d;
     daemon_smtpd_params(d->conf, d->queue_directory, &sp);
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
@@ -481,6 +489,8 @@ static int start(struct daemon *d)
 
 static void finish(struct daemon *d)
 {
+    ops_control_free(d->control);
+    d->control = NULL;
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
     if (d->q)

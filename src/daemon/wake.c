@@ -24,7 +24,7 @@
 
 int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen)
 {
-    return util_socket_listen(queue_directory, WAKE_SOCKET, SOCK_DGRAM,
+    return util_socket_listen(queue_directory, WAKE_SOCKET, SOCK_DGRAM, 0666,
                               "wake-up socket", why, whylen);
 }
 

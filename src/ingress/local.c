@@ -626,7 +626,7 @@ struct local_server *local_server_create(struct event_base *base,
     if (util_socket_address(&sun, queue_directory, LOCAL_SOCKET, why, whylen) <
             0 ||
         (fd = util_socket_listen(queue_directory, LOCAL_SOCKET, SOCK_STREAM,
-                                 "submission socket", why, whylen)) < 0)
+                                 0666, "submission socket", why, whylen)) < 0)
         return NULL;
     s = xmalloc(sizeof(*s));
     memset(s, 0, sizeof(*s));

@@ -20,6 +20,8 @@
  *			qmgr_flush_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+ *	void	qmgr_status(struct qmgr *q, struct util_buf *out, int json,
+ *			long max_destinations)
  *	void	qmgr_drain(struct qmgr *q)
  *	long	qmgr_busy(const struct qmgr *q)
  *	void	qmgr_stop(struct qmgr *q)
@@ -123,6 +125,10 @@
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
  *	qmgr_stats() reports counters since creation.
+ *	qmgr_status() (status.c) appends the scheduler's state now, as text
+ *	or JSON, for `sluice status`: messages and recipients in core,
+ *	transports, destinations busiest first (at most max_destinations
+ *	per transport; 0: all), the head of each job list.
  *
  *	qmgr_drain() is the polite start of a stop: no delivery starts any
  *	more, the ones in flight go on and their results are written.
@@ -234,6 +240,9 @@ void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
                 qmgr_flush_fn *done, void *ctx);
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
+struct util_buf;
+void qmgr_status(struct qmgr *q, struct util_buf *out, int json,
+                 long max_destinations);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);

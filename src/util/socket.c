@@ -8,8 +8,8 @@
  *			const char *queue_directory, const char *name,
  *			char *why, size_t whylen)
  *	int	util_socket_listen(const char *queue_directory,
- *			const char *name, int type, const char *what,
- *			char *why, size_t whylen)
+ *			const char *name, int type, mode_t mode,
+ *			const char *what, char *why, size_t whylen)
  * DESCRIPTION
  *	sluiced listens on Unix sockets under its queue directory (the
  *	submission socket, the wake-up socket), and its clients find them
@@ -23,10 +23,12 @@
  *	"public/submit") of type SOCK_STREAM or SOCK_DGRAM, non-blocking
  *	and closed on exec: it creates NAME's folder if need be and sets
  *	its mode to 0755 (so a restrictive umask cannot shut users out),
- *	removes a previous daemon's socket, binds, makes the socket
- *	writable by every local user (mode 0666: who may submit is decided
- *	by the peer's credentials, not by the file mode), and for a stream
- *	socket listens. It returns the descriptor, or -1 with the reason
+ *	removes a previous daemon's socket, binds, gives the socket its
+ *	mode (0666 for the submission and wake-up sockets, writable by
+ *	every local user: who may submit is decided by the peer's
+ *	credentials, not by the file mode; 0660 for the control socket,
+ *	its owner and group only) before anyone can connect, and for a
+ *	stream socket listens. It returns the descriptor, or -1 with the reason
  *	in why: "mkdir DIR: ...", or "WHAT PATH: ..." naming the socket
  *	(what says which one, "submission socket").
  */
@@ -74,7 +76,7 @@ static int socket_folder(const char *path, char *why, size_t whylen)
 }
 
 int util_socket_listen(const char *queue_directory, const char *name, int type,
-                       const char *what, char *why, size_t whylen)
+                       mode_t mode, const char *what, char *why, size_t whylen)
 {
     struct sockaddr_un sun;
     int fd;
@@ -85,7 +87,7 @@ int util_socket_listen(const char *queue_directory, const char *name, int type,
     unlink(sun.sun_path); /* a previous daemon's */
     fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-        chmod(sun.sun_path, 0666) < 0 ||
+        chmod(sun.sun_path, mode) < 0 ||
         (type == SOCK_STREAM && listen(fd, LISTEN_BACKLOG) < 0)) {
         snprintf(why, whylen, "%s %s: %s", what, sun.sun_path, strerror(errno));
         if (fd >= 0)

@@ -46,8 +46,8 @@
  *			const char *queue_directory, const char *name,
  *			char *why, size_t whylen)
  *	int	util_socket_listen(const char *queue_directory,
- *			const char *name, int type, const char *what,
- *			char *why, size_t whylen)
+ *			const char *name, int type, mode_t mode,
+ *			const char *what, char *why, size_t whylen)
  *
  *	struct util_blob *util_blob_adopt(char *data, size_t len)
  *	struct util_blob *util_blob_copy(const char *data, size_t len)
@@ -204,14 +204,14 @@ struct sockaddr_un;
 int util_socket_address(struct sockaddr_un *sun, const char *queue_directory,
                         const char *name, char *why, size_t whylen);
 int util_socket_listen(const char *queue_directory, const char *name, int type,
-                       const char *what, char *why, size_t whylen);
+                       mode_t mode, const char *what, char *why, size_t whylen);
 
 /* Longest logical line of a table file: beyond any real entry, short
  * of hostile. */
 #define UTIL_TABLE_LINE_MAX (64 * 1024)
 
-typedef int util_table_line_fn(void *ctx, int line, const char *text,
-                               char *why, size_t whylen);
+typedef int util_table_line_fn(void *ctx, int line, const char *text, char *why,
+                               size_t whylen);
 
 int util_table_path(const char *param, const char *value, char **path,
                     char *why, size_t whylen);

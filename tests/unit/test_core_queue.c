@@ -53,6 +53,27 @@ static void test_dead_after_cohort_limit_and_revival_timer(void **state)
                         "smtp:dead.example: destination dead after 2.00 "
                         "failed pseudo-cohorts (window 4): connect refused; "
                         "retry in 300s");
+    /* What `sluice status` shows of it (status.c). */
+    {
+        struct core_queue_status st;
+        struct core_transport_status ts;
+
+        core_queue_status(q, &st);
+        assert_string_equal(st.key, "dead.example");
+        assert_true(st.dead);
+        assert_false(st.rate_wait);
+        assert_string_equal(st.dead_reason, "connect refused");
+        assert_int_equal(st.until, 308 * SEC);
+        assert_int_equal(st.busy, 0);
+        assert_int_equal(st.todo, 0);
+        assert_float_equal(st.fail_cohorts, 2.0, 1e-9);
+        core_transport_status(fx->t, &ts);
+        assert_string_equal(ts.name, "smtp");
+        assert_int_equal(ts.queues, 1);
+        assert_int_equal(ts.busy, 0);
+        assert_false(ts.suspended);
+        assert_int_equal(ts.suspended_until, CORE_TIME_NEVER);
+    }
     /* The caller learns when to come back. */
     assert_int_equal(core_next_timer(fx->core), 308 * SEC);
     core_run_timers(fx->core, 308 * SEC - 1);
@@ -300,12 +321,43 @@ static void test_transport_suspend(void **state)
     core_message_release(m);
     e = core_select(fx->core, 0);
     assert_non_null(e);
+    {
+        struct core_job_status js;
+        const struct core_job *job = core_job_next(fx->t, NULL);
+
+        assert_non_null(job);
+        core_job_status(job, &js);
+        assert_ptr_equal(js.message, m);
+        assert_int_equal(js.selected_entries, 1);
+        assert_int_equal(js.read_entries, 5);
+        assert_false(js.preempting);
+        assert_null(core_job_next(fx->t, job));
+    }
     core_transport_suspend(fx->t, 0, 60000, "connect to /run/lmtp: gone");
     assert_true(CORE_TRANSPORT_SUSPENDED_P(fx->t));
     assert_int_equal(fx->deferred_calls, 4);
     assert_string_equal(fixture_last(fx), "smtp: transport suspended for 60s: "
                                           "connect to /run/lmtp: gone");
     assert_null(core_select(fx->core, 0));
+    {
+        struct core_transport_status ts;
+        struct core_queue_status st;
+
+        core_transport_status(fx->t, &ts);
+        assert_true(ts.suspended);
+        assert_string_equal(ts.suspend_reason, "connect to /run/lmtp: gone");
+        assert_int_equal(ts.suspended_until, 60000);
+        assert_int_equal(ts.busy, 1);
+        assert_int_equal(ts.queues, 2);
+        assert_int_equal(ts.jobs, 0); /* its entries were deferred */
+        assert_string_equal(ts.scheduler, "preemptive");
+        core_queue_status(a, &st);
+        assert_int_equal(st.busy, 1);
+        assert_int_equal(st.todo, 0); /* deferred by the suspension */
+        assert_false(st.dead);
+        assert_null(st.dead_reason);
+        assert_int_equal(st.until, CORE_TIME_NEVER);
+    }
     m = core_message_create(fx->core, 2, 0, NULL);
     assert_int_equal(core_message_add(m, b, 0), -1);
     core_message_release(m);

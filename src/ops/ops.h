@@ -1,0 +1,75 @@
+#ifndef SLUICE_OPS_H
+#define SLUICE_OPS_H
+
+/*
+ * NAME
+ *	ops 3h - operating the running daemon: its control socket
+ * SYNOPSIS
+ *	#include "ops/ops.h"
+ *
+ *	struct ops_control *ops_control_create(struct event_base *base,
+ *			const char *queue_directory, char *why, size_t whylen)
+ *	void	ops_control_command(struct ops_control *c, const char *verb,
+ *			ops_control_fn *fn, void *ctx)
+ *	long	ops_control_sessions(const struct ops_control *c)
+ *	void	ops_control_free(struct ops_control *c)
+ *
+ *	int	ops_control_call(const char *queue_directory,
+ *			const char *request, int timeout_s,
+ *			struct util_buf *reply, char *why, size_t whylen)
+ * DESCRIPTION
+ *	The control socket (control.c) is how `sluice status` and the
+ *	other operator verbs talk to sluiced: a Unix stream socket,
+ *	QUEUE_DIRECTORY/OPS_CONTROL_SOCKET, of mode 0660, so that only the
+ *	daemon's owner and group may use it. A session is one request
+ *	line, "VERB[ ARGUMENTS]" (at most OPS_REQUEST_MAX bytes, within
+ *	OPS_REQUEST_TIMEOUT seconds), and one reply: "ok" or "error TEXT"
+ *	on its first line, then the verb's text, then the end of the
+ *	connection. A request that is too long, late, not a line or names
+ *	no known verb gets its error and the session ends; it costs that
+ *	session and nothing else. At most OPS_SESSIONS_MAX sessions run at
+ *	once; one more is closed at once.
+ *
+ *	ops_control_create() makes the socket (replacing a previous
+ *	daemon's) and serves it on base; NULL with the reason in why.
+ *	ops_control_command() adds a verb: fn gets the arguments (after
+ *	one space; "" when none) and appends its reply text to reply; it
+ *	returns 0, or -1 when the request failed, reply then holding the
+ *	one-line reason. ops_control_sessions() counts sessions open.
+ *	ops_control_free() closes the socket and every session.
+ *
+ *	ops_control_call() is the client: it sends request to the daemon
+ *	of queue_directory and appends the reply's text (without its
+ *	status line) to reply. It returns 0 for "ok"; 1 for "error", the
+ *	text in why; -1 when there was no answer, the reason in why and
+ *	errno ENOENT or ECONNREFUSED when no daemon listens (it is not
+ *	running), EACCES when the caller may not use the socket, ETIMEDOUT
+ *	after timeout_s seconds.
+ */
+
+#include <stddef.h>
+
+#define OPS_CONTROL_SOCKET  "private/control"
+#define OPS_REQUEST_MAX     1024
+#define OPS_REQUEST_TIMEOUT 10
+#define OPS_SESSIONS_MAX    16
+
+struct event_base;
+struct util_buf;
+struct ops_control;
+
+typedef int ops_control_fn(void *ctx, const char *args, struct util_buf *reply);
+
+struct ops_control *ops_control_create(struct event_base *base,
+                                       const char *queue_directory, char *why,
+                                       size_t whylen);
+void ops_control_command(struct ops_control *c, const char *verb,
+                         ops_control_fn *fn, void *ctx);
+long ops_control_sessions(const struct ops_control *c);
+void ops_control_free(struct ops_control *c);
+
+int ops_control_call(const char *queue_directory, const char *request,
+                     int timeout_s, struct util_buf *reply, char *why,
+                     size_t whylen);
+
+#endif
