@@ -14,9 +14,12 @@
  *			cli_release_command, cli_requeue_command;
  *	extern const struct cli_command cli_import_command, cli_recover_command;
  *	extern const struct cli_command cli_route_command, cli_reload_command,
- *			cli_flush_command, cli_status_command;
+ *			cli_flush_command, cli_status_command,
+ *			cli_suspend_command, cli_resume_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
+ *	int	cli_control(const struct cli *cli, const char *cmd,
+ *			const char *request)
  *	void	cli_option_error(const char *cmd, int ch)
  *	struct conf *cli_spool_open(const struct cli *cli, const char *cmd,
  *			int flags, struct spool **sp)
@@ -41,6 +44,11 @@
  *	new file with one struct cli_command, and one line in main.c.
  *	"sluice sendmail" is in src/sendmail/ (sendmail_main()), below
  *	this layer: main.c gives it its table entry.
+ *
+ *	cli_control() (control.c) sends a request line to the running
+ *	sluiced over its control socket and prints its reply: the exit
+ *	status is CLI_EXIT_OK, CLI_EXIT_FAIL (refused, or no answer), or
+ *	CLI_EXIT_DOWN (no daemon runs on the queue).
  *
  *	cli_conf_open() loads the configuration a subcommand runs with:
  *	the file named by -c (opt_path), else $SLUICE_CONFIG, else the
@@ -96,8 +104,11 @@ extern const struct cli_command cli_route_command;
 extern const struct cli_command cli_reload_command;
 extern const struct cli_command cli_flush_command;
 extern const struct cli_command cli_status_command;
+extern const struct cli_command cli_suspend_command;
+extern const struct cli_command cli_resume_command;
 
 struct conf *cli_conf_open(const char *opt_path);
+int cli_control(const struct cli *cli, const char *cmd, const char *request);
 void cli_option_error(const char *cmd, int ch);
 struct conf *cli_spool_open(const struct cli *cli, const char *cmd, int flags,
                             struct spool **sp);

@@ -25,13 +25,8 @@
 
 #include "cli/cli.h"
 #include "daemon/daemon.h"
-#include "ops/ops.h"
 
-#include <errno.h>
 #include <stdio.h>
-#include <string.h>
-
-#define STATUS_TIMEOUT 30 /* seconds for the daemon's answer */
 
 CLI_COMMAND(cli_status_command, "status", "[--json] [--all | --destinations N]",
             "show the running scheduler: transports, destinations, jobs",
@@ -39,12 +34,10 @@ CLI_COMMAND(cli_status_command, "status", "[--json] [--all | --destinations N]",
 
 static int status_run(const struct cli *cli, int argc, char **argv)
 {
-    struct util_buf request = UTIL_BUF_INIT, reply = UTIL_BUF_INIT;
-    struct conf *conf;
-    const char *queue;
-    char why[1024];
+    struct util_buf request = UTIL_BUF_INIT;
+    char why[256];
     long max;
-    int json, rc, down;
+    int json, rc;
 
     util_buf_puts(&request, "status");
     for (int i = 1; i < argc; i++)
@@ -56,28 +49,7 @@ static int status_run(const struct cli *cli, int argc, char **argv)
         util_buf_free(&request);
         return CLI_EXIT_USAGE;
     }
-    if ((conf = cli_conf_open(cli->config_path)) == NULL) {
-        util_buf_free(&request);
-        return CLI_EXIT_FAIL;
-    }
-    queue = conf_str(conf, NULL, CONF_queue_directory);
-    rc = ops_control_call(queue, request.data, STATUS_TIMEOUT, &reply, why,
-                          sizeof(why));
-    down = rc < 0 && (errno == ENOENT || errno == ECONNREFUSED);
-    if (rc == 0) {
-        fwrite(reply.data ? reply.data : "", 1, reply.len, stdout);
-    } else if (down) {
-        fprintf(stderr,
-                "sluice: status: sluiced is not running on queue %s (%s)\n",
-                queue, why);
-    } else {
-        fprintf(stderr, "sluice: status: %s\n", why);
-    }
-    conf_free(conf);
+    rc = cli_control(cli, "status", request.data);
     util_buf_free(&request);
-    util_buf_free(&reply);
-    if (rc == 0)
-        return CLI_EXIT_OK;
-    return rc < 0 && (errno == ENOENT || errno == ECONNREFUSED) ? CLI_EXIT_DOWN
-                                                                : CLI_EXIT_FAIL;
+    return rc;
 }

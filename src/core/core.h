@@ -33,6 +33,9 @@
  *	void	core_queue_done(struct core_queue *q, core_time_t now,
  *			enum core_hop hop, const char *reason)
  *	void	core_queue_flush(struct core_queue *q, core_time_t now)
+ *	void	core_queue_suspend(struct core_queue *q, core_time_t now,
+ *			core_time_t duration, const char *reason)
+ *	int	core_queue_resume(struct core_queue *q, core_time_t now)
  *
  *	void	core_transport_params_init(struct core_transport_params *p)
  *
@@ -110,6 +113,13 @@
  *	flight succeeds, or core_queue_flush() revives it. core_next_timer()
  *	is the earliest time at which core_run_timers() has work, or
  *	CORE_TIME_NEVER.
+ *
+ *	core_queue_suspend() is the operator's suspension of a destination
+ *	(`sluice suspend`): the queue is dead with reason, for duration
+ *	(0: until resumed), its waiting entries are deferred and it takes no
+ *	recipients, like a dead one; but nothing revives it except the end
+ *	of that duration or core_queue_resume() (which returns 1 if it was
+ *	suspended): not a delivery that succeeds, not a flush.
  *
  *	core_queue_free() removes an idle queue (nothing busy, nothing
  *	waiting); freeing a dead queue cancels its revival: the caller keeps
@@ -307,6 +317,9 @@ void core_queue_start(struct core_queue *q, core_time_t now);
 void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
                      const char *reason);
 void core_queue_flush(struct core_queue *q, core_time_t now);
+void core_queue_suspend(struct core_queue *q, core_time_t now,
+                        core_time_t duration, const char *reason);
+int core_queue_resume(struct core_queue *q, core_time_t now);
 
 struct core_message *core_message_create(struct core *core, uint64_t id,
                                          core_time_t queued, void *ctx);
@@ -372,6 +385,7 @@ struct core_queue_status {
     int busy, todo;
     double success, failure, fail_cohorts; /* the feedback's state */
     int dead, rate_wait;
+    int suspended;           /* dead by the operator's suspension */
     const char *dead_reason; /* while dead */
     core_time_t until;       /* revival or end of the rate delay */
 };

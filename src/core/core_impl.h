@@ -214,6 +214,7 @@ struct core_queue {
     double failure;          /* negative feedback accumulator */
     double fail_cohorts;     /* failed pseudo-cohorts since the last success */
     char *dead_reason;       /* why it is dead, while DEAD */
+    int suspended;           /* DEAD by the operator's suspension */
     struct core_timer timer; /* revival or end of rate delay */
     struct core_queue *hash_next;
     TAILQ_ENTRY(core_queue) link; /* transport's queues; round-robin */

@@ -269,6 +269,7 @@ static void queue_revive(struct core_queue *q, const char *how)
     struct core_transport *t = q->transport;
     int limit = core_queue_limit(q);
 
+    q->suspended = 0;
     core_timer_disarm(t->core, &q->timer);
     free(q->dead_reason);
     q->dead_reason = NULL;
@@ -317,7 +318,7 @@ static void queue_timer_fire(struct core *core, struct core_timer *timer,
     (void)core;
     (void)now;
     if (q->state == CORE_QUEUE_DEAD) {
-        queue_revive(q, "backoff timer");
+        queue_revive(q, q->suspended ? "suspension ended" : "backoff timer");
     } else if (q->state == CORE_QUEUE_RATE_WAIT) {
         q->state = CORE_QUEUE_READY;
         core_queue_ready_update(q);
@@ -349,7 +350,9 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
         core_panic(t->core, "queue %s:%s: done with busy %d", t->name, q->key,
                    q->busy);
     if (hop == CORE_HOP_OK) {
-        if (q->state == CORE_QUEUE_DEAD) {
+        if (q->suspended) {
+            q->fail_cohorts = 0; /* the operator's word stands */
+        } else if (q->state == CORE_QUEUE_DEAD) {
             queue_revive(q, "delivery succeeded");
         } else {
             q->fail_cohorts = 0;
@@ -380,8 +383,46 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
 void core_queue_flush(struct core_queue *q, core_time_t now)
 {
     (void)now;
-    if (q->state == CORE_QUEUE_DEAD)
+    if (q->state == CORE_QUEUE_DEAD && !q->suspended)
         queue_revive(q, "flush");
+}
+
+void core_queue_suspend(struct core_queue *q, core_time_t now,
+                        core_time_t duration, const char *reason)
+{
+    struct core_transport *t = q->transport;
+    int was_dead = q->state == CORE_QUEUE_DEAD;
+
+    q->state = CORE_QUEUE_DEAD;
+    q->suspended = 1;
+    core_queue_ready_update(q);
+    free(q->dead_reason);
+    q->dead_reason = xstrdup(reason);
+    if (duration > 0)
+        core_timer_arm(t->core, &q->timer, now + duration);
+    else
+        core_timer_disarm(t->core, &q->timer);
+    if (duration > 0)
+        core_log(t->core, CORE_LOG_INFO,
+                 "%s:%s: destination suspended for %llds: %s", t->name, q->key,
+                 (long long)((duration + 999) / 1000), reason);
+    else
+        core_log(t->core, CORE_LOG_INFO,
+                 "%s:%s: destination suspended until resumed: %s", t->name,
+                 q->key, reason);
+    if (!was_dead && t->core->cb.queue_dead)
+        t->core->cb.queue_dead(t->core->ctx, q, q->dead_reason);
+    core_queue_defer_todo(q, q->dead_reason, now);
+    q->blocker_tag = 0;
+}
+
+int core_queue_resume(struct core_queue *q, core_time_t now)
+{
+    (void)now;
+    if (!q->suspended)
+        return 0;
+    queue_revive(q, "resumed");
+    return 1;
 }
 
 int core_queue_window_report(const struct core_queue *q)

@@ -71,6 +71,7 @@ void core_queue_status(const struct core_queue *q, struct core_queue_status *st)
     st->fail_cohorts = q->fail_cohorts;
     st->dead = q->state == CORE_QUEUE_DEAD;
     st->rate_wait = q->state == CORE_QUEUE_RATE_WAIT;
+    st->suspended = q->suspended;
     st->dead_reason = st->dead ? q->dead_reason : NULL;
     st->until = q->state != CORE_QUEUE_READY && q->timer.armed
                     ? q->timer.when

@@ -6,23 +6,39 @@
  *
  *	struct ops_control *daemon_control_create(struct event_base *base,
  *			const char *queue_directory, struct qmgr *q,
+ *			daemon_control_log_fn *log, void *log_ctx,
  *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon_control_create() opens the control socket (ops/) and
- *	teaches it sluiced's verbs:
+ *	teaches it sluiced's verbs (log gets the lines they log):
  *
  *	status [--json] [--all | --destinations N]
  *		the queue manager's state (qmgr_status()), as text or one
  *		JSON object; at most N destinations per transport, busiest
  *		first (default DAEMON_STATUS_DESTINATIONS; --all: every one).
  *
+ *	suspend DESTINATION [DURATION]
+ *		suspend a destination (qmgr_suspend()) for DURATION (a
+ *		time as in the configuration, seconds by default; none:
+ *		until resumed), logged as "suspend DESTINATION [for Ns]:
+ *		by the operator" before core/'s own line.
+ *
+ *	resume DESTINATION
+ *		end its suspension and make its deferred mail due
+ *		(qmgr_resume()), logged as "resume DESTINATION: by the
+ *		operator".
+ *
+ *	A DESTINATION is at most 255 bytes of printable ASCII without
+ *	spaces: a domain or a next hop as sluice status shows it.
+ *
  *	daemon_status_args() reads status's arguments, for the daemon and
  *	for `sluice status`, which checks them before it asks: 0, or -1
  *	with the reason.
  */
 
+#include "conf/conf.h"
 #include "daemon/daemon.h"
 #include "ops/ops.h"
 #include "qmgr/qmgr.h"
@@ -90,15 +106,110 @@ static int status_verb(void *ctx, const char *args, struct util_buf *reply)
     return 0;
 }
 
-struct ops_control *daemon_control_create(struct event_base *base,
-                                          const char *queue_directory,
-                                          struct qmgr *q, char *why,
-                                          size_t whylen)
+/* One DESTINATION argument, and the rest; -1 with why if malformed. */
+static int destination_arg(const char *args, char *dest, size_t len,
+                           const char **rest, char *why, size_t whylen)
 {
+    size_t n = strcspn(args, " ");
+
+    if (n == 0) {
+        snprintf(why, whylen, "a destination is needed");
+        return -1;
+    }
+    if (n >= len || n > 255) {
+        snprintf(why, whylen, "destination longer than 255 bytes");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)args[i] <= ' ' || (unsigned char)args[i] >= 0x7f) {
+            snprintf(why, whylen,
+                     "destination holds a byte that is not printable ASCII");
+            return -1;
+        }
+    }
+    memcpy(dest, args, n);
+    dest[n] = 0;
+    *rest = args[n] ? args + n + 1 : args + n;
+    return 0;
+}
+
+struct control_ctx {
+    struct qmgr *q;
+    daemon_control_log_fn *log;
+    void *log_ctx;
+};
+
+static int suspend_verb(void *ctx, const char *args, struct util_buf *reply)
+{
+    struct control_ctx *cc = ctx;
+    char dest[256], why[512], text[320];
+    const char *rest;
+    int64_t ms = 0;
+
+    if (destination_arg(args, dest, sizeof(dest), &rest, why, sizeof(why)) < 0)
+        goto fail;
+    if (strchr(rest, ' ') != NULL) {
+        snprintf(why, sizeof(why), "too many arguments");
+        goto fail;
+    }
+    if (*rest && conf_time_parse(rest, 's', &ms, why, sizeof(why)) < 0)
+        goto fail;
+    if (*rest && ms <= 0) {
+        snprintf(why, sizeof(why), "a duration must be more than 0");
+        goto fail;
+    }
+    if (ms > 0)
+        snprintf(text, sizeof(text), "suspend %s for %llds: by the operator",
+                 dest, (long long)((ms + 999) / 1000));
+    else
+        snprintf(text, sizeof(text), "suspend %s: by the operator", dest);
+    cc->log(cc->log_ctx, text);
+    if (qmgr_suspend(cc->q, dest, ms, reply, why, sizeof(why)) < 0)
+        goto fail;
+    return 0;
+fail:
+    util_buf_reset(reply);
+    util_buf_puts(reply, why);
+    return -1;
+}
+
+static int resume_verb(void *ctx, const char *args, struct util_buf *reply)
+{
+    struct control_ctx *cc = ctx;
+    char dest[256], why[512], text[320];
+    const char *rest;
+
+    if (destination_arg(args, dest, sizeof(dest), &rest, why, sizeof(why)) < 0)
+        goto fail;
+    if (*rest) {
+        snprintf(why, sizeof(why), "too many arguments");
+        goto fail;
+    }
+    snprintf(text, sizeof(text), "resume %s: by the operator", dest);
+    cc->log(cc->log_ctx, text);
+    if (qmgr_resume(cc->q, dest, reply, why, sizeof(why)) < 0)
+        goto fail;
+    return 0;
+fail:
+    util_buf_reset(reply);
+    util_buf_puts(reply, why);
+    return -1;
+}
+
+struct ops_control *
+daemon_control_create(struct event_base *base, const char *queue_directory,
+                      struct qmgr *q, daemon_control_log_fn *log, void *log_ctx,
+                      char *why, size_t whylen)
+{
+    static struct control_ctx cc; /* one daemon, one control socket */
     struct ops_control *c =
         ops_control_create(base, queue_directory, why, whylen);
 
-    if (c != NULL)
-        ops_control_command(c, "status", status_verb, q);
+    if (c == NULL)
+        return NULL;
+    cc = (struct control_ctx){q, log, log_ctx};
+    ops_control_command(c, "status", status_verb, q);
+    ops_control_command(c, "suspend", suspend_verb, &cc);
+    ops_control_command(c, "resume", resume_verb, &cc);
     return c;
 }

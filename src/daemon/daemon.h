@@ -31,6 +31,7 @@
  *
  *	struct ops_control *daemon_control_create(struct event_base *base,
  *			const char *queue_directory, struct qmgr *q,
+ *			daemon_control_log_fn *log, void *log_ctx,
  *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
@@ -70,7 +71,9 @@
  *	verbs: "status [--json] [--all | --destinations N]", the queue
  *	manager's state, busiest destinations first, at most
  *	DAEMON_STATUS_DESTINATIONS of each transport unless asked
- *	otherwise. daemon_status_args() checks status's arguments, for the
+ *	otherwise; "suspend DESTINATION [DURATION]" and "resume
+ *	DESTINATION", the operator's suspension of a destination (log
+ *	gets the line each one logs). daemon_status_args() checks status's arguments, for the
  *	daemon and for `sluice status`.
  */
 
@@ -109,10 +112,11 @@ int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);
 int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen);
 void daemon_wake_send(const char *queue_directory);
-struct ops_control *daemon_control_create(struct event_base *base,
-                                          const char *queue_directory,
-                                          struct qmgr *q, char *why,
-                                          size_t whylen);
+typedef void daemon_control_log_fn(void *ctx, const char *line);
+struct ops_control *
+daemon_control_create(struct event_base *base, const char *queue_directory,
+                      struct qmgr *q, daemon_control_log_fn *log, void *log_ctx,
+                      char *why, size_t whylen);
 int daemon_status_args(const char *args, int *json, long *max_destinations,
                        char *why, size_t whylen);
 

@@ -200,6 +200,12 @@ static void local_log(void *ctx, const char *line)
     say(LOG_WARNING, "%s", line);
 }
 
+static void control_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    say(LOG_INFO, "%s", line);
+}
+
 /* Move the maildrop into the spool; then look at the incoming queue. */
 static void import_and_wake(struct daemon *d)
 {
@@ -468,8 +474,8 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    d->control = daemon_control_create(d->base, d->queue_directory, d->q, why,
-                                       sizeof(why));
+    d->control = daemon_control_create(d->base, d->queue_directory, d->q,
+                                       control_log, d, why, sizeof(why));
     if (d->control == NULL) {
         say(LOG_ERR, "%s", why);
         return -1;

@@ -22,6 +22,11 @@
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
  *	void	qmgr_status(struct qmgr *q, struct util_buf *out, int json,
  *			long max_destinations)
+ *	int	qmgr_suspend(struct qmgr *q, const char *destination,
+ *			int64_t duration_ms, struct util_buf *out,
+ *			char *why, size_t whylen)
+ *	int	qmgr_resume(struct qmgr *q, const char *destination,
+ *			struct util_buf *out, char *why, size_t whylen)
  *	void	qmgr_drain(struct qmgr *q)
  *	long	qmgr_busy(const struct qmgr *q)
  *	void	qmgr_stop(struct qmgr *q)
@@ -129,6 +134,10 @@
  *	or JSON, for `sluice status`: messages and recipients in core,
  *	transports, destinations busiest first (at most max_destinations
  *	per transport; 0: all), the head of each job list.
+ *	qmgr_suspend() and qmgr_resume() (suspend.c) are the operator's
+ *	suspension of a destination (its queue key or next hop) for a
+ *	duration or until resumed, and its end, which makes its deferred
+ *	mail due now.
  *
  *	qmgr_drain() is the polite start of a stop: no delivery starts any
  *	more, the ones in flight go on and their results are written.
@@ -243,6 +252,10 @@ void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 struct util_buf;
 void qmgr_status(struct qmgr *q, struct util_buf *out, int json,
                  long max_destinations);
+int qmgr_suspend(struct qmgr *q, const char *destination, int64_t duration_ms,
+                 struct util_buf *out, char *why, size_t whylen);
+int qmgr_resume(struct qmgr *q, const char *destination, struct util_buf *out,
+                char *why, size_t whylen);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);

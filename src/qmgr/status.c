@@ -15,8 +15,8 @@
  *	it still lasts; per destination queue, the concurrency window and
  *	its limit, deliveries in flight, entries waiting, the feedback's
  *	state (success and failure accumulators, failed pseudo-cohorts),
- *	and whether it is dead or paused by a rate delay, why, and for how
- *	many seconds more; and the head of each transport's job list (the
+ *	and whether it is dead, suspended by the operator (sluice suspend)
+ *	or paused by a rate delay, why, and for how many seconds more; and the head of each transport's job list (the
  *	first STATUS_JOBS jobs) with their entries and delivery slots.
  *
  *	Destinations come busiest first (entries waiting and in flight),
@@ -31,7 +31,8 @@
  *	"recipient_pool", "recipient_pool_free", "suspended",
  *	"suspend_reason", "resume_in_s", "destinations": [{"name",
  *	"window", "limit", "busy", "todo", "success", "failure",
- *	"failed_cohorts", "dead", "rate_delayed", "reason", "retry_in_s"}],
+ *	"failed_cohorts", "dead", "suspended", "rate_delayed", "reason",
+ *	"retry_in_s"}],
  *	"more_destinations", "job_list": [{"queue_id", "entries_read",
  *	"entries_selected", "slots_available", "slots_used", "preempting",
  *	"recipients"}]}]}; absent values are null.
@@ -89,9 +90,10 @@ static void dest_json(struct util_buf *b, const struct core_queue_status *d,
                     ", \"window\": %d, \"limit\": %d, \"busy\": %d, "
                     "\"todo\": %d, \"success\": %.3f, \"failure\": %.3f, "
                     "\"failed_cohorts\": %.3f, \"dead\": %s, "
-                    "\"rate_delayed\": %s, \"reason\": ",
+                    "\"suspended\": %s, \"rate_delayed\": %s, \"reason\": ",
                     d->window, d->limit, d->busy, d->todo, d->success,
                     d->failure, d->fail_cohorts, d->dead ? "true" : "false",
+                    d->suspended ? "true" : "false",
                     d->rate_wait ? "true" : "false");
     json_text(b, d->dead_reason);
     util_buf_puts(b, ", \"retry_in_s\": ");
@@ -104,16 +106,22 @@ static void dest_text(struct util_buf *b, const struct core_queue_status *d,
 {
     char window[32];
 
-    if (d->dead)
+    if (d->suspended)
+        snprintf(window, sizeof(window), "suspended");
+    else if (d->dead)
         snprintf(window, sizeof(window), "dead");
     else if (d->limit > 0)
         snprintf(window, sizeof(window), "%d/%d", d->window, d->limit);
     else
         snprintf(window, sizeof(window), "%d", d->window);
     util_buf_printf(b, "  %-40s %9s %5d %6d", d->key, window, d->busy, d->todo);
-    if (d->dead)
-        util_buf_printf(b, "  retry in %lds: %s", seconds_until(d->until, now),
+    if (d->dead && d->until == CORE_TIME_NEVER)
+        util_buf_printf(b, "  until resumed: %s",
                         d->dead_reason ? d->dead_reason : "");
+    else if (d->dead)
+        util_buf_printf(
+            b, "  %s %lds: %s", d->suspended ? "resumes in" : "retry in",
+            seconds_until(d->until, now), d->dead_reason ? d->dead_reason : "");
     else if (d->rate_wait)
         util_buf_printf(b, "  rate delay, %lds", seconds_until(d->until, now));
     else if (d->failure > 0 || d->fail_cohorts > 0)

@@ -5,7 +5,9 @@
 # listening (declared dead, with its reason and time to retry), both
 # queues keyed by their next hop "[127.0.0.1]:PORT", as text
 # and as JSON (checked by Python's strict parser); a bounded view
-# (--destinations 1) and bad arguments; hostile clients (garbage, an
+# (--destinations 1) and bad arguments; "sluice suspend" and "resume"
+# of a destination (mail deferred while suspended, delivered at once
+# when resumed; errors); hostile clients (garbage, an
 # endless line, a NUL, a silent client, an abrupt close, more sessions
 # than allowed) each cost only their own session; with the daemon
 # stopped, a clear message and exit status 69. Bounded in time (about
@@ -21,11 +23,15 @@ dead_port=$(free_port)
 slow_port=$(free_port)
 start_count_sink slow "$slow_port" --data-delay 5 ||
     { not_ok "the slow receiver starts"; tap_done; }
+held_port=$(free_port)
+start_count_sink held "$held_port" ||
+    { not_ok "the receiver of the suspended destination starts"; tap_done; }
 q=$tmp/q
 conf=$tmp/sluice.conf
 cat >"$tmp/transport" <<EOF
 dead.test relay:[127.0.0.1]:$dead_port
 slow.test relay:[127.0.0.1]:$slow_port
+held.test relay:[127.0.0.1]:$held_port
 EOF
 cat >"$conf" <<EOF
 queue_directory = $q
@@ -119,6 +125,49 @@ grep -q 'unknown argument "--bogus"' "$tmp/err" &&
     ok "the usage error names the argument" ||
     not_ok "the usage error names the argument"
 
+# The operator's suspension: before any mail, by domain (routed).
+held_key="[127.0.0.1]:$held_port"
+out=$(s suspend held.test 1h 2>&1)
+expect "suspend: the destination's queue, for how long" \
+    "suspended relay:$held_key for 3600s" "$out"
+grep -q "suspend held.test for 3600s: by the operator" "$tmp/log" &&
+    ok "suspend is logged" || not_ok "suspend is logged"
+printf 'Subject: h1\n\nbody\n' | s sendmail -f s@host.test h1@held.test
+printf 'Subject: h2\n\nbody\n' | s sendmail -f s@host.test h2@held.test
+held_deferred() {
+    [ "$(grep -c 'to=<h[12]@held.test>.*status=deferred (delivery temporarily suspended: by the operator)' \
+        "$tmp/log")" = 2 ]
+}
+if wait_for 10 held_deferred; then
+    ok "mail for it is deferred: by the operator"
+else
+    not_ok "mail for it is deferred: by the operator"
+    grep 'held' "$tmp/log" | sed 's/^/#   /'
+fi
+held_line=$(s status | grep -F "  $held_key ")
+case $held_line in
+*" suspended "*"resumes in "*"s: by the operator") ok "status shows the suspension" ;;
+*) not_ok "status shows the suspension"; echo "#   $held_line" ;;
+esac
+expect "no message reached it" 0 "$(counter held messages)"
+out=$(s resume held.test 2>&1)
+expect "resume names the queue" "resumed relay:$held_key" "$out"
+held_delivered() { [ "$(counter held messages)" = 2 ]; }
+wait_for 10 held_delivered && ok "resume: its deferred mail goes at once" ||
+    not_ok "resume: its deferred mail goes at once"
+s resume held.test >/dev/null 2>"$tmp/err"
+expect "resuming what is not suspended fails" 1 "$?"
+grep -q "sluice: resume: held.test: no suspended destination by that name" \
+    "$tmp/err" && ok "... and says so" || not_ok "... and says so"
+s suspend held.test soon >/dev/null 2>"$tmp/err"
+expect "a bad duration fails" 1 "$?"
+grep -q "sluice: suspend: expected a time like 300s, 5m, 1h" "$tmp/err" &&
+    ok "... with the expected form" || not_ok "... with the expected form"
+s suspend >/dev/null 2>&1
+expect "suspend without a destination is a usage error" 64 "$?"
+s suspend 'bad@dest[' >/dev/null 2>"$tmp/err"
+expect "a destination that does not route fails" 1 "$?"
+
 # Hostile clients, each on its own session.
 raw() { # raw DATA: send DATA (Python escapes), print the first reply line
     python3 - "$q/private/control" "$1" <<'PYEOF'
@@ -191,4 +240,8 @@ s status >/dev/null 2>"$tmp/err"
 expect "no daemon: exit status 69" 69 "$?"
 grep -q "sluice: status: sluiced is not running on queue $q" "$tmp/err" &&
     ok "no daemon: a clear message" || not_ok "no daemon: a clear message"
+s suspend held.test >/dev/null 2>"$tmp/err"
+expect "no daemon: suspend exits 69" 69 "$?"
+s resume held.test >/dev/null 2>&1
+expect "no daemon: resume exits 69" 69 "$?"
 tap_done

@@ -376,6 +376,91 @@ static void test_transport_suspend(void **state)
     fixture_free(fx);
 }
 
+/*
+ * The operator's suspension (sluice suspend): the queue defers what waits
+ * and takes nothing, like a dead one, but neither a delivery that
+ * succeeds nor a flush brings it back; the end of its duration or a
+ * resume does.
+ */
+static void test_queue_suspend(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue_status st;
+    struct core_message *m;
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.recipient_limit = 1;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "busy.example");
+    m = core_message_create(fx->core, 1, 0, NULL);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(core_message_add(m, q, (uint64_t)i), 0);
+    core_message_release(m);
+    struct core_entry *e = core_select(fx->core, 0);
+    assert_non_null(e);
+    core_queue_suspend(q, SEC, 60 * SEC, "suspended by the operator");
+    assert_string_equal(fixture_last(fx), "smtp:busy.example: destination "
+                                          "suspended for 60s: suspended by "
+                                          "the operator");
+    assert_int_equal(fx->deferred_calls, 2); /* the two waiting entries */
+    assert_int_equal(fx->dead_calls, 1);
+    assert_false(core_queue_can_start(q));
+    assert_string_equal(core_queue_refusal(q), "suspended by the operator");
+    core_queue_status(q, &st);
+    assert_true(st.dead && st.suspended);
+    assert_int_equal(st.until, 61 * SEC);
+    /* The delivery in flight succeeds: still suspended. */
+    core_entry_done(e, 2 * SEC, CORE_HOP_OK, NULL);
+    assert_true(core_queue_dead(q));
+    core_queue_flush(q, 3 * SEC);
+    assert_true(core_queue_dead(q));
+    /* It is remembered while idle. */
+    void *ctx;
+    assert_int_equal(core_queue_release(q, &ctx), 0);
+    /* Its time runs out. */
+    assert_int_equal(core_next_timer(fx->core), 61 * SEC);
+    core_run_timers(fx->core, 61 * SEC);
+    assert_false(core_queue_dead(q));
+    core_queue_status(q, &st);
+    assert_false(st.suspended);
+    assert_string_equal(fixture_last(fx), "smtp:busy.example: destination "
+                                          "alive again (suspension ended), "
+                                          "window 5");
+
+    /* Until resumed: no timer; resume brings it back, once. */
+    core_queue_suspend(q, 70 * SEC, 0, "maintenance");
+    assert_string_equal(fixture_last(fx), "smtp:busy.example: destination "
+                                          "suspended until resumed: "
+                                          "maintenance");
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    assert_int_equal(core_queue_resume(q, 80 * SEC), 1);
+    assert_false(core_queue_dead(q));
+    assert_string_equal(fixture_last(fx), "smtp:busy.example: destination "
+                                          "alive again (resumed), window 5");
+    assert_int_equal(core_queue_resume(q, 81 * SEC), 0);
+
+    /* A queue dead by failures, suspended, keeps the operator's word. */
+    fx->params.failed_cohort_limit = 1;
+    fx->params.negative.value = 0;
+    core_transport_update(fx->t, &fx->params);
+    for (int i = 0; i < 10 && !core_queue_dead(q); i++) {
+        fixture_start(q, 1, 90 * SEC);
+        core_queue_done(q, 90 * SEC, CORE_HOP_FAIL, "refused");
+    }
+    assert_true(core_queue_dead(q));
+    core_queue_status(q, &st);
+    assert_false(st.suspended);
+    assert_int_equal(st.until, 90 * SEC + fx->params.dead_backoff);
+    core_queue_suspend(q, 91 * SEC, 0, "by hand");
+    core_queue_status(q, &st);
+    assert_true(st.suspended);
+    assert_string_equal(st.dead_reason, "by hand");
+    assert_int_equal(st.until, CORE_TIME_NEVER);
+    assert_int_equal(core_queue_resume(q, 92 * SEC), 1);
+    fixture_free(fx);
+}
+
 /* Queues are found by their opaque key; many of them. */
 static void test_queue_lookup_many(void **state)
 {
@@ -440,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_process_limit),
         cmocka_unit_test(test_transport_update),
         cmocka_unit_test(test_transport_suspend),
+        cmocka_unit_test(test_queue_suspend),
         cmocka_unit_test(test_queue_lookup_many),
         cmocka_unit_test(test_timers_in_order),
     };
