@@ -15,7 +15,8 @@
  *	extern const struct cli_command cli_import_command, cli_recover_command;
  *	extern const struct cli_command cli_route_command, cli_reload_command,
  *			cli_flush_command, cli_status_command,
- *			cli_suspend_command, cli_resume_command;
+ *			cli_suspend_command, cli_resume_command,
+ *			cli_top_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
  *	int	cli_control(const struct cli *cli, const char *cmd,
@@ -106,6 +107,7 @@ extern const struct cli_command cli_flush_command;
 extern const struct cli_command cli_status_command;
 extern const struct cli_command cli_suspend_command;
 extern const struct cli_command cli_resume_command;
+extern const struct cli_command cli_top_command;
 
 struct conf *cli_conf_open(const char *opt_path);
 int cli_control(const struct cli *cli, const char *cmd, const char *request);

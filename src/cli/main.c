@@ -63,8 +63,8 @@ static const struct cli_command *const commands[] = {
     &cli_hold_command,    &cli_release_command, &cli_requeue_command,
     &cli_recover_command, &cli_config_command,  &cli_route_command,
     &cli_reload_command,  &cli_flush_command,   &cli_status_command,
-    &cli_suspend_command, &cli_resume_command,  &help_command,
-    &version_command,
+    &cli_top_command,     &cli_suspend_command, &cli_resume_command,
+    &help_command,        &version_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -5,7 +5,8 @@
 # listening (declared dead, with its reason and time to retry), both
 # queues keyed by their next hop "[127.0.0.1]:PORT", as text
 # and as JSON (checked by Python's strict parser); a bounded view
-# (--destinations 1) and bad arguments; "sluice suspend" and "resume"
+# (--destinations 1) and bad arguments; "sluice top" (the view
+# refreshed); "sluice suspend" and "resume"
 # of a destination (mail deferred while suspended, delivered at once
 # when resumed; errors); hostile clients (garbage, an
 # endless line, a NUL, a silent client, an abrupt close, more sessions
@@ -118,6 +119,16 @@ import json, sys
 t = [t for t in json.load(sys.stdin)["transports"] if t["name"] == "relay"][0]
 print(len(t["destinations"]), t["more_destinations"])' >"$tmp/bounded" 2>&1
 expect "--destinations 1: one shown, the other counted" "1 1" "$(cat "$tmp/bounded")"
+
+# sluice top: the same view, refreshed (two frames, 0.2 s apart).
+s top -d 0.2 -n 2 >"$tmp/top" 2>&1
+expect "sluice top -n 2 exits 0" 0 "$?"
+expect "two frames, each cleared first" 2 \
+    "$(grep -c "$(printf '\033\\[H\033\\[2J')sluice top - " "$tmp/top")"
+expect "each frame holds the status view" 2 \
+    "$(grep -c '^transport relay: ' "$tmp/top")"
+s top -d 0 >/dev/null 2>&1
+expect "top: a refresh below 0.1 s is a usage error" 64 "$?"
 
 s status --bogus >/dev/null 2>"$tmp/err"
 expect "an unknown argument is a usage error" 64 "$?"
@@ -244,4 +255,6 @@ s suspend held.test >/dev/null 2>"$tmp/err"
 expect "no daemon: suspend exits 69" 69 "$?"
 s resume held.test >/dev/null 2>&1
 expect "no daemon: resume exits 69" 69 "$?"
+s top -n 1 >/dev/null 2>&1
+expect "no daemon: top exits 69" 69 "$?"
 tap_done
