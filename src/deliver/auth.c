@@ -95,7 +95,7 @@ static void auth_fail(struct deliver_session *s, const char *dsn,
     s->res->auth_failed = 1;
     snprintf(s->res->auth_key, sizeof(s->res->auth_key), "%s",
              s->cred.key ? s->cred.key : "");
-    s->auth_failing = 1;
+    snprintf(s->res->auth_reason, sizeof(s->res->auth_reason), "%s", reason);
     connection_next_address_dsn(s, dsn, reason);
 }
 

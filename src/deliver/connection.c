@@ -314,8 +314,6 @@ void connection_next_address_dsn(struct deliver_session *s, const char *dsn,
 {
     snprintf(s->last_failure, sizeof(s->last_failure), "%s", reason);
     snprintf(s->last_dsn, sizeof(s->last_dsn), "%s", dsn);
-    s->res->auth_failed = s->auth_failing; /* the last failure's */
-    s->auth_failing = 0;
     session_close(s);
     s->addr++;
     s->tls_plain = 0;

@@ -133,9 +133,9 @@
  *	greeting refused: the next address is tried and, when none is
  *	left, every recipient is deferred (never bounced) with the reason
  *	("SASL authentication failed; server HOST[ADDR] said: 535 5.7.8
- *	..."), hop_ok 0. auth_failed then says that the last such failure
- *	was SMTP AUTH's, with the table key that gave the credentials in
- *	auth_key, for the caller's warning. A connection that
+ *	..."), hop_ok 0. auth_failed then says that an address failed at
+ *	SMTP AUTH, auth_reason why (the last such failure) and auth_key
+ *	the table key that gave the credentials, for the caller's warning. A connection that
  *	authenticated is cached under a key that names its user, apart
  *	from unauthenticated ones, and is taken again only by a delivery
  *	whose credentials for that server name the same user.
@@ -369,8 +369,9 @@ struct deliver_result {
      * DELIVER_TLS_FAILS_MAX; ntls_fail counts them all) */
     struct deliver_tls_failure tls_fail[DELIVER_TLS_FAILS_MAX];
     size_t ntls_fail;
-    int auth_failed;   /* the last address failed at SMTP AUTH */
-    char auth_key[80]; /* the password table's key it used */
+    int auth_failed;       /* an address failed at SMTP AUTH */
+    char auth_key[80];     /* the password table's key it used */
+    char auth_reason[600]; /* why, as the recipients' text says */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);

@@ -126,7 +126,6 @@ struct deliver_session {
     unsigned auth_offered;      /* SMTP_AUTH_* of the last EHLO */
     unsigned auth_mech;         /* the mechanism in use */
     int auth_step;              /* responses sent after AUTH */
-    int auth_failing;           /* the address fails at AUTH */
     struct deliver_credentials cred; /* for this server, into the table */
     char auth_user[256];             /* the connection's user, "" if none */
     int auth_long;                   /* the user did not fit: do not cache */
