@@ -197,4 +197,30 @@ grep -q "smtp_sasl_password_maps = hash:$tmp/sasl_passwd" "$tmp/config.out" &&
     { not_ok "sluice config shows the table's path, not its passwords"; grep sasl "$tmp/config.out" | sed 's/^/#   /'; }
 kill "$sluiced_pid"
 wait "$sluiced_pid"
+
+# What the configuration check refuses: an option word Postfix does not
+# have (globally or per transport), a table line that is not
+# user:password (named by file, line and key, never the value), a
+# missing table.
+# refused CONF_LINES PATTERN NAME
+refused() {
+    printf 'queue_directory = %s/q2\ntransports = smtp:smtp, relay:smtp\n%s\n' \
+        "$tmp" "$1" >"$tmp/refused.cf"
+    "$build/sluice" -c "$tmp/refused.cf" config >"$tmp/refused.out" 2>&1 &&
+        { not_ok "$3 (accepted)"; return; }
+    grep -q -- "$2" "$tmp/refused.out" && ! grep -q 'S3cret' "$tmp/refused.out" &&
+        ok "$3" || { not_ok "$3"; sed 's/^/#   /' "$tmp/refused.out"; }
+}
+refused 'smtp_sasl_security_options = noplaintext, bogus' \
+    'smtp_sasl_security_options: unknown SASL security option "bogus"' \
+    "an unknown security option is refused"
+refused 'relay_sasl_tls_security_options = forward_secrecy' \
+    'relay_sasl_tls_security_options: unknown SASL security option "forward_secrecy"' \
+    "an unknown security option of a transport is refused"
+printf '[relay.test]:587 S3cret\n' >"$tmp/bad_passwd"
+refused "smtp_sasl_password_maps = $tmp/bad_passwd" \
+    "$tmp/bad_passwd, line 1: the value for \"\\[relay.test\\]:587\" is not user:password" \
+    "a table line without user:password is refused, its value unsaid"
+refused "smtp_sasl_password_maps = $tmp/no_such_passwd" "$tmp/no_such_passwd" \
+    "a missing password table is refused"
 tap_done
