@@ -28,6 +28,8 @@
  *	message. The table is reference-counted: a delivery keeps the one
  *	it started with across a reload (deliver_passwd_ref()); the last
  *	deliver_passwd_free() wipes the passwords before freeing them.
+ *	Once loaded, the values live in one mapping marked MADV_DONTDUMP,
+ *	so that a core dump of the daemon does not carry them.
  *
  *	deliver_passwd_find() looks up the credentials for one server as
  *	the reference's smtp_sasl_passwd_lookup() does (decision 77): the
@@ -54,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 struct passwd_entry {
     char *key;        /* lower case */
@@ -67,6 +70,8 @@ struct deliver_passwd {
     int refs;
     struct passwd_entry *entries;
     size_t count, alloc;
+    char *secrets; /* every value, out of core dumps; NULL: not packed */
+    size_t secrets_len;
 };
 
 static int table_line(void *ctx, int line, const char *text, char *why,
@@ -114,6 +119,39 @@ static int entry_cmp(const void *a, const void *b)
     return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
+/*
+ * Move every value into one mapping that core dumps leave out
+ * (MADV_DONTDUMP): a crash report of the daemon should not carry the
+ * passwords. Where the mapping cannot be had, the values stay where
+ * they are.
+ */
+static void secrets_pack(struct deliver_passwd *m)
+{
+    size_t total = 0, off = 0;
+    char *p;
+
+    for (size_t i = 0; i < m->count; i++)
+        total += m->entries[i].value_len;
+    if (total == 0)
+        return;
+    p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    (void)madvise(p, total, MADV_DONTDUMP);
+    for (size_t i = 0; i < m->count; i++) {
+        struct passwd_entry *e = &m->entries[i];
+
+        memcpy(p + off, e->value, e->value_len);
+        explicit_bzero(e->value, e->value_len);
+        free(e->value);
+        e->value = p + off;
+        off += e->value_len;
+    }
+    m->secrets = p;
+    m->secrets_len = total;
+}
+
 struct deliver_passwd *deliver_passwd_load(const char *param, const char *value,
                                            char *why, size_t whylen)
 {
@@ -143,6 +181,7 @@ struct deliver_passwd *deliver_passwd_load(const char *param, const char *value,
             return NULL;
         }
     free(path);
+    secrets_pack(m);
     return m;
 }
 
@@ -158,9 +197,15 @@ void deliver_passwd_free(struct deliver_passwd *m)
     if (m == NULL || --m->refs > 0)
         return;
     for (size_t i = 0; i < m->count; i++) {
-        explicit_bzero(m->entries[i].value, m->entries[i].value_len);
-        free(m->entries[i].value);
+        if (m->secrets == NULL) {
+            explicit_bzero(m->entries[i].value, m->entries[i].value_len);
+            free(m->entries[i].value);
+        }
         free(m->entries[i].key);
+    }
+    if (m->secrets) {
+        explicit_bzero(m->secrets, m->secrets_len);
+        munmap(m->secrets, m->secrets_len);
     }
     free(m->entries);
     free(m);
