@@ -135,12 +135,12 @@
  *	("SASL authentication failed; server HOST[ADDR] said: 535 5.7.8
  *	..."), hop_ok 0. auth_failed then says that an address failed at
  *	SMTP AUTH, auth_reason why (the last such failure) and auth_key
- *	the table key that gave the credentials, for the caller's warning. A connection that
- *	authenticated is cached under a key that names its user, apart
- *	from unauthenticated ones, and is taken again only by a delivery
- *	whose credentials for that server name the same user.
- *	The password stays in the table and is wiped from the buffers that
- *	carried it; the user name appears in no log line.
+ *	the table key that gave the credentials, for the caller's warning.
+ *	A connection that authenticated is cached under a key that names
+ *	its user, apart from unauthenticated ones, and is taken again only
+ *	by a delivery whose credentials for that server name the same
+ *	user. The password stays in the table and is wiped from the
+ *	buffers that carried it; the user name appears in no log line.
  *
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
