@@ -131,7 +131,7 @@ FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
 FUZZ_STS     := src/sts/policy.c src/sts/txt.c src/sts/mx.c \
                 $(wildcard src/util/*.c)
 FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy \
-                tls_policy
+                smtp_auth tls_policy
 
 build-fuzz/fuzz_smtp_%: tests/fuzz/fuzz_smtp_%.c $(FUZZ_SMTP) src/smtp/smtp.h src/util/util.h
 	@mkdir -p build-fuzz

@@ -64,6 +64,7 @@ static const char *const state_doing[] = {
     "performing the HELO handshake",
     "receiving the STARTTLS response",
     "performing the TLS handshake",
+    "performing SASL authentication",
     "sending MAIL FROM",
     "sending RCPT TO",
     "sending DATA command",
@@ -287,6 +288,9 @@ static void connect_current(struct deliver_session *s)
     s->replies = 0;
     s->uses = 1;
     s->tls_on = 0;
+    s->auth_offered = 0;
+    s->auth_user[0] = 0;
+    s->auth_long = 0;
     memset(&s->res->tls, 0, sizeof(s->res->tls));
     s->bev = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (s->bev == NULL) {
@@ -356,20 +360,37 @@ void connection_reconnect(struct deliver_session *s)
         connect_current(s);
 }
 
+/* A cached connection under one key (freed), as cache_take() asks. */
+static int take_key(struct deliver_session *s, char *key,
+                    struct deliver_conn *conn)
+{
+    int found = deliver_cache_take(s->req.cache, key, conn);
+
+    free(key);
+    return found;
+}
+
 /*
  * A cached connection made under this delivery's TLS policy: in TLS
  * first, unless the level is none; in plaintext only when the level
- * allows plaintext.
+ * allows plaintext. Authenticated as this delivery would authenticate
+ * at one of its addresses (or not, where it has no credentials).
  */
 static int cache_take(struct deliver_session *s, struct deliver_conn *conn)
 {
     enum tls_level level = s->req.tls.ctx ? s->req.tls.level : TLS_LEV_NONE;
+    const char *users[16];
+    size_t n = auth_out_users(s, users, 16);
 
-    if (level != TLS_LEV_NONE &&
-        deliver_cache_take(s->req.cache, starttls_out_cache_key(s, 1), conn))
-        return 1;
-    return !tls_level_enforced(level) &&
-           deliver_cache_take(s->req.cache, starttls_out_cache_key(s, 0), conn);
+    for (size_t i = 0; i < n; i++) {
+        if (level != TLS_LEV_NONE &&
+            take_key(s, auth_out_cache_key(s, 1, users[i]), conn))
+            return 1;
+        if (!tls_level_enforced(level) &&
+            take_key(s, auth_out_cache_key(s, 0, users[i]), conn))
+            return 1;
+    }
+    return 0;
 }
 
 /* Take over a cached connection: straight to the transaction. */
@@ -383,6 +404,7 @@ static void adopt(struct deliver_session *s, const struct deliver_conn *conn)
     s->features = conn->features;
     s->size_limit = conn->size_limit;
     s->tls_on = conn->tls.used;
+    snprintf(s->auth_user, sizeof(s->auth_user), "%s", conn->auth_user);
     s->res->tls = conn->tls;
     s->res->tls.established = 0;
     snprintf(s->peer, sizeof(s->peer), "%s", conn->peer);
@@ -508,6 +530,7 @@ struct deliver_session *deliver_start(struct event_base *base,
     smtp_reply_init(&s->reply);
     s->start_us = util_clock_mono_us();
     starttls_out_init(s);
+    auth_out_init(s);
     if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
         local_deliver(s);
     else if (cache_take(s, &conn))
@@ -537,6 +560,7 @@ void deliver_cancel(struct deliver_session *s)
     free(s->key_plain);
     free(s->tls_ident);
     tls_context_free(s->req.tls.ctx);
+    auth_out_free(s);
     dane_free(&s->req.tls);
     for (size_t i = 0; i < s->req.nrcpt; i++) {
         free((char *)s->req.rcpt[i].address);

@@ -20,6 +20,16 @@
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
  *
+ *	struct deliver_passwd *deliver_passwd_load(const char *param,
+ *			const char *value, char *why, size_t whylen)
+ *	struct deliver_passwd *deliver_passwd_ref(struct deliver_passwd *m)
+ *	void	deliver_passwd_free(struct deliver_passwd *m)
+ *	int	deliver_passwd_find(const struct deliver_passwd *m,
+ *			const char *host, const char *nexthop,
+ *			struct deliver_credentials *out)
+ *	int	deliver_sasl_options_parse(const char *text, unsigned *out,
+ *			char *why, size_t whylen)
+ *
  *	void	deliver_log_line(char *buf, size_t len,
  *			const struct deliver_log_entry *e)
  *	void	deliver_format_delay(char *buf, size_t len, double seconds)
@@ -105,6 +115,32 @@
  *	on; an idle timer already running keeps its time.
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
+ *
+ *	SMTP AUTH (RFC 4954; auth.c, decisions 77 to 79): with a password
+ *	table in the request's sasl, the client looks up the credentials
+ *	of each server it reaches (deliver_passwd_find(): the host's name,
+ *	then the next hop). With none it talks to the server as a
+ *	stranger. With some, after the last EHLO (the one after STARTTLS
+ *	when TLS started) it authenticates with PLAIN (RFC 4616, the
+ *	response in the AUTH command) or, when PLAIN is not offered, LOGIN
+ *	(the user name and password each answering a 334 challenge), and
+ *	only where the security options allow: noplaintext forbids both on
+ *	a connection without TLS (the options are tls_options once TLS is
+ *	established); noactive, nodictionary and mutual_auth forbid them
+ *	everywhere. A server that offers no AUTH, or no mechanism allowed,
+ *	and a server that refuses the credentials (any reply but 235, the
+ *	dsn of a 5xx made 4.X.Y) are failures of that address, like a
+ *	greeting refused: the next address is tried and, when none is
+ *	left, every recipient is deferred (never bounced) with the reason
+ *	("SASL authentication failed; server HOST[ADDR] said: 535 5.7.8
+ *	..."), hop_ok 0. auth_failed then says that an address failed at
+ *	SMTP AUTH, auth_reason why (the last such failure) and auth_key
+ *	the table key that gave the credentials, for the caller's warning.
+ *	A connection that authenticated is cached under a key that names
+ *	its user, apart from unauthenticated ones, and is taken again only
+ *	by a delivery whose credentials for that server name the same
+ *	user. The password stays in the table and is wiped from the
+ *	buffers that carried it; the user name appears in no log line.
  *
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
@@ -226,6 +262,31 @@ struct deliver_tls {
     enum deliver_sts sts; /* the recipient domain's MTA-STS policy */
 };
 
+/* SASL security options (the reference's smtp_sasl_security_options). */
+#define DELIVER_SASL_NOPLAINTEXT  0x01u
+#define DELIVER_SASL_NOACTIVE     0x02u
+#define DELIVER_SASL_NODICTIONARY 0x04u
+#define DELIVER_SASL_NOANONYMOUS  0x08u
+#define DELIVER_SASL_MUTUAL_AUTH  0x10u
+
+struct deliver_passwd;
+
+/* Credentials found in the table: pointers into it. */
+struct deliver_credentials {
+    const char *key; /* the table key that matched, lower case */
+    const char *user;
+    const char *pass;
+};
+
+/* SMTP AUTH for one delivery. */
+struct deliver_sasl {
+    struct deliver_passwd *passwd; /* NULL: no AUTH (the delivery holds a
+                                      reference of its own) */
+    char nexthop[512];             /* as written: "[relay.example]:587" */
+    unsigned options;              /* DELIVER_SASL_*, without TLS */
+    unsigned tls_options;          /* DELIVER_SASL_*, over TLS */
+};
+
 struct deliver_request {
     enum deliver_proto proto;
     const char *helo_name;
@@ -247,6 +308,7 @@ struct deliver_request {
     int mime_conversion; /* 8-bit MIME to 7-bit for servers without
                             8BITMIME (not disable_mime_output_conversion) */
     struct deliver_tls tls;
+    struct deliver_sasl sasl;
 };
 
 struct deliver_rcpt_result {
@@ -307,6 +369,9 @@ struct deliver_result {
      * DELIVER_TLS_FAILS_MAX; ntls_fail counts them all) */
     struct deliver_tls_failure tls_fail[DELIVER_TLS_FAILS_MAX];
     size_t ntls_fail;
+    int auth_failed;       /* an address failed at SMTP AUTH */
+    char auth_key[80];     /* the password table's key it used */
+    char auth_reason[600]; /* why, as the recipients' text says */
 };
 
 typedef void deliver_done_fn(void *ctx, struct deliver_result *res);
@@ -341,6 +406,15 @@ struct deliver_log_entry {
     /* Seconds since the epoch; 0 where the step did not happen. */
     double arrival, active, handoff, conn_done, done;
 };
+
+struct deliver_passwd *deliver_passwd_load(const char *param, const char *value,
+                                           char *why, size_t whylen);
+struct deliver_passwd *deliver_passwd_ref(struct deliver_passwd *m);
+void deliver_passwd_free(struct deliver_passwd *m);
+int deliver_passwd_find(const struct deliver_passwd *m, const char *host,
+                        const char *nexthop, struct deliver_credentials *out);
+int deliver_sasl_options_parse(const char *text, unsigned *out, char *why,
+                               size_t whylen);
 
 void deliver_log_line(char *buf, size_t len, const struct deliver_log_entry *e);
 void deliver_format_delay(char *buf, size_t len, double seconds);

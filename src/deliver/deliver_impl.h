@@ -19,8 +19,8 @@
  *			struct deliver_conn *out)
  * DESCRIPTION
  *	A deliver_conn is an open SMTP or LMTP connection between two
- *	transactions: its bufferevent, what the server offered and how long
- *	and how much it has been used.
+ *	transactions: its bufferevent, what the server offered, how long
+ *	and how much it has been used, and the user it authenticated as.
  *
  *	deliver_cache_limits() is what applies to a request: its own
  *	cache_limits (its transport's), or the cache's when those have no
@@ -54,6 +54,7 @@ struct deliver_conn {
     int64_t born_us;               /* connected, on the monotonic clock */
     int uses;                      /* deliveries carried so far */
     struct deliver_tls_result tls; /* used: bev is a TLS filter */
+    char auth_user[256];           /* authenticated as; "": not */
 };
 
 const struct deliver_cache_params *

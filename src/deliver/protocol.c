@@ -12,8 +12,8 @@
  * DESCRIPTION
  *	A delivery walks these states, each with its timeout:
  *
- *	CONNECT -> GREETING -> EHLO [-> HELO] -> MAIL -> RCPT... -> DATA
- *	-> DOT -> QUIT
+ *	CONNECT -> GREETING -> EHLO [-> HELO] [-> STARTTLS -> TLS -> EHLO]
+ *	[-> AUTH] -> MAIL -> RCPT... -> DATA -> DOT -> QUIT
  *
  *	connection.c connects and reads; protocol_reply() takes each
  *	complete reply (s->reply) to the state's function, which writes
@@ -23,7 +23,9 @@
  *	(skip). Without it each command waits for its reply. LMTP (LHLO)
  *	answers the end of data once per accepted recipient.
  *
- *	protocol_handshake_passed() follows EHLO/HELO, or a connection
+ *	protocol_ehlo_done() follows the last EHLO/HELO: SMTP AUTH when
+ *	the server needs credentials (auth.c), then
+ *	protocol_handshake_passed(). That follows AUTH, or a connection
  *	taken from the cache: a message larger than the server's SIZE is
  *	refused (552 5.3.4), else the transaction starts. After the end of
  *	data the connection goes back to the cache when its limits allow,
@@ -249,14 +251,22 @@ void protocol_handshake_passed(struct deliver_session *s)
     start_transaction(s);
 }
 
+/* The last EHLO/HELO: AUTH when credentials say so, then the rest. */
+void protocol_ehlo_done(struct deliver_session *s)
+{
+    if (!auth_out_after_ehlo(s))
+        protocol_handshake_passed(s);
+}
+
 static void on_ehlo(struct deliver_session *s)
 {
     char reason[600];
 
     if (s->reply.code / 100 == 2) {
         s->features = smtp_ehlo_features(&s->reply, &s->size_limit);
+        s->auth_offered = smtp_ehlo_auth(&s->reply);
         if (!starttls_out_after_ehlo(s))
-            protocol_handshake_passed(s);
+            protocol_ehlo_done(s);
         return;
     }
     if (s->req.proto == DELIVER_SMTP && s->state == ST_EHLO) {
@@ -367,10 +377,11 @@ static void on_data(struct deliver_session *s)
 static void end_transaction(struct deliver_session *s)
 {
     struct deliver_conn conn;
-
     const struct deliver_cache_params *limits;
+    char *key;
 
     if (s->req.cache == NULL || starttls_out_cache_key(s, s->tls_on) == NULL ||
+        s->auth_long ||
         !deliver_cache_may_keep(limits =
                                     deliver_cache_limits(s->req.cache, &s->req),
                                 s->born_us, s->uses)) {
@@ -386,9 +397,12 @@ static void end_transaction(struct deliver_session *s)
     conn.born_us = s->born_us;
     conn.uses = s->uses;
     conn.tls = s->res->tls;
+    snprintf(conn.auth_user, sizeof(conn.auth_user), "%s", s->auth_user);
     s->bev = NULL; /* the cache's now */
-    deliver_cache_put(s->req.cache, limits,
-                      starttls_out_cache_key(s, s->tls_on), &conn);
+    /* apart per user: never a transaction under another's login */
+    key = auth_out_cache_key(s, s->tls_on, s->auth_user);
+    deliver_cache_put(s->req.cache, limits, key, &conn);
+    free(key);
     connection_finish(s);
 }
 
@@ -461,6 +475,9 @@ void protocol_reply(struct deliver_session *s)
         break;
     case ST_STARTTLS:
         starttls_out_reply(s);
+        break;
+    case ST_AUTH:
+        auth_out_reply(s);
         break;
     case ST_MAIL:
         on_mail(s);

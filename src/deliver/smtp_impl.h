@@ -23,6 +23,7 @@
  *
  *	void	protocol_reply(struct deliver_session *s)
  *	void	protocol_handshake_passed(struct deliver_session *s)
+ *	void	protocol_ehlo_done(struct deliver_session *s)
  *	void	protocol_rcpt_set_rest(struct deliver_session *s,
  *			enum deliver_status status, int code,
  *			const char *enhanced, const char *text)
@@ -38,9 +39,21 @@
  *	void	starttls_out_failed(struct deliver_session *s, int timed_out)
  *	const char *starttls_out_cache_key(const struct deliver_session *s,
  *			int tls)
+ *
+ *	SMTP AUTH (auth.c), for both:
+ *
+ *	void	auth_out_init(struct deliver_session *s)
+ *	void	auth_out_free(struct deliver_session *s)
+ *	int	auth_out_after_ehlo(struct deliver_session *s)
+ *	void	auth_out_reply(struct deliver_session *s)
+ *	char	*auth_out_cache_key(const struct deliver_session *s, int tls,
+ *			const char *user)
+ *	size_t	auth_out_users(const struct deliver_session *s,
+ *			const char **users, size_t max)
  * DESCRIPTION
  *	Nothing outside the client's files includes this header.
- *	connection.c, protocol.c and starttls.c describe their functions. A struct
+ *	connection.c, protocol.c, starttls.c and auth.c describe their
+ *	functions. A struct
  *	deliver_session is one delivery: the request (copied), the result
  *	being built, the connection in use and where the dialogue is
  *	(enum deliver_state).
@@ -64,6 +77,7 @@ enum deliver_state {
     ST_HELO,
     ST_STARTTLS, /* STARTTLS sent, its reply awaited */
     ST_TLS,      /* the TLS handshake */
+    ST_AUTH,     /* AUTH sent, its replies awaited (auth.c) */
     ST_MAIL,
     ST_RCPT,
     ST_DATA,
@@ -109,6 +123,12 @@ struct deliver_session {
     int tls_plain;              /* TLS failed at may: this address plain */
     char *key_tls, *key_plain;  /* cache keys (starttls.c) */
     char *tls_ident;            /* the TLS policy asked for, as text */
+    unsigned auth_offered;      /* SMTP_AUTH_* of the last EHLO */
+    unsigned auth_mech;         /* the mechanism in use */
+    int auth_step;              /* responses sent after AUTH */
+    struct deliver_credentials cred; /* for this server, into the table */
+    char auth_user[256];             /* the connection's user, "" if none */
+    int auth_long;                   /* the user did not fit: do not cache */
 };
 
 void connection_timer_arm(struct deliver_session *s, int ms);
@@ -122,6 +142,7 @@ void connection_finish(struct deliver_session *s);
 
 void protocol_reply(struct deliver_session *s);
 void protocol_handshake_passed(struct deliver_session *s);
+void protocol_ehlo_done(struct deliver_session *s);
 void protocol_rcpt_set_rest(struct deliver_session *s,
                             enum deliver_status status, int code,
                             const char *enhanced, const char *text);
@@ -133,5 +154,14 @@ void starttls_out_reply(struct deliver_session *s);
 void starttls_out_established(struct deliver_session *s);
 void starttls_out_failed(struct deliver_session *s, int timed_out);
 const char *starttls_out_cache_key(const struct deliver_session *s, int tls);
+
+void auth_out_init(struct deliver_session *s);
+void auth_out_free(struct deliver_session *s);
+int auth_out_after_ehlo(struct deliver_session *s);
+void auth_out_reply(struct deliver_session *s);
+char *auth_out_cache_key(const struct deliver_session *s, int tls,
+                         const char *user);
+size_t auth_out_users(const struct deliver_session *s, const char **users,
+                      size_t max);
 
 #endif

@@ -399,7 +399,7 @@ void starttls_out_reply(struct deliver_session *s)
     }
     if (!required(level_now(s))) {
         /* may: the server keeps talking in plaintext */
-        protocol_handshake_passed(s);
+        protocol_ehlo_done(s);
         return;
     }
     snprintf(reason, sizeof(reason),

@@ -56,6 +56,7 @@ static void delivery_done(void *ctx, struct deliver_result *res)
 
     d->session = NULL;
     qm_tls_log(q, d->dest->route.transport, res);
+    qm_sasl_log(q, m->id, res);
     qm_sts_report(d, res);
     qm_tlsrpt_record(d, res);
     qm_tls_field(res, tls, sizeof(tls));
@@ -147,6 +148,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     qm_tls_request(q, r->transport, r, d->sts_mode, &req.tls);
     req.tls.dane = dane;
     req.tls.ndane = ndane;
+    qm_sasl_request(q, r->transport, r, &req.sasl);
     qm_tlsrpt_dane(d, dane, ndane);
     req.sender = sm->sender;
     req.envid = sm->envid;

@@ -20,6 +20,7 @@
  *	submit.c	new mail into the group commit
  *	flush.c		ETRN and "sluice flush"
  *	tls.c, dane.c, sts.c	TLS, DANE and MTA-STS of a delivery
+ *	sasl.c		SMTP AUTH of a delivery: the password table, the log
  *	tlsrpt.c	TLS reporting: counts, periods, the spool
  *	tlsrpt_send.c	TLS reporting: the reports made and sent
  *
@@ -245,6 +246,15 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
 void qm_tls_log(struct qmgr *q, const char *transport,
                 const struct deliver_result *res);
 void qm_tls_field(const struct deliver_result *res, char *buf, size_t len);
+struct deliver_passwd *qm_tls_passwd(const struct qmgr *q);
+
+/* SMTP AUTH (sasl.c). */
+int qm_sasl_load(const struct conf *conf, const struct route_table *routes,
+                 struct deliver_passwd **passwd, char *why, size_t whylen);
+void qm_sasl_request(const struct qmgr *q, const char *transport,
+                     const struct route_result *r, struct deliver_sasl *out);
+void qm_sasl_log(struct qmgr *q, const char *id,
+                 const struct deliver_result *res);
 void qm_delivery_free(struct qm_delivery *d);
 
 /* outcome.c */

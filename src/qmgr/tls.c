@@ -19,6 +19,7 @@
  *			const struct deliver_result *res)
  *	void	qm_tls_field(const struct deliver_result *res, char *buf,
  *			size_t len)
+ *	struct deliver_passwd *qm_tls_passwd(const struct qmgr *q)
  * DESCRIPTION
  *	qmgr_tls_load() builds what the SMTP client's TLS needs from the
  *	configuration: the client context (smtp_tls_CAfile and _CApath,
@@ -27,6 +28,10 @@
  *	smtp_tls_policy_maps. NULL with a message that names the
  *	parameter or the file and line, for sluiced to refuse at start and
  *	at reload, and for "sluice config" (daemon_config_load()). The
+ *	SMTP client's AUTH material comes with it: the password table and
+ *	the checked security options (qm_sasl_load(), sasl.c), so that a
+ *	reload replaces both at once; qm_tls_passwd() is the table in use
+ *	(NULL: none). The
  *	protocols of smtp_tls_protocols and smtp_tls_mandatory_protocols
  *	are checked too, globally and as each transport of routes
  *	overrides them. qmgr_tls_set() gives t to the queue manager,
@@ -74,6 +79,7 @@
 struct qmgr_tls {
     struct tls_context *ctx;
     struct tls_policy_map *map;
+    struct deliver_passwd *passwd; /* smtp_sasl_password_maps */
 };
 
 /* The protocols of transport (NULL: the global values) must parse. */
@@ -110,10 +116,14 @@ struct qmgr_tls *qmgr_tls_load(const struct conf *conf,
         free(t);
         return NULL;
     }
+    if (qm_sasl_load(conf, routes, &t->passwd, why, whylen) < 0) {
+        free(t);
+        return NULL;
+    }
     for (int i = 0; routes && i < route_transport_count(routes); i++)
         if (protocols_check(conf, route_transport_at(routes, i)->name, why,
                             whylen) < 0) {
-            free(t);
+            qmgr_tls_free(t);
             return NULL;
         }
     cf.ca_file = conf_str(conf, NULL, CONF_smtp_tls_CAfile);
@@ -146,7 +156,13 @@ void qmgr_tls_free(struct qmgr_tls *t)
         return;
     tls_context_free(t->ctx);
     tls_policy_map_free(t->map);
+    deliver_passwd_free(t->passwd);
     free(t);
+}
+
+struct deliver_passwd *qm_tls_passwd(const struct qmgr *q)
+{
+    return q->tls ? q->tls->passwd : NULL;
 }
 
 void qm_tls_request(const struct qmgr *q, const char *transport,

@@ -24,6 +24,11 @@
  *	size_t	smtp_enhanced_code(const char *p, size_t len)
  *	unsigned smtp_ehlo_features(const struct smtp_reply *r,
  *			uint64_t *size_limit)
+ *	unsigned smtp_ehlo_auth(const struct smtp_reply *r)
+ *	void	smtp_auth_plain(struct util_buf *out, const char *user,
+ *			const char *pass)
+ *	ssize_t	smtp_auth_challenge(const char *text, unsigned char *out,
+ *			size_t outlen)
  *	void	smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
  *			smtp_emit_fn *emit, void *ctx)
  *	void	smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit,
@@ -65,7 +70,9 @@
  *	chunks, with the smuggling defence (data.c, described there); the
  *	node of an ETRN or a flush, a domain with or without its
  *	subdomains (node.c, described there); 8-bit MIME content made 7-bit
- *	for a server without 8BITMIME (mime.c, described there).
+ *	for a server without 8BITMIME (mime.c, described there); the SMTP
+ *	AUTH mechanisms an EHLO offers, PLAIN's response and a 334
+ *	challenge decoded (auth.c, described there).
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
  *	of a To:, Cc: or Bcc: header field (folded or not), and appends
@@ -105,6 +112,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Limits of RFC 5321 section 4.5.3.1. */
@@ -152,6 +160,11 @@ struct smtp_reply {
 #define SMTP_EXT_DSN                 0x40u
 #define SMTP_EXT_SMTPUTF8            0x80u
 
+/* SMTP AUTH (RFC 4954): the keyword, and the mechanisms sluice speaks. */
+#define SMTP_AUTH_OFFERED 0x01u
+#define SMTP_AUTH_PLAIN   0x02u /* RFC 4616 */
+#define SMTP_AUTH_LOGIN   0x04u /* draft-murchison-sasl-login */
+
 typedef void smtp_emit_fn(void *ctx, const char *p, size_t len);
 
 /* Dot-stuffing state across calls; zeroed: at a line start. */
@@ -169,6 +182,11 @@ int smtp_reply_line(struct smtp_reply *r, const char *line, size_t len);
 void smtp_reply_free(struct smtp_reply *r);
 size_t smtp_enhanced_code(const char *p, size_t len);
 unsigned smtp_ehlo_features(const struct smtp_reply *r, uint64_t *size_limit);
+unsigned smtp_ehlo_auth(const struct smtp_reply *r);
+struct util_buf;
+void smtp_auth_plain(struct util_buf *out, const char *user, const char *pass);
+ssize_t smtp_auth_challenge(const char *text, unsigned char *out,
+                            size_t outlen);
 void smtp_stuff(struct smtp_stuffer *st, const char *p, size_t len,
                 smtp_emit_fn *emit, void *ctx);
 void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);

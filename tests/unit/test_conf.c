@@ -207,6 +207,10 @@ static const struct {
     {"smtp_mta_sts_CAfile", CONF_STRING, ""},
     {"smtp_tls_report_organization", CONF_STRING, "$myhostname"},
     {"smtp_tls_report_CAfile", CONF_STRING, ""},
+    {"smtp_sasl_password_maps", CONF_STRING, ""},
+    {"smtp_sasl_security_options", CONF_LIST, "noplaintext, noanonymous"},
+    {"smtp_sasl_tls_security_options", CONF_LIST,
+     "$smtp_sasl_security_options"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -261,6 +265,9 @@ static const struct {
     {"smtp_tls_secure_cert_match", "_tls_secure_cert_match"},
     {"smtp_tls_servername", "_tls_servername"},
     {"smtp_tls_loglevel", "_tls_loglevel"},
+    {"smtp_sasl_auth_enable", "_sasl_auth_enable"},
+    {"smtp_sasl_security_options", "_sasl_security_options"},
+    {"smtp_sasl_tls_security_options", "_sasl_tls_security_options"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -285,6 +292,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_tls_mandatory_ciphers",
         "smtp_mta_sts_enable",
         "smtp_tls_report_enable",
+        "smtp_sasl_auth_enable",
     };
     size_t i;
     size_t j;
@@ -307,9 +315,9 @@ static void test_table_has_every_parameter(void **state)
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
-     * strings.
+     * strings; the SMTP client's AUTH: 1 boolean, 1 string and 2 lists.
      */
-    assert_int_equal(conf_param_count, 113);
+    assert_int_equal(conf_param_count, 117);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
