@@ -40,6 +40,7 @@ struct deliver_cache {
     struct deliver_cache_params params;
     TAILQ_HEAD(, cached) list;
     size_t count;
+    uint64_t opened; /* connections established, for the metrics */
 };
 
 void deliver_cache_params_set(struct deliver_cache *c,
@@ -191,4 +192,15 @@ int deliver_cache_take(struct deliver_cache *c, const char *key,
         return 1;
     }
     return 0;
+}
+
+void deliver_cache_opened_add(struct deliver_cache *c)
+{
+    if (c != NULL)
+        c->opened++;
+}
+
+uint64_t deliver_cache_opened(const struct deliver_cache *c)
+{
+    return c ? c->opened : 0;
 }

@@ -246,6 +246,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (what & BEV_EVENT_CONNECTED) {
         s->born_us = util_clock_mono_us();
+        deliver_cache_opened_add(s->req.cache);
         peer_name(s);
         s->state = ST_GREETING;
         connection_timer_arm(s, s->req.timeouts.helo);

@@ -17,6 +17,7 @@
  *			const struct deliver_cache_params *p)
  *	void	deliver_cache_free(struct deliver_cache *c)
  *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ *	uint64_t deliver_cache_opened(const struct deliver_cache *c)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
  *
@@ -113,6 +114,9 @@
  *	deliver_cache_params_set() changes the cache's own limits (a
  *	configuration reload): they apply to connections cached from then
  *	on; an idle timer already running keeps its time.
+ *	deliver_cache_opened() counts the connections the sessions that
+ *	use c have established (TCP or Unix, first TLS handshake or not),
+ *	for the metrics.
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -390,6 +394,7 @@ deliver_cache_create(struct event_base *base,
                      const struct deliver_cache_params *p);
 void deliver_cache_free(struct deliver_cache *c);
 size_t deliver_cache_count(const struct deliver_cache *c);
+uint64_t deliver_cache_opened(const struct deliver_cache *c);
 void deliver_cache_params_set(struct deliver_cache *c,
                               const struct deliver_cache_params *p);
 
