@@ -38,9 +38,10 @@
  *	qm_sts_applies(): a policy is looked up for those deliveries only
  *	(section 3.4: the policy is the recipient domain's, about its MX
  *	hosts), when MTA-STS is on. TLS reporting counts the same
- *	deliveries without a policy as "no-policy-found" (tlsrpt.c). qm_sts_get() asks sts/ and calls done(d) once with
- *	d->sts_mode and d->sts set (a copy of the policy, none when there
- *	is none or its mode is none). A policy that could not be had is
+ *	deliveries without a policy as "no-policy-found" (tlsrpt.c).
+ *	qm_sts_get() asks sts/ and calls done(d) once with d->sts_mode and
+ *	d->sts set (a copy of the policy, none when there is none or its
+ *	mode is none). A policy that could not be had is
  *	logged, once per distinct reason in a row, unless the domain
  *	simply publishes none.
  *
