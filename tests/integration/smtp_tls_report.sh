@@ -29,6 +29,10 @@
 #                certificate of the test CA has expired: deferred, the
 #                reason says so, and a no-policy-found failure,
 #                certificate-expired
+#   relayed.test only _smtp._tls; the transport table sends its mail to
+#                nopolicy.test's MX host (not its own MX): sent over TLS,
+#                counted for neither domain (nopolicy.test's count
+#                stays 1), no report
 #
 # Failure details of the client's failures carry sending-mta-ip.
 #
@@ -103,6 +107,7 @@ zone testing.test insecure "$rua_mail"
 zone nofetch.test insecure "$rua_mail"
 zone nopolicy.test insecure "$rua_mail"
 zone expired.test insecure "$rua_mail"
+zone relayed.test insecure "$rua_mail"
 for z in sts stsbad nostarttls testing nofetch; do
     dnssec_record "$z.test" "mta-sts 300 IN A 127.0.0.1"
     dnssec_record "$z.test" "_mta-sts 300 IN TXT \"v=STSv1; id=20261127\""
@@ -126,6 +131,7 @@ testing.test relay:testing.test:$port_wrong
 nofetch.test relay:nofetch.test:$port_right
 nopolicy.test relay:nopolicy.test:$port_right
 expired.test verify:expired.test:$port_expired
+relayed.test relay:nopolicy.test:$port_right
 EOF
 d=$tmp/sluice
 conf="transports = smtp:smtp, relay:smtp, dane:smtp, verify:smtp
@@ -143,12 +149,12 @@ smtp_connection_cache_on_demand = no"
 # within it.
 wait_for 35 sh -c '[ $(( $(date +%s) % 30 )) -lt 3 ]'
 sluiced_start "$d" "$conf" || { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
-all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired"
+all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired relayed"
 for z in $all; do
     printf 'Subject: %s\n\nTLS reporting\n' "$z" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "r@$z.test"
 done
-wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 9 ]" ||
+wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 10 ]" ||
     not_ok "every domain has an outcome within 20 s"
 line() { grep "to=<$1>" "$d/log" | tail -n 1; }
 line r@sts.test | grep -q 'status=sent .*:Verified$' &&
@@ -159,6 +165,7 @@ line r@sts.test | grep -q 'status=sent .*:Verified$' &&
     line r@testing.test | grep -q 'status=sent' &&
     line r@nofetch.test | grep -q 'status=sent' &&
     line r@nopolicy.test | grep -q 'status=sent' &&
+    line r@relayed.test | grep -q 'status=sent .*tls=' &&
     line r@expired.test | grep -q 'status=deferred (Server certificate not trusted (certificate has expired))' &&
     ok "the deliveries succeed or fail as their policies say" ||
     { not_ok "the deliveries succeed or fail as their policies say"; grep 'status=' "$d/log" | sed 's/^/#   /'; }
@@ -210,6 +217,8 @@ sending-mta-ip nostarttls.test 127.0.0.1
 sending-mta-ip stsbad.test 127.0.0.1
 sending-mta-ip wrong.test 127.0.0.1" "$(grep '^sending-mta-ip ' "$tmp/check")"
 expect "nothing else" "" "$(grep -v '^\(mail: ok\|post: ok\|sending-mta-ip \|sts.test \|stsbad.test \|dane.test \|wrong.test \|nostarttls.test \|testing.test \|nofetch.test \|nopolicy.test \|expired.test \)' "$tmp/check")"
+expect "relayed.test: mail through another domain's MX is neither's to hear of" "" \
+    "$(grep 'tlsrpt: relayed.test' "$d/log2")"
 grep -q 'tlsrpt: sts.test: report .* to https://rpt.reports.test/tlsrpt: posted (HTTP 200)' "$d/log2" &&
     ok "the log says the POST was taken" || not_ok "the log says the POST was taken"
 expect "the report messages came from the null sender" 9 \
