@@ -106,8 +106,12 @@
  *	being down.
  *	tls_fail[] says why TLS failed at each address where it did, in a
  *	form a program can count (RFC 8460's result types come from it):
- *	the kind, the host and address, and the reason text that the log
- *	and the notices show.
+ *	the kind, the host and address, the local address of the
+ *	connection (getsockname(); empty when the failure came before
+ *	one was made, as a DANE refusal does), and the reason text that
+ *	the log and the notices show. tls.expired says that the
+ *	certificate of the TLS session used did not verify because it,
+ *	or one of its chain, has expired.
  *	dsn_passed says that an SMTP server offered DSN, so the request's
  *	NOTIFY, ORCPT, RET and ENVID went with the message: reporting
  *	success is that server's job from then on (RFC 3461).
@@ -328,6 +332,7 @@ struct deliver_tls_result {
     int used;          /* the transaction went over TLS */
     int established;   /* the handshake happened in this delivery */
     const char *word;  /* Verified, Trusted, Untrusted, Anonymous */
+    int expired;       /* Untrusted because a certificate has expired */
     char peer[512];    /* "host[addr]:port", for the log line */
     char cipher[160];  /* "TLSv1.3 with cipher NAME (256/256 bits)" */
     char details[200]; /* "key-exchange X25519 server-signature ..." */
@@ -341,6 +346,7 @@ enum deliver_tls_fail {
     DELIVER_TLS_FAIL_STARTTLS,      /* not offered, or refused */
     DELIVER_TLS_FAIL_HANDSHAKE,     /* the handshake failed or timed out */
     DELIVER_TLS_FAIL_NOT_TRUSTED,   /* no chain to a trusted CA */
+    DELIVER_TLS_FAIL_EXPIRED,       /* a certificate of it has expired */
     DELIVER_TLS_FAIL_HOST_MISMATCH, /* trusted, but not for the names */
     DELIVER_TLS_FAIL_DANE,          /* no TLSA record matched */
     DELIVER_TLS_FAIL_TLSA_LOOKUP,   /* the TLSA lookup failed (DNSSEC) */
@@ -353,6 +359,7 @@ struct deliver_tls_failure {
     enum deliver_tls_fail kind;
     char host[256];   /* the MX host's name */
     char addr[64];    /* its address, text */
+    char local[64];   /* our address on the connection, or "" (none) */
     char reason[256]; /* the client's reason, as logged */
 };
 

@@ -15,6 +15,7 @@
  *	void	deliver_cache_put(struct deliver_cache *c,
  *			const struct deliver_cache_params *p, const char *key,
  *			const struct deliver_conn *conn)
+ *	void	deliver_cache_opened_add(struct deliver_cache *c)
  *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
  *			struct deliver_conn *out)
  * DESCRIPTION
@@ -30,7 +31,8 @@
  *	deliver_cache_put() stores a copy of conn under key and owns its
  *	bufferevent from then on; an idle connection is closed (with a
  *	QUIT) after p's cache time limit, and dropped at once if the
- *	server says anything or closes it. deliver_cache_take() moves the
+ *	server says anything or closes it. deliver_cache_opened_add() counts
+ *	one connection established (deliver_cache_opened()). deliver_cache_take() moves the
  *	most recently cached connection for key into out and returns 1, or
  *	returns 0 when there is none; the caller then owns the bufferevent
  *	and must set its callbacks.
@@ -65,6 +67,7 @@ int deliver_cache_may_keep(const struct deliver_cache_params *p,
 void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_cache_params *p, const char *key,
                        const struct deliver_conn *conn);
+void deliver_cache_opened_add(struct deliver_cache *c);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);
 

@@ -61,7 +61,12 @@
  *	a plaintext one (deliver_start()).
  *
  *	Each TLS failure is also noted in the result's tls_fail[] with its
- *	kind, host and address (TLS reporting counts them, RFC 8460).
+ *	kind, host and address, and our own address on the connection
+ *	(TLS reporting counts them, RFC 8460: sending-mta-ip). A
+ *	certificate that does not verify only because it has expired is
+ *	a failure of its own kind (certificate-expired); the reason text
+ *	is the reference's "Server certificate not trusted" with
+ *	OpenSSL's "certificate has expired".
  *
  *	Sessions are resumed under a key of the address, the name sent,
  *	and the policy, so that a session checked under one policy is
@@ -78,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 static void fail_note(struct deliver_session *s, enum deliver_tls_fail kind,
                       const char *reason);
@@ -225,26 +231,51 @@ const char *starttls_out_cache_key(const struct deliver_session *s, int tls)
     return tls ? s->key_tls : s->key_plain;
 }
 
+/* The text of an IPv4 or IPv6 socket address into out, or "". */
+static void addr_text(const struct sockaddr_storage *sa, char *out, size_t len)
+{
+    const void *in = NULL;
+
+    if (sa->ss_family == AF_INET)
+        in = &((const struct sockaddr_in *)sa)->sin_addr;
+    else if (sa->ss_family == AF_INET6)
+        in = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (in == NULL || inet_ntop(sa->ss_family, in, out, (socklen_t)len) == NULL)
+        out[0] = 0;
+}
+
+/* Our address on the connection (RFC 8460's sending-mta-ip), or "". */
+static void local_addr(const struct deliver_session *s, char *out, size_t len)
+{
+    struct bufferevent *b = s->bev;
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof(sa);
+    evutil_socket_t fd = -1;
+
+    /* a TLS filter has no socket of its own: the one under it */
+    for (; b != NULL && (fd = bufferevent_getfd(b)) < 0;
+         b = bufferevent_get_underlying(b))
+        ;
+    memset(&sa, 0, sizeof(sa));
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&sa, &salen) < 0)
+        sa.ss_family = AF_UNSPEC;
+    addr_text(&sa, out, len);
+}
+
 /* Why TLS failed at the current address, for TLS reporting. */
 static void fail_note(struct deliver_session *s, enum deliver_tls_fail kind,
                       const char *reason)
 {
     const struct deliver_addr *a = &s->req.addrs[s->addr];
     struct deliver_tls_failure *f;
-    const void *in = NULL;
 
     if (s->res->ntls_fail++ >= DELIVER_TLS_FAILS_MAX)
         return;
     f = &s->res->tls_fail[s->res->ntls_fail - 1];
     f->kind = kind;
     snprintf(f->host, sizeof(f->host), "%s", a->host);
-    if (a->sa.ss_family == AF_INET)
-        in = &((const struct sockaddr_in *)&a->sa)->sin_addr;
-    else if (a->sa.ss_family == AF_INET6)
-        in = &((const struct sockaddr_in6 *)&a->sa)->sin6_addr;
-    if (in == NULL ||
-        inet_ntop(a->sa.ss_family, in, f->addr, sizeof(f->addr)) == NULL)
-        f->addr[0] = 0;
+    addr_text(&a->sa, f->addr, sizeof(f->addr));
+    local_addr(s, f->local, sizeof(f->local));
     snprintf(f->reason, sizeof(f->reason), "%s", reason);
 }
 
@@ -426,9 +457,10 @@ void starttls_out_established(struct deliver_session *s)
                  peer.trusted || level == TLS_LEV_DANE ? "verified" : "trusted",
                  peer.why[0] ? " (" : "", peer.why, peer.why[0] ? ")" : "");
         tls_fail(s,
-                 level == TLS_LEV_DANE ? DELIVER_TLS_FAIL_DANE
-                 : peer.trusted        ? DELIVER_TLS_FAIL_HOST_MISMATCH
-                                       : DELIVER_TLS_FAIL_NOT_TRUSTED,
+                 peer.expired            ? DELIVER_TLS_FAIL_EXPIRED
+                 : level == TLS_LEV_DANE ? DELIVER_TLS_FAIL_DANE
+                 : peer.trusted          ? DELIVER_TLS_FAIL_HOST_MISMATCH
+                                         : DELIVER_TLS_FAIL_NOT_TRUSTED,
                  "4.7.5", reason);
         return;
     }
@@ -437,6 +469,7 @@ void starttls_out_established(struct deliver_session *s)
     r->used = 1;
     r->established = 1;
     r->word = peer.word;
+    r->expired = peer.expired;
     snprintf(r->peer, sizeof(r->peer), "%s", s->res->relay);
     snprintf(r->cipher, sizeof(r->cipher), "%s", sum.cipher);
     snprintf(r->details, sizeof(r->details), "%s", sum.details);

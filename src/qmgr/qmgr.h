@@ -38,6 +38,8 @@
  *	size_t	qmgr_addresses(const struct dns_result *res, unsigned port,
  *			int limit, struct deliver_addr *out, size_t max)
  *
+ *	enum tlsrpt_result qmgr_tlsrpt_result(enum deliver_tls_fail kind)
+ *
  *	struct qmgr_inbox *qmgr_inbox_create(struct event_base *base)
  *	void	qmgr_inbox_post(struct qmgr_inbox *in, qmgr_inbox_fn *fn,
  *			void *ctx)
@@ -169,6 +171,13 @@
  *	smtp_mx_address_limit) and at most max. It returns how many it
  *	wrote: 0 for an answer that is not DNS_OK.
  *
+ *	qmgr_tlsrpt_result() is the RFC 8460 result type (section 4.3)
+ *	that TLS reporting counts for a TLS failure of the SMTP client
+ *	(decision 63): starttls-not-supported, certificate-not-trusted,
+ *	certificate-expired, certificate-host-mismatch, tlsa-invalid,
+ *	dnssec-invalid, dane-required, or validation-failure for a
+ *	handshake that failed.
+ *
  *	An inbox hands work to the thread that runs base from any thread
  *	(the spool's committer calls back from its own thread, and the
  *	queue manager's state belongs to the loop). qmgr_inbox_post() never
@@ -204,6 +213,7 @@
 #include "core/core.h"
 #include "deliver/deliver.h"
 #include "dns/dns.h"
+#include "tlsrpt/tlsrpt.h"
 
 struct spool;
 struct spool_msg;
@@ -336,5 +346,6 @@ enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r, int deferred,
                                  int64_t *next_attempt);
 size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
                       struct deliver_addr *out, size_t max);
+enum tlsrpt_result qmgr_tlsrpt_result(enum deliver_tls_fail kind);
 
 #endif

@@ -194,6 +194,7 @@ void qm_dane_start(struct qm_delivery *d, struct dns_result *res, unsigned port,
 typedef void qm_sts_fn(struct qm_delivery *d);
 void qm_sts_open(struct qmgr *q);
 void qm_sts_close(struct qmgr *q);
+int qm_sts_own_mx(const struct qm_delivery *d);
 int qm_sts_applies(const struct qm_delivery *d);
 void qm_sts_get(struct qm_delivery *d, qm_sts_fn *done);
 size_t qm_sts_filter(const struct qm_delivery *d, struct deliver_addr *addrs,

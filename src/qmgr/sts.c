@@ -6,6 +6,7 @@
  *
  *	void	qm_sts_open(struct qmgr *q)
  *	void	qm_sts_close(struct qmgr *q)
+ *	int	qm_sts_own_mx(const struct qm_delivery *d)
  *	int	qm_sts_applies(const struct qm_delivery *d)
  *	void	qm_sts_get(struct qm_delivery *d, qm_sts_fn *done)
  *	size_t	qm_sts_filter(const struct qm_delivery *d,
@@ -31,13 +32,16 @@
  *	(qmgr_stop(): before the resolver goes, since its lookups answer
  *	into it).
  *
- *	qm_sts_applies(): a policy is looked up for SMTP deliveries to a
- *	recipient's own domain through its MX records; not for a relay
- *	host, a next hop in brackets or a transport table's other domain
+ *	qm_sts_own_mx() says whether d is an SMTP delivery to a
+ *	recipient's own domain through its MX records; not to a relay
+ *	host, a next hop in brackets or a transport table's other domain.
+ *	qm_sts_applies(): a policy is looked up for those deliveries only
  *	(section 3.4: the policy is the recipient domain's, about its MX
- *	hosts). qm_sts_get() asks sts/ and calls done(d) once with
- *	d->sts_mode and d->sts set (a copy of the policy, none when there
- *	is none or its mode is none). A policy that could not be had is
+ *	hosts), when MTA-STS is on. TLS reporting counts the same
+ *	deliveries without a policy as "no-policy-found" (tlsrpt.c).
+ *	qm_sts_get() asks sts/ and calls done(d) once with d->sts_mode and
+ *	d->sts set (a copy of the policy, none when there is none or its
+ *	mode is none). A policy that could not be had is
  *	logged, once per distinct reason in a row, unless the domain
  *	simply publishes none.
  *
@@ -176,11 +180,16 @@ void qm_sts_close(struct qmgr *q)
 
 int qm_sts_applies(const struct qm_delivery *d)
 {
+    return d->q->sts != NULL && qm_sts_own_mx(d);
+}
+
+int qm_sts_own_mx(const struct qm_delivery *d)
+{
     const struct route_result *r = &d->dest->route;
     const struct spool_rcpt *sr;
     const char *at;
 
-    if (d->q->sts == NULL || r->type != ROUTE_SMTP || !r->mx || d->nrcpt == 0)
+    if (r->type != ROUTE_SMTP || !r->mx || d->nrcpt == 0)
         return 0;
     /* the queue's recipients share the next hop: one tells the domain */
     sr = qm_rcpt_get(d->m, (uint32_t)d->rcpt[0]);

@@ -28,23 +28,28 @@
  *	period is a UTC day, and the report's date-range is 00:00:00Z to
  *	23:59:59Z (section 4.1, "a 24-hour period").
  *
- *	Recording, per SMTP delivery to a domain with a policy:
- *	qm_tlsrpt_dane() keeps the TLSA records that qmgr/dane.c found for
- *	the delivery's hosts (policy-type "tlsa", policy-string the
- *	records as "usage selector mtype HEX"); an MTA-STS policy is the
- *	delivery's (qmgr/sts.c; policy-type "sts", policy-string its
- *	lines, mx-host its patterns). A host with TLSA records is counted
- *	under them, DANE coming before MTA-STS (RFC 8461, 2); another
- *	under the MTA-STS policy; a host under neither is not counted
- *	(no "no-policy-found": decision 61). qm_tlsrpt_record() counts
- *	the delivery's result: each TLS failure the client noted
- *	(deliver_result.tls_fail) as a failed session of its host with
- *	the result type of decision 63, and a TLS session established for
- *	the transaction as a success, unless the policy is MTA-STS in
- *	testing mode and enforce would have refused it (then a failure:
- *	"sts-policy-invalid" for an MX host outside the policy,
- *	"starttls-not-supported" for no TLS, "certificate-host-mismatch"
- *	or "certificate-not-trusted" for a certificate that does not
+ *	Recording, per SMTP delivery: qm_tlsrpt_dane() keeps the TLSA
+ *	records that qmgr/dane.c found for the delivery's hosts
+ *	(policy-type "tlsa", policy-string the records as "usage selector
+ *	mtype HEX"); an MTA-STS policy is the delivery's (qmgr/sts.c;
+ *	policy-type "sts", policy-string its lines, mx-host its patterns).
+ *	A host with TLSA records is counted under them, DANE coming before
+ *	MTA-STS (RFC 8461, 2); another under the MTA-STS policy; a host
+ *	under neither under "no-policy-found" of the recipient domain, when
+ *	the delivery goes to that domain's own MX hosts
+ *	(qm_sts_own_mx(): not to a relay host or a transport table's
+ *	other next hop, whose sessions are not the domain's to hear
+ *	about; decision 65). qm_tlsrpt_record() counts the delivery's
+ *	result: each TLS failure the client noted (deliver_result.tls_fail)
+ *	as a failed session of its host with the result type of decision
+ *	63 and our address on the connection (sending-mta-ip), and a TLS
+ *	session established for the transaction as a success (a delivery
+ *	in plaintext where nothing required TLS is neither), unless the
+ *	policy is MTA-STS in testing mode and enforce would have refused
+ *	it (then a failure: "sts-policy-invalid" for an MX host outside
+ *	the policy, "starttls-not-supported" for no TLS,
+ *	"certificate-host-mismatch", "certificate-expired" or
+ *	"certificate-not-trusted" for a certificate that does not
  *	verify). qm_tlsrpt_policy_failure() counts a failure of the
  *	domain's MTA-STS policy itself: no MX host allowed by an enforce
  *	policy (no session was made), a policy that could not be fetched
@@ -59,6 +64,10 @@
  *	tlsrpt: DOMAIN: report REPORT-ID to URI: failed (WHY)[, given up]
  *	tlsrpt: DOMAIN: no report: REASON
  *	tlsrpt: N sessions of the period were not counted (memory limit)
+ *
+ *	"no report" is not logged for a domain counted only under
+ *	no-policy-found that has no _smtp._tls record: most domains
+ *	mailed have none.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -241,7 +250,12 @@ void qm_tlsrpt_close(struct qmgr *q)
     qm_tlsrpt_send_stop(r); /* r may be gone */
 }
 
-/* The policy a session with host counts under; 0 when there is none. */
+/*
+ * The policy a session with host counts under; 0 when there is none: a
+ * delivery without DANE or MTA-STS counts as "no-policy-found" when it
+ * goes to the recipient domain's own MX hosts (those whose reports the
+ * domain's _smtp._tls record asks for; not a relay host's).
+ */
 static int policy_of(const struct qm_delivery *d, const char *host,
                      struct tlsrpt_policy *p, struct util_buf *lines,
                      struct util_buf *mx)
@@ -254,8 +268,15 @@ static int policy_of(const struct qm_delivery *d, const char *host,
             p->mx = "";
             return 1;
         }
-    if (d->sts_mode == DELIVER_STS_NONE)
-        return 0;
+    if (d->sts_mode == DELIVER_STS_NONE) {
+        if (!qm_sts_own_mx(d))
+            return 0;
+        p->type = TLSRPT_POLICY_NONE;
+        p->domain = d->dest->route.nexthop;
+        p->string = "";
+        p->mx = "";
+        return 1;
+    }
     util_buf_printf(lines, "version: STSv1\nmode: %s\n",
                     sts_mode_name(d->sts.mode));
     for (size_t i = 0; i < d->sts.nmx; i++) {
@@ -283,13 +304,15 @@ static void count(struct qm_delivery *d, const char *host,
 }
 
 /* Decision 63: the client's reasons as section 4.3's result types. */
-static enum tlsrpt_result result_of(enum deliver_tls_fail kind)
+enum tlsrpt_result qmgr_tlsrpt_result(enum deliver_tls_fail kind)
 {
     switch (kind) {
     case DELIVER_TLS_FAIL_STARTTLS:
         return TLSRPT_STARTTLS_NOT_SUPPORTED;
     case DELIVER_TLS_FAIL_NOT_TRUSTED:
         return TLSRPT_CERTIFICATE_NOT_TRUSTED;
+    case DELIVER_TLS_FAIL_EXPIRED:
+        return TLSRPT_CERTIFICATE_EXPIRED;
     case DELIVER_TLS_FAIL_HOST_MISMATCH:
         return TLSRPT_CERTIFICATE_HOST_MISMATCH;
     case DELIVER_TLS_FAIL_DANE:
@@ -319,12 +342,13 @@ void qm_tlsrpt_record(struct qm_delivery *d, const struct deliver_result *res)
     char host[256], addr[64], why[128];
     enum qm_sts_verdict v;
 
-    if (d->q->tlsrpt == NULL || (d->sts_mode == DELIVER_STS_NONE && !d->ntlsa))
+    if (d->q->tlsrpt == NULL ||
+        (d->sts_mode == DELIVER_STS_NONE && !d->ntlsa && !qm_sts_own_mx(d)))
         return;
     for (size_t i = 0; i < n; i++) {
         const struct deliver_tls_failure *f = &res->tls_fail[i];
-        struct tlsrpt_failure tf = {result_of(f->kind), f->host, f->addr,
-                                    f->reason};
+        struct tlsrpt_failure tf = {qmgr_tlsrpt_result(f->kind), f->host,
+                                    f->addr, f->reason, f->local};
 
         count(d, f->host, &tf);
     }
@@ -337,12 +361,14 @@ void qm_tlsrpt_record(struct qm_delivery *d, const struct deliver_result *res)
         return; /* a cached plaintext connection, likewise */
     if (d->sts_mode == DELIVER_STS_TESTING && under_sts(d, host) &&
         v != QM_STS_OK) {
-        struct tlsrpt_failure tf = {TLSRPT_VALIDATION_FAILURE, host, addr, ""};
+        struct tlsrpt_failure tf = {TLSRPT_VALIDATION_FAILURE, host, addr, "",
+                                    ""};
 
         tf.result = v == QM_STS_NOT_IN_MX ? TLSRPT_STS_POLICY_INVALID
                     : v == QM_STS_NO_TLS  ? TLSRPT_STARTTLS_NOT_SUPPORTED
                     : v == QM_STS_NOT_TRUSTED
-                        ? TLSRPT_CERTIFICATE_NOT_TRUSTED
+                        ? (res->tls.expired ? TLSRPT_CERTIFICATE_EXPIRED
+                                            : TLSRPT_CERTIFICATE_NOT_TRUSTED)
                         : TLSRPT_CERTIFICATE_HOST_MISMATCH;
         snprintf(why, sizeof(why), "%s",
                  v == QM_STS_NOT_IN_MX ? "the MX host is not in the policy"
@@ -365,7 +391,7 @@ void qm_tlsrpt_policy_failure(struct qm_delivery *d, enum tlsrpt_result result,
 {
     struct tlsrpt_policy p = {TLSRPT_POLICY_STS, d->dest->route.nexthop, "",
                               ""};
-    struct tlsrpt_failure f = {result, host ? host : "", "", reason};
+    struct tlsrpt_failure f = {result, host ? host : "", "", reason, ""};
     struct util_buf lines = UTIL_BUF_INIT, mx = UTIL_BUF_INIT;
 
     if (d->q->tlsrpt == NULL)

@@ -12,6 +12,8 @@
  *	qm_tlsrpt_report() makes the report of one policy domain of the
  *	period start..end from t (JSON, at once: t may go when it
  *	returns), looks up the TXT record of _smtp._tls.DOMAIN with dns/
+ *	(for every domain counted, with a policy or under
+ *	no-policy-found: only the record says whether it wants reports)
  *	and, with a valid one (tlsrpt_txt_select()), sends the report to
  *	each rua: to a mailto: address as a message submitted through the
  *	queue (qmgr_submit(): from the null sender, NOTIFY=NEVER, so that
@@ -51,6 +53,7 @@ struct qm_report {
     char *json;
     int64_t start, end;
     int pending; /* the TXT lookup and POSTs under way */
+    int quiet;   /* only no-policy-found: no record needs no log line */
     struct qm_report *next;
 };
 
@@ -321,6 +324,8 @@ static void report_txt(void *ctx, struct dns_txt_result *res)
 
     if (r->closing || r->q->closing) {
         /* the resolver is going away with the daemon */
+    } else if (res->status == DNS_PERMFAIL && rep->quiet) {
+        /* a domain without a policy rarely asks for reports either */
     } else if (res->status != DNS_OK) {
         qm_log(r->q, QMGR_LOG_INFO, "tlsrpt: %s: no report: %s", rep->domain,
                res->why && res->why[0] ? res->why : "no _smtp._tls record");
@@ -358,6 +363,7 @@ void qm_tlsrpt_report(struct qm_tlsrpt *r, const struct tlsrpt_table *t,
     rep->end = end;
     info = (struct tlsrpt_report_info){r->org, r->contact, rep->id, start, end};
     rep->json = tlsrpt_report_json(t, domain, &info);
+    rep->quiet = !tlsrpt_table_has_policy(t, domain);
     rep->pending = 1;
     rep->next = r->reports;
     r->reports = rep;

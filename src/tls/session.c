@@ -171,8 +171,8 @@ void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
          * session keeps the result of the one it resumes, made under
          * the same records (the caller's resumption key has them) */
         out->matched =
-            out->trusted && (out->resumed ||
-                             SSL_get0_dane_authority(ssl, NULL, NULL) >= 0);
+            out->trusted &&
+            (out->resumed || SSL_get0_dane_authority(ssl, NULL, NULL) >= 0);
     } else if (out->trusted) {
         for (size_t i = 0; i < tc->nmatch && !out->matched; i++)
             out->matched = X509_check_host(cert, tc->match[i], 0, 0, NULL) == 1;
@@ -181,6 +181,7 @@ void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
                      "no name matches the certificate's (CN=%.200s)",
                      out->subject);
     }
+    out->expired = vr == X509_V_ERR_CERT_HAS_EXPIRED;
     if (vr != X509_V_OK)
         snprintf(out->why, sizeof(out->why), "%s",
                  X509_verify_cert_error_string(vr));

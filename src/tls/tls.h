@@ -126,10 +126,13 @@
  *	one of p->match named in it; for DANE, authenticated by a usable
  *	TLSA record with its name check), out->dane (DANE decided),
  *	out->resumed, the certificate's subject CN and issuer CN, the
- *	verification's reason when it failed, and the word Postfix's logs
- *	use: "Verified" (matched), "Trusted" (trusted, no name matched),
- *	"Untrusted" (a certificate that does not verify) or "Anonymous"
- *	(none).
+ *	verification's reason when it failed, out->expired when that
+ *	reason is a certificate of the chain past its notAfter
+ *	(X509_V_ERR_CERT_HAS_EXPIRED: a chain that is otherwise good, since
+ *	OpenSSL stops at the first error and checks dates last), and the
+ *	word Postfix's logs use: "Verified" (matched), "Trusted"
+ *	(trusted, no name matched), "Untrusted" (a certificate that does
+ *	not verify) or "Anonymous" (none).
  *
  *	Policies (policy.c) are the reference's: tls_level_parse() reads
  *	a level word of smtp_tls_security_level (none, may, encrypt, dane,
@@ -223,6 +226,7 @@ struct tls_connect_params {
 /* What an established client session is worth. */
 struct tls_peer {
     int has_cert, trusted, matched, dane, resumed;
+    int expired;       /* not trusted: a certificate has expired */
     const char *word;  /* Verified, Trusted, Untrusted or Anonymous */
     char subject[256]; /* the certificate's CN, or "" */
     char issuer[256];  /* its issuer's CN, or "" */

@@ -79,6 +79,10 @@ static void detail_json(struct util_buf *b, const struct tlsrpt_detail *d)
 {
     util_buf_puts(b, "{\n        \"result-type\": ");
     util_json_string(b, tlsrpt_result_name(d->result));
+    if (d->sending_ip[0]) {
+        util_buf_puts(b, ",\n        \"sending-mta-ip\": ");
+        util_json_string(b, d->sending_ip);
+    }
     if (d->mx_host[0]) {
         util_buf_puts(b, ",\n        \"receiving-mx-hostname\": ");
         util_json_string(b, d->mx_host);

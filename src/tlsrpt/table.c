@@ -11,6 +11,8 @@
  *			const struct tlsrpt_failure *f)
  *	long	tlsrpt_table_dropped(const struct tlsrpt_table *t)
  *	size_t	tlsrpt_table_size(const struct tlsrpt_table *t)
+ *	int	tlsrpt_table_has_policy(const struct tlsrpt_table *t,
+ *			const char *domain)
  *	size_t	tlsrpt_table_domains(const struct tlsrpt_table *t,
  *			char ***domains)
  *	size_t	tlsrpt_table_dirty(struct tlsrpt_table *t, char ***domains)
@@ -24,16 +26,20 @@
  *	Described in tlsrpt.h. A policy is found by a hash of its domain,
  *	type and text; its failure details are a short array (at most
  *	TLSRPT_DETAILS_MAX) searched in order, since a policy sees few
- *	distinct failures in a day.
+ *	distinct failures in a day. Policies of the type no-policy-found
+ *	take at most half of the table (max_policies / 2): every domain
+ *	mailed over TLS could be one, and they must not crowd out the
+ *	domains that publish a policy.
  *
  *	The line form, one domain's policies, each field escaped (%, tab
  *	and newline as %25, %09, %0A):
  *
  *	P TAB type TAB domain TAB string TAB mx TAB successes TAB failures
- *	F TAB result TAB mx_host TAB ip TAB reason TAB count
+ *	F TAB result TAB mx_host TAB ip TAB reason TAB count TAB sending_ip
  *
- *	F lines belong to the P line before them. Counts loaded are added
- *	to those in memory.
+ *	F lines belong to the P line before them. An F line of six fields,
+ *	without sending_ip (the form before it was kept), reads as one
+ *	with it empty. Counts loaded are added to those in memory.
  */
 
 #include "tlsrpt/tlsrpt_impl.h"
@@ -59,6 +65,7 @@ static void entry_free(struct tlsrpt_entry *e)
         free(e->details[i].mx_host);
         free(e->details[i].ip);
         free(e->details[i].reason);
+        free(e->details[i].sending_ip);
     }
     free(e->details);
     free(e->domain);
@@ -74,6 +81,7 @@ void tlsrpt_table_clear(struct tlsrpt_table *t)
     free(t->entries);
     t->entries = NULL;
     t->n = 0;
+    t->nnone = 0;
     t->dropped = 0;
     memset(t->hash, 0, t->hsize * sizeof(*t->hash));
 }
@@ -108,8 +116,11 @@ static struct tlsrpt_entry *entry_get(struct tlsrpt_table *t,
         if (e->type == p->type && strcasecmp(e->domain, p->domain) == 0 &&
             strcmp(e->string, p->string) == 0)
             return e;
-    if (t->n >= t->max)
+    if (t->n >= t->max ||
+        (p->type == TLSRPT_POLICY_NONE && t->nnone >= t->max / 2))
         return NULL;
+    if (p->type == TLSRPT_POLICY_NONE)
+        t->nnone++;
     e = xcalloc(1, sizeof(*e));
     e->type = p->type;
     e->domain = xstrdup(p->domain);
@@ -139,7 +150,8 @@ static int detail_add(struct tlsrpt_entry *e, const struct tlsrpt_failure *f,
     for (size_t i = 0; i < e->ndetails; i++) {
         d = &e->details[i];
         if (d->result == f->result && same(d->mx_host, f->mx_host) &&
-            same(d->ip, f->ip) && same(d->reason, f->reason)) {
+            same(d->ip, f->ip) && same(d->reason, f->reason) &&
+            same(d->sending_ip, f->sending_ip)) {
             d->count += count;
             return 0;
         }
@@ -152,6 +164,7 @@ static int detail_add(struct tlsrpt_entry *e, const struct tlsrpt_failure *f,
     d->mx_host = xstrdup(f->mx_host ? f->mx_host : "");
     d->ip = xstrdup(f->ip ? f->ip : "");
     d->reason = xstrdup(f->reason ? f->reason : "");
+    d->sending_ip = xstrdup(f->sending_ip ? f->sending_ip : "");
     d->count = count;
     return 0;
 }
@@ -192,6 +205,15 @@ long tlsrpt_table_dropped(const struct tlsrpt_table *t)
 size_t tlsrpt_table_size(const struct tlsrpt_table *t)
 {
     return t->n;
+}
+
+int tlsrpt_table_has_policy(const struct tlsrpt_table *t, const char *domain)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->entries[i]->type != TLSRPT_POLICY_NONE &&
+            strcasecmp(t->entries[i]->domain, domain) == 0)
+            return 1;
+    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -277,7 +299,9 @@ void tlsrpt_table_save(const struct tlsrpt_table *t, const char *domain,
             put_escaped(out, d->mx_host);
             put_escaped(out, d->ip);
             put_escaped(out, d->reason);
-            util_buf_printf(out, "\t%ld\n", d->count);
+            util_buf_printf(out, "\t%ld", d->count);
+            put_escaped(out, d->sending_ip);
+            util_buf_puts(out, "\n");
         }
     }
 }
@@ -308,7 +332,7 @@ static int unescape(char *s)
     return 0;
 }
 
-/* Split line at tabs into exactly n fields; -1 otherwise. */
+/* Split line at tabs into at most n fields; how many, or -1. */
 static int fields(char *line, char **f, size_t n)
 {
     size_t k = 0;
@@ -322,12 +346,10 @@ static int fields(char *line, char **f, size_t n)
             break;
         *p = 0;
     }
-    if (k != n)
-        return -1;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; i < k; i++)
         if (unescape(f[i]) < 0)
             return -1;
-    return 0;
+    return (int)k;
 }
 
 static int number(const char *s, long max, long *out)
@@ -346,8 +368,9 @@ static int load_line(struct tlsrpt_table *t, char *line, int add,
 {
     char *f[7];
     long type, a, b;
+    int nf = fields(line, f, 7);
 
-    if (line[0] == 'P' && fields(line, f, 7) == 0 &&
+    if (line[0] == 'P' && nf == 7 &&
         number(f[1], TLSRPT_POLICY_NONE, &type) == 0 &&
         number(f[5], 1L << 40, &a) == 0 && number(f[6], 1L << 40, &b) == 0 &&
         f[2][0] != 0) {
@@ -374,10 +397,12 @@ static int load_line(struct tlsrpt_table *t, char *line, int add,
         }
         return 0;
     }
-    if (line[0] == 'F' && p->domain != NULL && fields(line, f, 6) == 0 &&
+    /* six fields: the form before sending_ip */
+    if (line[0] == 'F' && p->domain != NULL && (nf == 6 || nf == 7) &&
         number(f[1], TLSRPT_RESULT_COUNT - 1, &type) == 0 &&
         number(f[5], 1L << 40, &a) == 0) {
-        struct tlsrpt_failure fl = {(enum tlsrpt_result)type, f[2], f[3], f[4]};
+        struct tlsrpt_failure fl = {(enum tlsrpt_result)type, f[2], f[3], f[4],
+                                    nf == 7 ? f[6] : ""};
 
         struct tlsrpt_entry *e = add ? entry_get(t, p) : NULL;
 

@@ -14,6 +14,8 @@
  *			const struct tlsrpt_failure *f)
  *	long	tlsrpt_table_dropped(const struct tlsrpt_table *t)
  *	size_t	tlsrpt_table_size(const struct tlsrpt_table *t)
+ *	int	tlsrpt_table_has_policy(const struct tlsrpt_table *t,
+ *			const char *domain)
  *	size_t	tlsrpt_table_domains(const struct tlsrpt_table *t,
  *			char ***domains)
  *	size_t	tlsrpt_table_dirty(struct tlsrpt_table *t, char ***domains)
@@ -46,8 +48,8 @@
  *
  *	A table holds one reporting period's counts: per policy (policy
  *	domain, type, policy text, mx patterns) the successful and failed
- *	sessions, and per failure (result type, receiving MX host,
- *	receiving address, reason) a count. tlsrpt_table_create() makes
+ *	sessions, and per failure (result type, sending address, receiving
+ *	MX host, receiving address, reason) a count. tlsrpt_table_create() makes
  *	one that holds at most max_policies policies and TLSRPT_DETAILS_MAX
  *	failure details per policy: memory stays bounded whatever the
  *	traffic. tlsrpt_table_count() counts one session under p, a
@@ -55,7 +57,13 @@
  *	returns 0, or -1 when it did not fit (a new policy past the limit:
  *	not counted at all; a new failure detail past the limit: counted
  *	in the summary, not in the details), and tlsrpt_table_dropped()
- *	counts those. tlsrpt_table_size() is the number of policies.
+ *	counts those. Policies of the type no-policy-found (a domain that
+ *	publishes neither MTA-STS nor DANE) take at most half of the
+ *	table, max_policies / 2: every domain mailed could be one, and
+ *	they must not leave the domains that publish a policy without
+ *	room. tlsrpt_table_size() is the number of policies;
+ *	tlsrpt_table_has_policy() is 1 when domain has counts under an
+ *	sts or tlsa policy, 0 when only under no-policy-found or none.
  *
  *	tlsrpt_table_domains() gives the policy domains with counts,
  *	sorted, malloc'd (tlsrpt_strings_free()); tlsrpt_table_dirty()
@@ -72,11 +80,11 @@
  *	policies array with, per policy, policy (policy-type,
  *	policy-string, policy-domain, mx-host for sts), summary
  *	(total-successful-session-count, total-failure-session-count) and
- *	failure-details (result-type, receiving-mx-hostname, receiving-ip
- *	when known, failed-session-count, failure-reason-code). The
- *	sending MTA's address is left out (it is optional to know which
- *	of the host's addresses a connection used). Malloc'd, NUL-ended;
- *	NULL when the domain has no counts.
+ *	failure-details (result-type, sending-mta-ip, receiving-mx-hostname
+ *	and receiving-ip when known, failed-session-count,
+ *	failure-reason-code); a no-policy-found policy has neither
+ *	policy-string nor mx-host. Malloc'd, NUL-ended; NULL when the
+ *	domain has no counts.
  *
  *	tlsrpt_txt_parse() reads one TXT record of _smtp._tls.DOMAIN
  *	(section 3): "v=TLSRPTv1" first, then fields separated by ";",
@@ -139,9 +147,10 @@ struct tlsrpt_policy {
 
 struct tlsrpt_failure {
     enum tlsrpt_result result;
-    const char *mx_host; /* receiving-mx-hostname, or "" */
-    const char *ip;      /* receiving-ip, or "" */
-    const char *reason;  /* failure-reason-code, or "" */
+    const char *mx_host;    /* receiving-mx-hostname, or "" */
+    const char *ip;         /* receiving-ip, or "" */
+    const char *reason;     /* failure-reason-code, or "" */
+    const char *sending_ip; /* sending-mta-ip, or "" (NULL: "") */
 };
 
 struct tlsrpt_report_info {
@@ -175,6 +184,7 @@ int tlsrpt_table_count(struct tlsrpt_table *t, const struct tlsrpt_policy *p,
                        const struct tlsrpt_failure *f);
 long tlsrpt_table_dropped(const struct tlsrpt_table *t);
 size_t tlsrpt_table_size(const struct tlsrpt_table *t);
+int tlsrpt_table_has_policy(const struct tlsrpt_table *t, const char *domain);
 size_t tlsrpt_table_domains(const struct tlsrpt_table *t, char ***domains);
 size_t tlsrpt_table_dirty(struct tlsrpt_table *t, char ***domains);
 void tlsrpt_table_save(const struct tlsrpt_table *t, const char *domain,

@@ -19,7 +19,7 @@
 
 struct tlsrpt_detail {
     enum tlsrpt_result result;
-    char *mx_host, *ip, *reason;
+    char *mx_host, *ip, *reason, *sending_ip;
     long count;
 };
 
@@ -35,6 +35,7 @@ struct tlsrpt_entry {
 
 struct tlsrpt_table {
     size_t max;
+    size_t nnone; /* entries of no-policy-found, at most max / 2 */
     struct tlsrpt_entry **entries; /* in the order first counted */
     size_t n;
     struct tlsrpt_entry **hash;

@@ -21,7 +21,20 @@
 #                would have refused)
 #   nofetch.test a _mta-sts TXT record, but no policy to fetch (404):
 #                sent without MTA-STS, and a failure of the policy,
-#                sts-policy-fetch-error
+#                sts-policy-fetch-error; the session, made without a
+#                policy, a success of no-policy-found
+#   nopolicy.test  no MTA-STS, no DANE, only _smtp._tls: a TLS session at
+#                may, a success of policy-type no-policy-found
+#   expired.test only _smtp._tls; verify (a transport's level), the MX's
+#                certificate of the test CA has expired: deferred, the
+#                reason says so, and a no-policy-found failure,
+#                certificate-expired
+#   relayed.test only _smtp._tls; the transport table sends its mail to
+#                nopolicy.test's MX host (not its own MX): sent over TLS,
+#                counted for neither domain (nopolicy.test's count
+#                stays 1), no report
+#
+# Failure details of the client's failures carry sending-mta-ip.
 #
 # Section 4.1: reports cover "a 24-hour period"; here
 # smtp_tls_report_period is 30 s. The mail goes at the start of a period,
@@ -77,6 +90,7 @@ tls_receiver wrong elsewhere
 tls_receiver dane server-chain
 tls_receiver rpt mx
 tls_receiver plain mx none
+tls_receiver expired expired
 
 rua_mail="mailto:rpt@reports.test"
 rua_both="$rua_mail,https://rpt.reports.test/tlsrpt"
@@ -91,6 +105,9 @@ zone stsbad.test insecure "$rua_mail"
 zone nostarttls.test insecure "$rua_mail"
 zone testing.test insecure "$rua_mail"
 zone nofetch.test insecure "$rua_mail"
+zone nopolicy.test insecure "$rua_mail"
+zone expired.test insecure "$rua_mail"
+zone relayed.test insecure "$rua_mail"
 for z in sts stsbad nostarttls testing nofetch; do
     dnssec_record "$z.test" "mta-sts 300 IN A 127.0.0.1"
     dnssec_record "$z.test" "_mta-sts 300 IN TXT \"v=STSv1; id=20261127\""
@@ -112,11 +129,15 @@ reports.test relay:reports.test:$port_rpt
 nostarttls.test relay:nostarttls.test:$port_plain
 testing.test relay:testing.test:$port_wrong
 nofetch.test relay:nofetch.test:$port_right
+nopolicy.test relay:nopolicy.test:$port_right
+expired.test verify:expired.test:$port_expired
+relayed.test relay:nopolicy.test:$port_right
 EOF
 d=$tmp/sluice
-conf="transports = smtp:smtp, relay:smtp, dane:smtp
+conf="transports = smtp:smtp, relay:smtp, dane:smtp, verify:smtp
 dns_servers = $dnssec_servers
 dane_tls_security_level = dane
+verify_tls_security_level = verify
 smtp_tls_CAfile = $ca/ca.pem
 smtp_mta_sts_CAfile = $ca/ca.pem
 smtp_tls_report_CAfile = $ca/ca.pem
@@ -128,12 +149,12 @@ smtp_connection_cache_on_demand = no"
 # within it.
 wait_for 35 sh -c '[ $(( $(date +%s) % 30 )) -lt 3 ]'
 sluiced_start "$d" "$conf" || { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
-all="sts stsbad dane wrong nostarttls testing nofetch"
+all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired relayed"
 for z in $all; do
     printf 'Subject: %s\n\nTLS reporting\n' "$z" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "r@$z.test"
 done
-wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 7 ]" ||
+wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 10 ]" ||
     not_ok "every domain has an outcome within 20 s"
 line() { grep "to=<$1>" "$d/log" | tail -n 1; }
 line r@sts.test | grep -q 'status=sent .*:Verified$' &&
@@ -143,6 +164,9 @@ line r@sts.test | grep -q 'status=sent .*:Verified$' &&
     line r@nostarttls.test | grep -q 'status=deferred' &&
     line r@testing.test | grep -q 'status=sent' &&
     line r@nofetch.test | grep -q 'status=sent' &&
+    line r@nopolicy.test | grep -q 'status=sent' &&
+    line r@relayed.test | grep -q 'status=sent .*tls=' &&
+    line r@expired.test | grep -q 'status=deferred (Server certificate not trusted (certificate has expired))' &&
     ok "the deliveries succeed or fail as their policies say" ||
     { not_ok "the deliveries succeed or fail as their policies say"; grep 'status=' "$d/log" | sed 's/^/#   /'; }
 kill "$sluiced_pid"
@@ -155,11 +179,11 @@ expect "no report before the period ends" "" "$(grep 'tlsrpt: .*report' "$d/log"
 sluiced_pid=$!
 pids="$pids $sluiced_pid"
 wait_for 10 grep -q "started: queue" "$d/log2" || not_ok "sluiced restarts"
-wait_for 60 sh -c "[ \$(ls $tmp/rpt/*.eml 2>/dev/null | wc -l) -ge 7 ] && ls $www/posts/*.body >/dev/null 2>&1" ||
-    { not_ok "seven report messages and a POST arrive within 60 s"; sed 's/^/#   /' "$d/log2"; }
+wait_for 60 sh -c "[ \$(ls $tmp/rpt/*.eml 2>/dev/null | wc -l) -ge 9 ] && ls $www/posts/*.body >/dev/null 2>&1" ||
+    { not_ok "nine report messages and a POST arrive within 60 s"; sed 's/^/#   /' "$d/log2"; }
 sleep 1
 /usr/bin/python3 tests/integration/lib/tlsrpt_check.py "$tmp/rpt" "$www/posts" >"$tmp/check" 2>&1
-expect "every report message has section 5.3's form" 7 "$(grep -c '^mail: ok$' "$tmp/check")"
+expect "every report message has section 5.3's form" 9 "$(grep -c '^mail: ok$' "$tmp/check")"
 expect "the POST has section 5.4's form and the message's JSON" 1 "$(grep -c '^post: ok$' "$tmp/check")"
 expect "sts.test: one successful session under its sts policy" \
     "sts.test sts success=1 failure=0 results=" "$(grep '^sts.test ' "$tmp/check")"
@@ -177,13 +201,27 @@ expect "nostarttls.test: one failure, starttls-not-supported" \
 expect "testing.test: what enforce would refuse, certificate-host-mismatch" \
     "testing.test sts success=0 failure=1 results=certificate-host-mismatch" \
     "$(grep '^testing.test ' "$tmp/check")"
-expect "nofetch.test: the policy could not be had, sts-policy-fetch-error" \
-    "nofetch.test sts success=0 failure=1 results=sts-policy-fetch-error" \
+expect "nofetch.test: the policy could not be had, sts-policy-fetch-error; the session made without it, no-policy-found" \
+    "nofetch.test no-policy-found success=1 failure=0 results=
+nofetch.test sts success=0 failure=1 results=sts-policy-fetch-error" \
     "$(grep '^nofetch.test ' "$tmp/check")"
-expect "nothing else" "" "$(grep -v '^\(mail: ok\|post: ok\|sts.test \|stsbad.test \|dane.test \|wrong.test \|nostarttls.test \|testing.test \|nofetch.test \)' "$tmp/check")"
+expect "nopolicy.test: a TLS session, a success of no-policy-found" \
+    "nopolicy.test no-policy-found success=1 failure=0 results=" \
+    "$(grep '^nopolicy.test ' "$tmp/check")"
+expect "expired.test: one failure of no-policy-found, certificate-expired" \
+    "expired.test no-policy-found success=0 failure=1 results=certificate-expired" \
+    "$(grep '^expired.test ' "$tmp/check")"
+expect "the client's failures tell sending-mta-ip" \
+    "sending-mta-ip expired.test 127.0.0.1
+sending-mta-ip nostarttls.test 127.0.0.1
+sending-mta-ip stsbad.test 127.0.0.1
+sending-mta-ip wrong.test 127.0.0.1" "$(grep '^sending-mta-ip ' "$tmp/check")"
+expect "nothing else" "" "$(grep -v '^\(mail: ok\|post: ok\|sending-mta-ip \|sts.test \|stsbad.test \|dane.test \|wrong.test \|nostarttls.test \|testing.test \|nofetch.test \|nopolicy.test \|expired.test \)' "$tmp/check")"
+expect "relayed.test: mail through another domain's MX is neither's to hear of" "" \
+    "$(grep 'tlsrpt: relayed.test' "$d/log2")"
 grep -q 'tlsrpt: sts.test: report .* to https://rpt.reports.test/tlsrpt: posted (HTTP 200)' "$d/log2" &&
     ok "the log says the POST was taken" || not_ok "the log says the POST was taken"
-expect "the report messages came from the null sender" 7 \
+expect "the report messages came from the null sender" 9 \
     "$(grep -l '^from: $' "$tmp"/rpt/*.eml | wc -l)"
 kill "$sluiced_pid"
 wait "$sluiced_pid"

@@ -5,7 +5,8 @@
  * records are made here from the certificates: DANE-EE(3) SPKI(1)
  * SHA2-256(1) of the server's key, DANE-TA(2) Cert(0) SHA2-256(1) of
  * the CA. What DNSSEC said is given directly (struct deliver_dane); the
- * lookups are dns/'s and qmgr/'s business.
+ * lookups are dns/'s and qmgr/'s business. A second receiver shows
+ * tls_ca.sh's expired certificate (the same key as the server's).
  */
 
 #include <setjmp.h>
@@ -31,8 +32,8 @@
 #include "deliver/deliver.h"
 
 static char dir[64];
-static pid_t receiver;
-static int port;
+static pid_t receiver, receiver_expired;
+static int port, port_good, port_expired;
 static struct tls_context *ctx;
 static unsigned char ee[32], ta[32], other_ee[32];
 
@@ -56,11 +57,37 @@ static void digest(const char *file, int selector, unsigned char out[32])
     X509_free(x);
 }
 
+/* tls_receiver.py in DIR/NAME with the certificates CHAIN: its pid. */
+static pid_t receiver_start(const char *name, const char *chain, int *p)
+{
+    char file[160];
+    FILE *f;
+    pid_t pid;
+
+    if ((pid = fork()) == 0) {
+        char d[128], cert[128], key[128];
+
+        snprintf(d, sizeof(d), "%s/%s", dir, name);
+        snprintf(cert, sizeof(cert), "%s/ca/%s", dir, chain);
+        snprintf(key, sizeof(key), "%s/ca/server.key", dir);
+        execl("/usr/bin/python3", "python3",
+              "tests/integration/lib/tls_receiver.py", d, "good", cert, key,
+              (char *)NULL);
+        _exit(127);
+    }
+    snprintf(file, sizeof(file), "%s/%s/port", dir, name);
+    for (int i = 0; i < 100 && (f = fopen(file, "r")) == NULL; i++)
+        usleep(100000);
+    if (f == NULL || fscanf(f, "%d", p) != 1)
+        return -1;
+    fclose(f);
+    return pid;
+}
+
 static int group_setup(void **state)
 {
-    char cmd[256], file[128], why[256];
+    char cmd[400], file[128], why[256];
     struct tls_client_config cf = {0};
-    FILE *f;
 
     (void)state;
     signal(SIGPIPE, SIG_IGN);
@@ -70,7 +97,8 @@ static int group_setup(void **state)
     /* RFC 7672 3.1.2: with DANE-TA the server sends the trust anchor */
     snprintf(cmd, sizeof(cmd),
              "sh tests/integration/lib/tls_ca.sh %s/ca && cd %s/ca && "
-             "cat server.pem ca.pem >fullchain.pem",
+             "cat server.pem ca.pem >fullchain.pem && "
+             "cat expired.pem ca.pem >expiredchain.pem",
              dir, dir);
     if (system(cmd) != 0)
         return -1;
@@ -80,23 +108,11 @@ static int group_setup(void **state)
     digest(file, 0, ta);
     snprintf(file, sizeof(file), "%s/ca/other.pem", dir);
     digest(file, 1, other_ee);
-    if ((receiver = fork()) == 0) {
-        char d[128], cert[128], key[128];
-
-        snprintf(d, sizeof(d), "%s/rx", dir);
-        snprintf(cert, sizeof(cert), "%s/ca/fullchain.pem", dir);
-        snprintf(key, sizeof(key), "%s/ca/server.key", dir);
-        execl("/usr/bin/python3", "python3",
-              "tests/integration/lib/tls_receiver.py", d, "good", cert, key,
-              (char *)NULL);
-        _exit(127);
-    }
-    snprintf(file, sizeof(file), "%s/rx/port", dir);
-    for (int i = 0; i < 100 && (f = fopen(file, "r")) == NULL; i++)
-        usleep(100000);
-    if (f == NULL || fscanf(f, "%d", &port) != 1)
+    if ((receiver = receiver_start("rx", "fullchain.pem", &port_good)) < 0 ||
+        (receiver_expired =
+             receiver_start("rx2", "expiredchain.pem", &port_expired)) < 0)
         return -1;
-    fclose(f);
+    port = port_good;
     /* no trust anchors at all: only DANE can make a certificate good */
     snprintf(file, sizeof(file), "%s/ca/rogue.pem", dir);
     cf.ca_file = file;
@@ -112,6 +128,8 @@ static int group_teardown(void **state)
     tls_context_free(ctx);
     kill(receiver, SIGTERM);
     waitpid(receiver, NULL, 0);
+    kill(receiver_expired, SIGTERM);
+    waitpid(receiver_expired, NULL, 0);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     return system(cmd) == 0 ? 0 : -1;
 }
@@ -262,6 +280,12 @@ static void test_dane_mismatch(void **state)
     assert_string_equal(r->rcpt[0].enhanced, "4.7.5");
     assert_non_null(strstr(r->rcpt[0].text, "Server certificate not verified"));
     assert_int_equal(stored(), before);
+    /* for TLS reporting (RFC 8460, 4.4): the kind, both addresses */
+    assert_int_equal(r->ntls_fail, 1);
+    assert_int_equal(r->tls_fail[0].kind, DELIVER_TLS_FAIL_DANE);
+    assert_string_equal(r->tls_fail[0].host, "localhost");
+    assert_string_equal(r->tls_fail[0].addr, "127.0.0.1");
+    assert_string_equal(r->tls_fail[0].local, "127.0.0.1"); /* getsockname */
     deliver_result_free(r);
 }
 
@@ -298,6 +322,11 @@ static void test_dane_no_records(void **state)
     assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
     assert_non_null(
         strstr(r->rcpt[0].text, "TLSA lookup error for localhost:"));
+    /* refused before a connection: no sending address */
+    assert_int_equal(r->ntls_fail, 1);
+    assert_int_equal(r->tls_fail[0].kind, DELIVER_TLS_FAIL_TLSA_LOOKUP);
+    assert_string_equal(r->tls_fail[0].addr, "127.0.0.1");
+    assert_string_equal(r->tls_fail[0].local, "");
     deliver_result_free(r);
     d.state = DELIVER_DANE_NONE;
     r = deliver(TLS_LEV_DANE_ONLY, &d);
@@ -312,6 +341,33 @@ static void test_dane_no_records(void **state)
     deliver_result_free(r);
 }
 
+/* DANE-TA checks the chain, dates included: an expired certificate is
+ * RFC 8460's "certificate-expired" (the reason says so). DANE-EE
+ * ignores them (RFC 7672 3.1.1: "the expiration date ... is ignored"). */
+static void test_dane_ta_expired(void **state)
+{
+    struct tls_tlsa t = {2, 0, 1, ta, 32}, e = {3, 1, 1, ee, 32};
+    struct deliver_dane d = records(&t, 1);
+    struct deliver_result *r;
+
+    (void)state;
+    port = port_expired;
+    r = deliver(TLS_LEV_DANE, &d);
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_non_null(strstr(r->rcpt[0].text, "certificate has expired"));
+    assert_int_equal(r->ntls_fail, 1);
+    assert_int_equal(r->tls_fail[0].kind, DELIVER_TLS_FAIL_EXPIRED);
+    assert_string_equal(r->tls_fail[0].local, "127.0.0.1");
+    deliver_result_free(r);
+    d = records(&e, 1);
+    r = deliver(TLS_LEV_DANE, &d);
+    assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_string_equal(r->tls.word, "Verified");
+    assert_int_equal(r->ntls_fail, 0);
+    deliver_result_free(r);
+    port = port_good;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_dane_ta_wrong_name),
         cmocka_unit_test(test_dane_unusable),
         cmocka_unit_test(test_dane_no_records),
+        cmocka_unit_test(test_dane_ta_expired),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

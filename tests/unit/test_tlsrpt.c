@@ -5,10 +5,12 @@
  * SYNOPSIS
  *	build/tests/test_tlsrpt
  * DESCRIPTION
- *	Tests src/tlsrpt/table.c, report.c, txt.c and mail.c; the quoted
- *	words are RFC 8460's. The JSON of a known set of counts is
- *	compared with a golden text, byte for byte; the message's gzip'd
- *	report is decompressed with zlib and compared with the JSON.
+ *	Tests src/tlsrpt/table.c, report.c, txt.c and mail.c, and the
+ *	queue manager's result types for the SMTP client's TLS failures
+ *	(qmgr_tlsrpt_result(), decision 63); the quoted words are RFC
+ *	8460's. The JSON of a known set of counts is compared with a
+ *	golden text, byte for byte; the message's gzip'd report is
+ *	decompressed with zlib and compared with the JSON.
  */
 
 #include <setjmp.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "qmgr/qmgr.h"
 #include "tlsrpt/tlsrpt.h"
 
 static const struct tlsrpt_policy sts_policy = {
@@ -58,6 +61,7 @@ static const char golden[] =
     "    },\n"
     "    \"failure-details\": [{\n"
     "        \"result-type\": \"starttls-not-supported\",\n"
+    "        \"sending-mta-ip\": \"2001:db8:abcd:0012::1\",\n"
     "        \"receiving-mx-hostname\": \"mx2.mail.company-y.example\",\n"
     "        \"receiving-ip\": \"203.0.113.56\",\n"
     "        \"failed-session-count\": 2,\n"
@@ -91,9 +95,11 @@ static void fill(struct tlsrpt_table *t)
 {
     struct tlsrpt_failure nostarttls = {
         TLSRPT_STARTTLS_NOT_SUPPORTED, "mx2.mail.company-y.example",
-        "203.0.113.56", "TLS is required, but was not offered by host \"mx2\""};
+        "203.0.113.56", "TLS is required, but was not offered by host \"mx2\"",
+        "2001:db8:abcd:0012::1"};
     struct tlsrpt_failure untrusted = {TLSRPT_CERTIFICATE_NOT_TRUSTED,
-                                       "mx1.mail.company-y.example", "", ""};
+                                       "mx1.mail.company-y.example", "", "",
+                                       ""};
 
     assert_int_equal(tlsrpt_table_count(t, &sts_policy, NULL), 0);
     assert_int_equal(tlsrpt_table_count(t, &sts_policy, &nostarttls), 0);
@@ -125,7 +131,7 @@ static void test_golden_json(void **state)
 static void test_limits(void **state)
 {
     struct tlsrpt_table *t = tlsrpt_table_create(1);
-    struct tlsrpt_failure f = {TLSRPT_VALIDATION_FAILURE, "mx", "", ""};
+    struct tlsrpt_failure f = {TLSRPT_VALIDATION_FAILURE, "mx", "", "", ""};
     char reason[32];
     char *json;
 
@@ -197,6 +203,181 @@ static void test_save_load(void **state)
     tlsrpt_table_free(u);
 }
 
+/* Section 4.4: "sending-mta-ip" is a field of the failure: sessions
+ * that failed alike from two of our addresses are two details. */
+static void test_sending_ip(void **state)
+{
+    struct tlsrpt_table *t = tlsrpt_table_create(10);
+    struct tlsrpt_failure a = {TLSRPT_CERTIFICATE_EXPIRED, "mx.example.net",
+                               "192.0.2.1", "expired", "198.51.100.1"};
+    struct tlsrpt_failure b = a;
+    char *json;
+
+    (void)state;
+    b.sending_ip = "198.51.100.2";
+    assert_int_equal(tlsrpt_table_count(t, &tlsa_policy, &a), 0);
+    assert_int_equal(tlsrpt_table_count(t, &tlsa_policy, &b), 0);
+    assert_int_equal(tlsrpt_table_count(t, &tlsa_policy, &a), 0);
+    json = tlsrpt_report_json(t, "company-y.example", &info);
+    assert_non_null(strstr(json, "\"sending-mta-ip\": \"198.51.100.1\",\n"
+                                 "        \"receiving-mx-hostname\": "
+                                 "\"mx.example.net\",\n"
+                                 "        \"receiving-ip\": \"192.0.2.1\",\n"
+                                 "        \"failed-session-count\": 2,"));
+    assert_non_null(strstr(json, "\"sending-mta-ip\": \"198.51.100.2\",\n"
+                                 "        \"receiving-mx-hostname\": "
+                                 "\"mx.example.net\",\n"
+                                 "        \"receiving-ip\": \"192.0.2.1\",\n"
+                                 "        \"failed-session-count\": 1,"));
+    free(json);
+    tlsrpt_table_free(t);
+}
+
+static const struct tlsrpt_policy none_policy = {TLSRPT_POLICY_NONE,
+                                                 "Example.NET", "", ""};
+
+static const char golden_none[] =
+    "{\n"
+    "  \"organization-name\": \"Company-X\",\n"
+    "  \"date-range\": {\n"
+    "    \"start-datetime\": \"2016-04-01T00:00:00Z\",\n"
+    "    \"end-datetime\": \"2016-04-01T23:59:59Z\"\n"
+    "  },\n"
+    "  \"contact-info\": \"sts-reporting@company-x.example\",\n"
+    "  \"report-id\": \"5065427c-23d3-47ca-b6e0-946ea0e8c4be\",\n"
+    "  \"policies\": [{\n"
+    "    \"policy\": {\n"
+    "      \"policy-type\": \"no-policy-found\",\n"
+    "      \"policy-domain\": \"example.net\"\n"
+    "    },\n"
+    "    \"summary\": {\n"
+    "      \"total-successful-session-count\": 1,\n"
+    "      \"total-failure-session-count\": 1\n"
+    "    },\n"
+    "    \"failure-details\": [{\n"
+    "        \"result-type\": \"certificate-expired\",\n"
+    "        \"sending-mta-ip\": \"198.51.100.1\",\n"
+    "        \"receiving-mx-hostname\": \"mx.example.net\",\n"
+    "        \"receiving-ip\": \"192.0.2.1\",\n"
+    "        \"failed-session-count\": 1,\n"
+    "        \"failure-reason-code\": \"Server certificate not trusted "
+    "(certificate has expired)\"\n"
+    "      }]\n"
+    "  }]\n"
+    "}\n";
+
+/* Section 4.3: "no-policy-found": no policy-string, no mx-host. */
+static void test_no_policy(void **state)
+{
+    struct tlsrpt_table *t = tlsrpt_table_create(10), *u;
+    struct tlsrpt_failure f = {
+        TLSRPT_CERTIFICATE_EXPIRED, "mx.example.net", "192.0.2.1",
+        "Server certificate not trusted (certificate has expired)",
+        "198.51.100.1"};
+    struct util_buf b = UTIL_BUF_INIT;
+    char *json;
+
+    (void)state;
+    assert_int_equal(tlsrpt_table_count(t, &none_policy, NULL), 0);
+    assert_int_equal(tlsrpt_table_count(t, &none_policy, &f), 0);
+    json = tlsrpt_report_json(t, "example.net", &info);
+    assert_non_null(json);
+    assert_string_equal(json, golden_none);
+    assert_int_equal(tlsrpt_table_has_policy(t, "example.net"), 0);
+    assert_int_equal(tlsrpt_table_count(t, &sts_policy, NULL), 0);
+    assert_int_equal(tlsrpt_table_has_policy(t, "company-y.example"), 1);
+    assert_int_equal(tlsrpt_table_has_policy(t, "other.example"), 0);
+    free(json);
+    /* the line form keeps it all */
+    tlsrpt_table_save(t, "example.net", &b);
+    u = tlsrpt_table_create(10);
+    assert_int_equal(tlsrpt_table_load(u, b.data, b.len), 0);
+    json = tlsrpt_report_json(u, "example.net", &info);
+    assert_string_equal(json, golden_none);
+    free(json);
+    util_buf_free(&b);
+    tlsrpt_table_free(u);
+    tlsrpt_table_free(t);
+}
+
+/* Every domain mailed could be a no-policy-found entry: they take at
+ * most half of the table, so that the domains that publish a policy
+ * always find room. */
+static void test_no_policy_limit(void **state)
+{
+    struct tlsrpt_table *t = tlsrpt_table_create(4), *u;
+    struct tlsrpt_policy p = none_policy;
+    const char *line = "P\t2\tlate.example\t\t\t3\t0\n";
+
+    (void)state;
+    p.domain = "a.example";
+    assert_int_equal(tlsrpt_table_count(t, &p, NULL), 0);
+    p.domain = "b.example";
+    assert_int_equal(tlsrpt_table_count(t, &p, NULL), 0);
+    assert_int_equal(tlsrpt_table_count(t, &p, NULL), 0); /* known */
+    p.domain = "c.example";
+    assert_int_equal(tlsrpt_table_count(t, &p, NULL), -1);
+    assert_int_equal(tlsrpt_table_dropped(t), 1);
+    /* loaded counts obey the same limit */
+    assert_int_equal(tlsrpt_table_load(t, line, strlen(line)), 0);
+    assert_int_equal(tlsrpt_table_dropped(t), 4);
+    assert_int_equal(tlsrpt_table_count(t, &sts_policy, NULL), 0);
+    assert_int_equal(tlsrpt_table_count(t, &tlsa_policy, NULL), 0);
+    assert_int_equal(tlsrpt_table_size(t), 4);
+    /* a new period starts empty */
+    tlsrpt_table_clear(t);
+    p.domain = "c.example";
+    assert_int_equal(tlsrpt_table_count(t, &p, NULL), 0);
+    assert_int_equal(tlsrpt_table_dropped(t), 0);
+    tlsrpt_table_free(t);
+    /* a table too small for half: none at all */
+    u = tlsrpt_table_create(1);
+    assert_int_equal(tlsrpt_table_count(u, &p, NULL), -1);
+    assert_int_equal(tlsrpt_table_count(u, &sts_policy, NULL), 0);
+    tlsrpt_table_free(u);
+}
+
+/* The line form of before sending-mta-ip (F lines of six fields) still
+ * loads; seven fields carry it; more do not read. */
+static void test_load_old_form(void **state)
+{
+    static const char old[] =
+        "P\t2\texample.net\t\t\t0\t1\n"
+        "F\t2\tmx.example.net\t192.0.2.1\tServer certificate not trusted "
+        "(certificate has expired)\t1\n";
+    static const char now[] = "P\t2\texample.net\t\t\t1\t1\n"
+                              "F\t2\tmx.example.net\t192.0.2.1\tServer "
+                              "certificate not trusted (certificate has "
+                              "expired)\t1\t198.51.100.1\n";
+    static const char more[] = "P\t2\texample.net\t\t\t0\t1\n"
+                               "F\t2\tmx\t\t\t1\t198.51.100.1\tx\n";
+    struct tlsrpt_table *t = tlsrpt_table_create(10);
+    struct util_buf b = UTIL_BUF_INIT;
+    char *json;
+
+    (void)state;
+    assert_int_equal(tlsrpt_table_load(t, old, strlen(old)), 0);
+    json = tlsrpt_report_json(t, "example.net", &info);
+    assert_null(strstr(json, "sending-mta-ip"));
+    assert_non_null(strstr(json, "\"result-type\": \"certificate-expired\","
+                                 "\n        \"receiving-mx-hostname\""));
+    free(json);
+    /* saved again, it has the new form, with an empty field */
+    tlsrpt_table_save(t, "example.net", &b);
+    assert_string_equal(b.data,
+                        "P\t2\texample.net\t\t\t0\t1\n"
+                        "F\t2\tmx.example.net\t192.0.2.1\tServer certificate "
+                        "not trusted (certificate has expired)\t1\t\n");
+    util_buf_free(&b);
+    tlsrpt_table_clear(t);
+    assert_int_equal(tlsrpt_table_load(t, now, strlen(now)), 0);
+    json = tlsrpt_report_json(t, "example.net", &info);
+    assert_string_equal(json, golden_none);
+    free(json);
+    assert_int_equal(tlsrpt_table_load(t, more, strlen(more)), -1);
+    tlsrpt_table_free(t);
+}
+
 static void test_result_names(void **state)
 {
     (void)state;
@@ -205,6 +386,8 @@ static void test_result_names(void **state)
                         "starttls-not-supported");
     assert_string_equal(tlsrpt_result_name(TLSRPT_CERTIFICATE_HOST_MISMATCH),
                         "certificate-host-mismatch");
+    assert_string_equal(tlsrpt_result_name(TLSRPT_CERTIFICATE_EXPIRED),
+                        "certificate-expired");
     assert_string_equal(tlsrpt_result_name(TLSRPT_CERTIFICATE_NOT_TRUSTED),
                         "certificate-not-trusted");
     assert_string_equal(tlsrpt_result_name(TLSRPT_VALIDATION_FAILURE),
@@ -221,6 +404,31 @@ static void test_result_names(void **state)
                         "sts-policy-invalid");
     assert_string_equal(tlsrpt_result_name(TLSRPT_STS_WEBPKI_INVALID),
                         "sts-webpki-invalid");
+}
+
+/* Decision 63: each of the client's failures as a section 4.3 type. */
+static void test_client_failures(void **state)
+{
+    static const struct {
+        enum deliver_tls_fail kind;
+        const char *type;
+    } map[] = {
+        {DELIVER_TLS_FAIL_STARTTLS, "starttls-not-supported"},
+        {DELIVER_TLS_FAIL_HANDSHAKE, "validation-failure"},
+        {DELIVER_TLS_FAIL_NOT_TRUSTED, "certificate-not-trusted"},
+        /* "certificate-expired: This indicates that the certificate has
+         * expired." */
+        {DELIVER_TLS_FAIL_EXPIRED, "certificate-expired"},
+        {DELIVER_TLS_FAIL_HOST_MISMATCH, "certificate-host-mismatch"},
+        {DELIVER_TLS_FAIL_DANE, "tlsa-invalid"},
+        {DELIVER_TLS_FAIL_TLSA_LOOKUP, "dnssec-invalid"},
+        {DELIVER_TLS_FAIL_DANE_REQUIRED, "dane-required"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        assert_string_equal(tlsrpt_result_name(qmgr_tlsrpt_result(map[i].kind)),
+                            map[i].type);
 }
 
 static void txt_ok(const char *txt, size_t n, const char *first,
@@ -391,9 +599,17 @@ static void test_mail(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_json), cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_save_load),   cmocka_unit_test(test_result_names),
-        cmocka_unit_test(test_txt_parse),   cmocka_unit_test(test_txt_select),
+        cmocka_unit_test(test_golden_json),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_save_load),
+        cmocka_unit_test(test_sending_ip),
+        cmocka_unit_test(test_no_policy),
+        cmocka_unit_test(test_no_policy_limit),
+        cmocka_unit_test(test_load_old_form),
+        cmocka_unit_test(test_result_names),
+        cmocka_unit_test(test_client_failures),
+        cmocka_unit_test(test_txt_parse),
+        cmocka_unit_test(test_txt_select),
         cmocka_unit_test(test_mail),
     };
 

@@ -15,6 +15,9 @@
 #   wrongname.pem .key     signed by the CA for DNS:wrong.test only
 #   untrusted.pem .key     localhost, signed by another CA (rogue.pem),
 #                          which nobody trusts
+#   expired.pem .key       localhost, signed by the CA, valid in January
+#                          2020 only (server.key's copy; OpenSSL 3.0's
+#                          x509 has no -not_before, so "openssl ca")
 #
 # Exits non-zero, saying why, when openssl fails.
 set -e
@@ -46,7 +49,17 @@ q req -newkey rsa:2048 -nodes -keyout untrusted.key -out untrusted.csr \
     -subj "/CN=localhost"
 q x509 -req -in untrusted.csr -CA rogue.pem -CAkey rogue.key \
     -CAcreateserial -days 30 -extfile server.ext -out untrusted.pem
+q req -new -key server.key -out expired.csr -subj "/CN=localhost"
+mkdir -p expired.db
+: >expired.db/index.txt
+echo 01 >expired.db/serial
+printf '[ca]\ndefault_ca = test\n[test]\ndatabase = expired.db/index.txt\nnew_certs_dir = expired.db\nserial = expired.db/serial\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n' >expired.cnf
+q ca -batch -config expired.cnf -cert ca.pem -keyfile ca.key -in expired.csr \
+    -startdate 20200101000000Z -enddate 20200201000000Z -extfile server.ext \
+    -notext -out expired.pem
+cp server.key expired.key
 q genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out wrong.key
 cat server.key server.pem ca.pem >chain.pem
 echo "this is not a certificate" >garbage.pem
-rm -f ./*.csr server.ext wrong.ext openssl.err ca.srl rogue.srl
+rm -rf ./*.csr server.ext wrong.ext openssl.err ca.srl rogue.srl expired.cnf \
+    expired.db

@@ -15,6 +15,7 @@ report-id). It prints, sorted:
     mail: ok | mail: BAD why          (one line per message)
     post: ok | post: BAD why          (one line per POST)
     DOMAIN TYPE success=N failure=M results=R1,R2   (summed over reports)
+    sending-mta-ip DOMAIN IP          (each distinct one of its failures)
 """
 import email
 import email.policy
@@ -27,6 +28,7 @@ import sys
 out = []
 reports = {}  # report-id: the JSON text, from the mails
 counts = {}
+sending = set()
 
 
 def check_report(doc):
@@ -46,6 +48,8 @@ def check_report(doc):
         c[1] += p["summary"]["total-failure-session-count"]
         for f in p.get("failure-details", []):
             c[2].add(f["result-type"])
+            if "sending-mta-ip" in f:
+                sending.add((pol["policy-domain"], f["sending-mta-ip"]))
             if "failed-session-count" not in f:
                 return "a failure without its count"
     return None
@@ -114,6 +118,8 @@ def main():
     for (domain, kind), c in counts.items():
         out.append("%s %s success=%d failure=%d results=%s" %
                    (domain, kind, c[0], c[1], ",".join(sorted(c[2]))))
+    for domain, ip in sending:
+        out.append("sending-mta-ip %s %s" % (domain, ip))
     print("\n".join(sorted(out)))
 
 
