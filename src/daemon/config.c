@@ -38,6 +38,7 @@
  *	  answers 501 to an empty or malformed EHLO;
  *	- the SMTP server's parameters (smtpd_params_check(): network and
  *	  domain lists, smtpd_listen syntax);
+ *	- http_listen syntax (ops_http_check());
  *	- dns_servers (dns_servers_check());
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls).
@@ -69,6 +70,7 @@
 #include "conf/conf.h"
 #include "dns/dns.h"
 #include "ingress/ingress.h"
+#include "ops/ops.h"
 #include "qmgr/qmgr.h"
 #include "route/route.h"
 #include "smtp/smtp.h"
@@ -261,7 +263,8 @@ static int whole_check(const struct conf *conf,
     if (names_check(conf, routes, why, whylen) < 0)
         return -1;
     daemon_smtpd_params(conf, NULL, &sp);
-    if (smtpd_params_check(&sp, why, whylen) < 0)
+    if (smtpd_params_check(&sp, why, whylen) < 0 ||
+        ops_http_check(conf_str(conf, NULL, CONF_http_listen), why, whylen) < 0)
         return -1;
     return servers_check(conf, why, whylen);
 }

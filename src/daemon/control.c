@@ -10,6 +10,9 @@
  *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
+ *	int	daemon_http_create(struct event_base *base,
+ *			const struct conf *conf, struct qmgr *q,
+ *			struct ops_http **http, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon_control_create() opens the control socket (ops/) and
  *	teaches it sluiced's verbs (log gets the lines they log):
@@ -32,6 +35,13 @@
  *
  *	A DESTINATION is at most 255 bytes of printable ASCII without
  *	spaces: a domain or a next hop as sluice status shows it.
+ *
+ *	daemon_http_create() starts the HTTP listener of http_listen (ops/)
+ *	with its two paths, or sets *http to NULL when the list is empty:
+ *	GET /metrics, the queue manager's numbers in Prometheus' text
+ *	format (qmgr_metrics()), and GET /api/status, the JSON of sluice
+ *	status --json (DAEMON_STATUS_DESTINATIONS destinations per
+ *	transport). It returns 0, or -1 with the reason.
  *
  *	daemon_status_args() reads status's arguments, for the daemon and
  *	for `sluice status`, which checks them before it asks: 0, or -1
@@ -212,4 +222,33 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
     ops_control_command(c, "suspend", suspend_verb, &cc);
     ops_control_command(c, "resume", resume_verb, &cc);
     return c;
+}
+
+static int metrics_path(void *ctx, struct util_buf *body)
+{
+    qmgr_metrics(ctx, body);
+    return 200;
+}
+
+static int status_path(void *ctx, struct util_buf *body)
+{
+    qmgr_status(ctx, body, 1, DAEMON_STATUS_DESTINATIONS);
+    return 200;
+}
+
+int daemon_http_create(struct event_base *base, const struct conf *conf,
+                       struct qmgr *q, struct ops_http **http, char *why,
+                       size_t whylen)
+{
+    const char *listen = conf_str(conf, NULL, CONF_http_listen);
+
+    *http = NULL;
+    if (listen[strspn(listen, ", \t")] == 0)
+        return 0;
+    if ((*http = ops_http_create(base, listen, why, whylen)) == NULL)
+        return -1;
+    ops_http_route(*http, "/metrics",
+                   "text/plain; version=0.0.4; charset=utf-8", metrics_path, q);
+    ops_http_route(*http, "/api/status", "application/json", status_path, q);
+    return 0;
 }

@@ -35,6 +35,9 @@
  *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
+ *	int	daemon_http_create(struct event_base *base,
+ *			const struct conf *conf, struct qmgr *q,
+ *			struct ops_http **http, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon/ is sluiced's process shell (main.c: options, logging,
  *	signals, reload, limits, the stop) and what the commands share
@@ -73,7 +76,9 @@
  *	DAEMON_STATUS_DESTINATIONS of each transport unless asked
  *	otherwise; "suspend DESTINATION [DURATION]" and "resume
  *	DESTINATION", the operator's suspension of a destination (log
- *	gets the line each one logs). daemon_status_args() checks status's arguments, for the
+ *	gets the line each one logs). daemon_http_create() starts the HTTP
+ *	listener of http_listen, if any: GET /metrics (Prometheus) and GET
+ *	/api/status (the JSON of sluice status --json). daemon_status_args() checks status's arguments, for the
  *	daemon and for `sluice status`.
  */
 
@@ -83,6 +88,7 @@
 
 struct event_base;
 struct ops_control;
+struct ops_http;
 struct qmgr;
 struct route_table;
 struct smtpd_params;
@@ -119,5 +125,8 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
                       char *why, size_t whylen);
 int daemon_status_args(const char *args, int *json, long *max_destinations,
                        char *why, size_t whylen);
+int daemon_http_create(struct event_base *base, const struct conf *conf,
+                       struct qmgr *q, struct ops_http **http, char *why,
+                       size_t whylen);
 
 #endif

@@ -75,6 +75,7 @@ struct daemon {
     struct qmgr *q;
     struct local_server *local;
     struct ops_control *control;
+    struct ops_http *http; /* NULL: http_listen is empty */
     struct smtpd_server *smtpd;
     char *queue_directory;
     int lock_fd;
@@ -281,9 +282,12 @@ static int load_config(const char *config, struct conf **conf,
 /* Parameters read once at start: a change waits for a restart. */
 static void restart_only(const struct conf *old, const struct conf *new)
 {
-    static const enum conf_param_id strs[] = {
-        CONF_queue_directory, CONF_dns_servers, CONF_smtpd_listen,
-        CONF_smtpd_tls_wrapper_listen, CONF_smtp_mta_sts_CAfile};
+    static const enum conf_param_id strs[] = {CONF_queue_directory,
+                                              CONF_dns_servers,
+                                              CONF_smtpd_listen,
+                                              CONF_http_listen,
+                                              CONF_smtpd_tls_wrapper_listen,
+                                              CONF_smtp_mta_sts_CAfile};
     static const enum conf_param_id ints[] = {
         CONF_queue_map_size, CONF_queue_map_size_limit,
         CONF_smtp_mta_sts_max_policy_size};
@@ -480,6 +484,11 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    if (daemon_http_create(d->base, d->conf, d->q, &d->http, why, sizeof(why)) <
+        0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
     ops.ctx = d;
     daemon_smtpd_params(d->conf, d->queue_directory, &sp);
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
@@ -497,6 +506,8 @@ static void finish(struct daemon *d)
 {
     ops_control_free(d->control);
     d->control = NULL;
+    ops_http_free(d->http);
+    d->http = NULL;
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
     if (d->q)

@@ -17,6 +17,13 @@
  *	int	ops_control_call(const char *queue_directory,
  *			const char *request, int timeout_s,
  *			struct util_buf *reply, char *why, size_t whylen)
+ *
+ *	int	ops_http_check(const char *listen, char *why, size_t whylen)
+ *	struct ops_http *ops_http_create(struct event_base *base,
+ *			const char *listen, char *why, size_t whylen)
+ *	void	ops_http_route(struct ops_http *h, const char *path,
+ *			const char *content_type, ops_http_fn *fn, void *ctx)
+ *	void	ops_http_free(struct ops_http *h)
  * DESCRIPTION
  *	The control socket (control.c) is how `sluice status` and the
  *	other operator verbs talk to sluiced: a Unix stream socket,
@@ -45,6 +52,15 @@
  *	errno ENOENT or ECONNREFUSED when no daemon listens (it is not
  *	running), EACCES when the caller may not use the socket, ETIMEDOUT
  *	after timeout_s seconds.
+ *
+ *	The HTTP listener (http.c) serves GET and HEAD of the routed paths
+ *	on the addresses of http_listen (IP:PORT or [IPV6]:PORT, in a
+ *	list): 405 for other methods, 404 for other paths, headers of at
+ *	most OPS_HTTP_HEADERS_MAX bytes, no body, idle connections closed
+ *	after OPS_HTTP_TIMEOUT seconds. ops_http_check() checks the list's
+ *	syntax; ops_http_create() binds it (NULL with "http_listen ADDR:
+ *	REASON"); ops_http_route() adds a path whose fn appends the body
+ *	and returns the HTTP status; ops_http_free() closes it all.
  */
 
 #include <stddef.h>
@@ -54,11 +70,16 @@
 #define OPS_REQUEST_TIMEOUT 10
 #define OPS_SESSIONS_MAX    16
 
+#define OPS_HTTP_HEADERS_MAX 8192
+#define OPS_HTTP_TIMEOUT     10
+
 struct event_base;
 struct util_buf;
 struct ops_control;
+struct ops_http;
 
 typedef int ops_control_fn(void *ctx, const char *args, struct util_buf *reply);
+typedef int ops_http_fn(void *ctx, struct util_buf *body);
 
 struct ops_control *ops_control_create(struct event_base *base,
                                        const char *queue_directory, char *why,
@@ -71,5 +92,12 @@ void ops_control_free(struct ops_control *c);
 int ops_control_call(const char *queue_directory, const char *request,
                      int timeout_s, struct util_buf *reply, char *why,
                      size_t whylen);
+
+int ops_http_check(const char *listen, char *why, size_t whylen);
+struct ops_http *ops_http_create(struct event_base *base, const char *listen,
+                                 char *why, size_t whylen);
+void ops_http_route(struct ops_http *h, const char *path,
+                    const char *content_type, ops_http_fn *fn, void *ctx);
+void ops_http_free(struct ops_http *h);
 
 #endif

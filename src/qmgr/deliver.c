@@ -67,9 +67,10 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     for (int k = 0; k < d->nrcpt; k++) {
         const struct deliver_rcpt_result *r = &res->rcpt[k];
 
-        qm_outcome_log(m, (uint32_t)d->rcpt[k], res->relay, res->conn_use,
-                       r->enhanced, r->status, r->text ? r->text : "",
-                       tls[0] ? tls : NULL, d->handoff, conn_done);
+        qm_outcome_log(m, (uint32_t)d->rcpt[k], d->dest->route.transport,
+                       res->relay, res->conn_use, r->enhanced, r->status,
+                       r->text ? r->text : "", tls[0] ? tls : NULL, d->handoff,
+                       conn_done);
     }
     qm_outcome_record(m, d->rcpt, d->nrcpt, res->rcpt, NULL,
                       d->dest->route.type != ROUTE_SMTP ? QM_HOW_FINAL

@@ -4,7 +4,8 @@
  * SYNOPSIS
  *	#include "qmgr/qmgr_impl.h"
  *
- *	void	qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
+ *	void	qm_outcome_log(struct qm_msg *m, uint32_t i,
+ *			const char *transport, const char *relay,
  *			int conn_use, const char *dsn, enum deliver_status st,
  *			const char *text, const char *tls, double handoff,
  *			double conn_done)
@@ -19,7 +20,9 @@
  *			int n, const char *reason)
  * DESCRIPTION
  *	qm_outcome_log() logs one recipient's outcome in the reference's
- *	form, with tls= when the delivery went over TLS (tls not NULL).
+ *	form, with tls= when the delivery went over TLS (tls not NULL), and
+ *	counts it for the metrics under its transport (NULL: decided
+ *	without one).
  *	qm_outcome_record() records the outcomes of recipients idx (res[k]
  *	each, or same for all) in memory and in one spool change, with the
  *	delivery's TLS (tls, the tls= field's value, or NULL: none) for the
@@ -44,10 +47,10 @@ static enum spool_rcpt_status spool_status(enum deliver_status s)
 }
 
 /* Log one recipient's outcome in the reference's form. */
-void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
-                    int conn_use, const char *dsn, enum deliver_status st,
-                    const char *text, const char *tls, double handoff,
-                    double conn_done)
+void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *transport,
+                    const char *relay, int conn_use, const char *dsn,
+                    enum deliver_status st, const char *text, const char *tls,
+                    double handoff, double conn_done)
 {
     struct deliver_log_entry e = {0};
     char line[2048];
@@ -71,6 +74,7 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
     m->q->stats.delivered += st == DELIVER_OK;
     m->q->stats.deferred += st == DELIVER_DEFER;
     m->q->stats.bounced += st == DELIVER_BOUNCE;
+    qm_metrics_outcome(m->q, transport, st, e.done - e.arrival);
 }
 
 /* Record outcomes of recipients (indexes idx) in memory and the spool. */
@@ -122,8 +126,8 @@ void qm_outcome_decide(struct qm_msg *m, const uint64_t *idx, int n,
     snprintf(r.enhanced, sizeof(r.enhanced), "%s", dsn);
     r.text = (char *)text;
     for (int k = 0; k < n; k++)
-        qm_outcome_log(m, (uint32_t)idx[k], relay, 0, dsn, st, text, NULL, 0,
-                       0);
+        qm_outcome_log(m, (uint32_t)idx[k], NULL, relay, 0, dsn, st, text, NULL,
+                       0, 0);
     qm_outcome_record(m, idx, n, NULL, &r, QM_HOW_DECIDED, NULL);
 }
 

@@ -328,6 +328,7 @@ void qmgr_free(struct qmgr *q)
         }
         core_free(q->core);
     }
+    qm_metrics_free(q);
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         qm_message_free(m);

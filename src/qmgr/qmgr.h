@@ -20,6 +20,7 @@
  *			qmgr_flush_fn *done, void *ctx)
  *	int	qmgr_idle(const struct qmgr *q)
  *	void	qmgr_stats(const struct qmgr *q, struct qmgr_stats *st)
+ *	void	qmgr_metrics(struct qmgr *q, struct util_buf *out)
  *	void	qmgr_status(struct qmgr *q, struct util_buf *out, int json,
  *			long max_destinations)
  *	int	qmgr_suspend(struct qmgr *q, const char *destination,
@@ -132,6 +133,9 @@
  *	qmgr_idle() is true when nothing is in memory, nothing is being
  *	delivered, and the last look at the spool found nothing to load.
  *	qmgr_stats() reports counters since creation.
+ *	qmgr_metrics() (metrics.c) appends the daemon's numbers in
+ *	Prometheus' text format: recipient outcomes and delivery delays per
+ *	transport, queue sizes, what is in core, destinations, connections.
  *	qmgr_status() (status.c) appends the scheduler's state now, as text
  *	or JSON, for `sluice status`: messages and recipients in core,
  *	transports, destinations busiest first (at most max_destinations
@@ -260,6 +264,7 @@ void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
 int qmgr_idle(const struct qmgr *q);
 void qmgr_stats(const struct qmgr *q, struct qmgr_stats *st);
 struct util_buf;
+void qmgr_metrics(struct qmgr *q, struct util_buf *out);
 void qmgr_status(struct qmgr *q, struct util_buf *out, int json,
                  long max_destinations);
 int qmgr_suspend(struct qmgr *q, const char *destination, int64_t duration_ms,

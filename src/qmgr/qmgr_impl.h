@@ -128,6 +128,7 @@ struct qmgr {
     long recipients;    /* read from the spool, awaiting an outcome */
     long records;       /* recipient records held in batches */
     struct qmgr_stats stats;
+    struct qm_tstats *tstats; /* per transport, for the metrics */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -259,10 +260,15 @@ void qm_sasl_log(struct qmgr *q, const char *id,
 void qm_delivery_free(struct qm_delivery *d);
 
 /* outcome.c */
-void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *relay,
-                    int conn_use, const char *dsn, enum deliver_status st,
-                    const char *text, const char *tls, double handoff,
-                    double conn_done);
+void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *transport,
+                    const char *relay, int conn_use, const char *dsn,
+                    enum deliver_status st, const char *text, const char *tls,
+                    double handoff, double conn_done);
+
+/* metrics.c */
+void qm_metrics_outcome(struct qmgr *q, const char *transport,
+                        enum deliver_status st, double delay);
+void qm_metrics_free(struct qmgr *q);
 void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                        const struct deliver_rcpt_result *res,
                        const struct deliver_rcpt_result *same, enum qm_how how,
