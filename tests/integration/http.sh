@@ -29,21 +29,11 @@ ok.test relay:[127.0.0.1]:$sink_port
 dead.test relay:[127.0.0.1]:$dead_port
 gone.test error:5.1.1 no such domain here
 EOF
-cat >"$conf" <<EOF
-queue_directory = $q
-smtpd_listen =
-myhostname = host.test
-transport_maps = $tmp/transport
-http_listen = 127.0.0.1:$http_port
-minimal_backoff_time = 1h
-maximal_backoff_time = 2h
-EOF
 s() { "$build/sluice" -c "$conf" "$@"; }
 
-"$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
-daemon=$!
-pids="$pids $daemon"
-wait_for 10 grep -q "started: queue" "$tmp/log" ||
+sluiced_start "$tmp" "http_listen = 127.0.0.1:$http_port
+minimal_backoff_time = 1h
+maximal_backoff_time = 2h" ||
     { not_ok "sluiced -f starts"; sed 's/^/#   /' "$tmp/log"; tap_done; }
 
 for r in a@ok.test b@ok.test c@ok.test d@dead.test e@dead.test; do
@@ -179,10 +169,10 @@ s.close()
 PYEOF
 expect "a silent and an aborted client do not hold others up" "200" \
     "$(get GET /metrics | cut -d' ' -f1)"
-kill -0 "$daemon" 2>/dev/null && ok "the daemon survived every client" ||
+kill -0 "$sluiced_pid" 2>/dev/null && ok "the daemon survived every client" ||
     not_ok "the daemon survived every client"
-kill "$daemon"
-wait "$daemon" 2>/dev/null
+kill "$sluiced_pid"
+wait "$sluiced_pid" 2>/dev/null
 kill "$slow" 2>/dev/null
 
 # A bad http_listen is refused at start, with the reason.

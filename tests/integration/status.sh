@@ -34,21 +34,11 @@ dead.test relay:[127.0.0.1]:$dead_port
 slow.test relay:[127.0.0.1]:$slow_port
 held.test relay:[127.0.0.1]:$held_port
 EOF
-cat >"$conf" <<EOF
-queue_directory = $q
-smtpd_listen =
-myhostname = host.test
-transport_maps = $tmp/transport
-minimal_backoff_time = 1h
-maximal_backoff_time = 2h
-relay_destination_concurrency_limit = 2
-EOF
 s() { "$build/sluice" -c "$conf" "$@"; }
 
-"$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
-daemon=$!
-pids="$pids $daemon"
-wait_for 10 grep -q "started: queue" "$tmp/log" ||
+sluiced_start "$tmp" "minimal_backoff_time = 1h
+maximal_backoff_time = 2h
+relay_destination_concurrency_limit = 2" ||
     { not_ok "sluiced -f starts"; tap_done; }
 
 mode=$(stat -c %a "$q/private/control" 2>/dev/null)
@@ -242,11 +232,11 @@ expect "silent sessions end after 10 s with an error" \
     "1 error no request within 10 seconds" "$(sed -n 2p "$tmp/silent")"
 s status >/dev/null 2>&1
 expect "status answers again afterwards" 0 "$?"
-kill -0 "$daemon" 2>/dev/null && ok "the daemon survived every client" ||
+kill -0 "$sluiced_pid" 2>/dev/null && ok "the daemon survived every client" ||
     not_ok "the daemon survived every client"
 
-kill "$daemon"
-wait "$daemon" 2>/dev/null
+kill "$sluiced_pid"
+wait "$sluiced_pid" 2>/dev/null
 s status >/dev/null 2>"$tmp/err"
 expect "no daemon: exit status 69" 69 "$?"
 grep -q "sluice: status: sluiced is not running on queue $q" "$tmp/err" &&
