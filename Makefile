@@ -148,6 +148,14 @@ build-fuzz/fuzz_tlsrpt: tests/fuzz/fuzz_tlsrpt.c $(FUZZ_TLSRPT) \
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_TLSRPT)
 
+# util/'s parsers need util/ alone.
+FUZZ_TARGETS += util_json
+
+build-fuzz/fuzz_util_%: tests/fuzz/fuzz_util_%.c $(wildcard src/util/*.c) \
+	    src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(wildcard src/util/*.c)
+
 # The session target runs the real server on libevent, with the spool's
 # message type: it links what ingress/ needs.
 build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \

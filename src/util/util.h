@@ -20,6 +20,11 @@
  *	struct util_buf b = UTIL_BUF_INIT;
  *
  *	void	util_json_string(struct util_buf *b, const char *s)
+ *	struct util_json *util_json_parse(const char *text, size_t len,
+ *			char *why, size_t whylen)
+ *	void	util_json_free(struct util_json *v)
+ *	const struct util_json *util_json_get(const struct util_json *v,
+ *			const char *name)
  *	void	util_base64_encode(struct util_buf *b, const void *p,
  *			size_t n, size_t width)
  *	ssize_t	util_base64_decode(unsigned char *out, size_t outlen,
@@ -77,6 +82,9 @@
  *
  *	util_json_string() (json.c) writes text as a JSON string, escaped,
  *	with bytes that are not UTF-8 as U+FFFD: always valid JSON.
+ *	util_json_parse() reads JSON text strictly into a tree (struct
+ *	util_json), util_json_get() finds an object's member,
+ *	util_json_free() frees the tree.
  *
  *	util_base64_encode() and util_base64_decode() (base64.c) speak
  *	RFC 4648 base64: the encoder in one run or in CRLF lines of a
@@ -177,6 +185,34 @@ void util_buf_free(struct util_buf *b);
 #define UTIL_QUOTE_8BIT 1  /* show bytes from 0x80 up as they are */
 
 void util_json_string(struct util_buf *b, const char *s);
+
+enum util_json_type {
+    UTIL_JSON_NULL,
+    UTIL_JSON_BOOL,
+    UTIL_JSON_NUMBER,
+    UTIL_JSON_STRING,
+    UTIL_JSON_ARRAY,
+    UTIL_JSON_OBJECT,
+};
+
+#define UTIL_JSON_DEPTH_MAX 32
+
+struct util_json {
+    enum util_json_type type;
+    int boolean;
+    double number;
+    char *string;  /* NUL-terminated, UTF-8 */
+    size_t length; /* of string */
+    size_t count;  /* items (and names, for an object) */
+    struct util_json **items;
+    char **names;
+};
+
+struct util_json *util_json_parse(const char *text, size_t len, char *why,
+                                  size_t whylen);
+void util_json_free(struct util_json *v);
+const struct util_json *util_json_get(const struct util_json *v,
+                                      const char *name);
 
 void util_base64_encode(struct util_buf *b, const void *p, size_t n,
                         size_t width);

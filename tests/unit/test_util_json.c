@@ -1,6 +1,7 @@
 /*
- * test_util_json - JSON strings from any text: escapes, UTF-8 kept,
- * bytes that are not UTF-8 replaced, so that a strict parser accepts it
+ * test_util_json - JSON strings from any text (escapes, UTF-8 kept, bytes
+ * that are not UTF-8 replaced, so that a strict parser accepts it), and
+ * the strict parser: RFC 8259's values, what it refuses, round trips
  */
 
 #include <setjmp.h>
@@ -52,11 +53,130 @@ static void test_utf8(void **state)
     expect_json("\x80x", "\"\\ufffdx\"");            /* lone continuation */
 }
 
+static struct util_json *parse(const char *text)
+{
+    char why[128];
+    struct util_json *v = util_json_parse(text, strlen(text), why, sizeof(why));
+
+    if (v == NULL)
+        fail_msg("%s: %s", text, why);
+    return v;
+}
+
+static void expect_refused(const char *text, const char *why_expected)
+{
+    char why[128];
+    struct util_json *v = util_json_parse(text, strlen(text), why, sizeof(why));
+
+    if (v != NULL)
+        fail_msg("accepted: %s", text);
+    if (strstr(why, why_expected) == NULL)
+        fail_msg("%s: %s, not %s", text, why, why_expected);
+}
+
+/* RFC 8259's values, and the tree they make. */
+static void test_parse(void **state)
+{
+    struct util_json *v;
+    const struct util_json *m;
+
+    (void)state;
+    v = parse(" {\"a\": [1, -2.5e3, true, false, null], \"b\": "
+              "\"x\\u00e9\\ud83d\\udce7\\n\","
+              " \"c\": {}, \"d\": [], \"e\": \"\"} ");
+    assert_int_equal(v->type, UTIL_JSON_OBJECT);
+    assert_int_equal(v->count, 5);
+    m = util_json_get(v, "a");
+    assert_non_null(m);
+    assert_int_equal(m->type, UTIL_JSON_ARRAY);
+    assert_int_equal(m->count, 5);
+    assert_true(m->items[0]->number == 1);
+    assert_true(m->items[1]->number == -2500);
+    assert_int_equal(m->items[2]->type, UTIL_JSON_BOOL);
+    assert_true(m->items[2]->boolean);
+    assert_false(m->items[3]->boolean);
+    assert_int_equal(m->items[4]->type, UTIL_JSON_NULL);
+    m = util_json_get(v, "b");
+    assert_string_equal(m->string, "x\xc3\xa9\xf0\x9f\x93\xa7\n");
+    assert_int_equal(m->length, 8);
+    assert_int_equal(util_json_get(v, "c")->count, 0);
+    assert_int_equal(util_json_get(v, "d")->type, UTIL_JSON_ARRAY);
+    assert_string_equal(util_json_get(v, "e")->string, "");
+    assert_null(util_json_get(v, "f"));
+    assert_null(util_json_get(m, "b")); /* not an object */
+    util_json_free(v);
+    v = parse("\"caf\xc3\xa9 \\\"q\\\" \\\\ \\/\"");
+    assert_string_equal(v->string, "caf\xc3\xa9 \"q\" \\ /");
+    util_json_free(v);
+    v = parse("0");
+    assert_true(v->number == 0);
+    util_json_free(v);
+}
+
+static void test_refused(void **state)
+{
+    char deep[80];
+
+    (void)state;
+    expect_refused("", "unexpected end");
+    expect_refused("{\"a\":1,}", "expected a name");
+    expect_refused("[1,]", "unexpected character");
+    expect_refused("{\"a\":1 \"b\":2}", "expected ',' or '}'");
+    expect_refused("{\"a\":1,\"a\":2}", "a name twice");
+    expect_refused("01", "text after the value");
+    expect_refused("1.", "bad number");
+    expect_refused("1e", "bad number");
+    expect_refused("+1", "unexpected character");
+    expect_refused("NaN", "unexpected character");
+    expect_refused("tru", "unexpected character");
+    expect_refused("\"a\x01\"", "control character");
+    expect_refused("\"a\\x\"", "bad escape");
+    expect_refused("\"\\u12G4\"", "bad \\u escape");
+    expect_refused("\"\\udc00\"", "lone low surrogate");
+    expect_refused("\"\\ud800x\"", "lone high surrogate");
+    expect_refused("\"\\u0000\"", "\\u0000");
+    expect_refused("\"\xff\"", "not UTF-8");
+    expect_refused("\"\xc0\xaf\"", "not UTF-8");
+    expect_refused("\"abc", "unterminated string");
+    expect_refused("[1] [2]", "text after the value");
+    expect_refused("{\"a\"}", "expected ':'");
+    memset(deep, '[', 40);
+    deep[40] = 0;
+    expect_refused(deep, "nested too deep");
+    /* The byte where it went wrong. */
+    {
+        char why[64];
+
+        assert_null(util_json_parse("[1, x]", 6, why, sizeof(why)));
+        assert_string_equal(why, "unexpected character at byte 4");
+    }
+}
+
+/* What the writer writes, the parser reads back. */
+static void test_round_trip(void **state)
+{
+    static const char *const texts[] = {"plain", "tab\there \"q\" \\",
+                                        "b\xc3\xbcro \xf0\x9f\x93\xa7", "\x01"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        struct util_buf b = UTIL_BUF_INIT;
+        struct util_json *v;
+
+        util_json_string(&b, texts[i]);
+        v = parse(b.data);
+        assert_string_equal(v->string, texts[i]);
+        util_json_free(v);
+        util_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escapes),
-        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_escapes),    cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_parse),      cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_round_trip),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
