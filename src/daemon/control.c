@@ -41,7 +41,9 @@
  *	GET /metrics, the queue manager's numbers in Prometheus' text
  *	format (qmgr_metrics()), and GET /api/status, the JSON of sluice
  *	status --json (DAEMON_STATUS_DESTINATIONS destinations per
- *	transport). It returns 0, or -1 with the reason.
+ *	transport), and POST /api/inject when http_token_file is set
+ *	(inject.c). A request body may hold twice message_size_limit and
+ *	64 KB more (JSON escapes). It returns 0, or -1 with the reason.
  *
  *	daemon_status_args() reads status's arguments, for the daemon and
  *	for `sluice status`, which checks them before it asks: 0, or -1
@@ -245,10 +247,18 @@ int daemon_http_create(struct event_base *base, const struct conf *conf,
     *http = NULL;
     if (listen[strspn(listen, ", \t")] == 0)
         return 0;
-    if ((*http = ops_http_create(base, listen, why, whylen)) == NULL)
+    if ((*http = ops_http_create(
+             base, listen,
+             (size_t)conf_int(conf, NULL, CONF_message_size_limit) * 2 + 65536,
+             why, whylen)) == NULL)
         return -1;
     ops_http_route(*http, "/metrics",
                    "text/plain; version=0.0.4; charset=utf-8", metrics_path, q);
     ops_http_route(*http, "/api/status", "application/json", status_path, q);
+    if (daemon_inject_route(*http, conf, q, why, whylen) < 0) {
+        ops_http_free(*http);
+        *http = NULL;
+        return -1;
+    }
     return 0;
 }

@@ -35,6 +35,9 @@
  *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
+ *	int	daemon_inject_route(struct ops_http *http,
+ *			const struct conf *conf, struct qmgr *q,
+ *			char *why, size_t whylen)
  *	int	daemon_http_create(struct event_base *base,
  *			const struct conf *conf, struct qmgr *q,
  *			struct ops_http **http, char *why, size_t whylen)
@@ -78,7 +81,9 @@
  *	DESTINATION", the operator's suspension of a destination (log
  *	gets the line each one logs). daemon_http_create() starts the HTTP
  *	listener of http_listen, if any: GET /metrics (Prometheus) and GET
- *	/api/status (the JSON of sluice status --json). daemon_status_args() checks status's arguments, for the
+ *	/api/status (the JSON of sluice status --json), and with
+ *	http_token_file POST /api/inject (daemon_inject_route(), inject.c:
+ *	messages from a program, answered once they are in the spool). daemon_status_args() checks status's arguments, for the
  *	daemon and for `sluice status`.
  */
 
@@ -125,6 +130,8 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
                       char *why, size_t whylen);
 int daemon_status_args(const char *args, int *json, long *max_destinations,
                        char *why, size_t whylen);
+int daemon_inject_route(struct ops_http *http, const struct conf *conf,
+                        struct qmgr *q, char *why, size_t whylen);
 int daemon_http_create(struct event_base *base, const struct conf *conf,
                        struct qmgr *q, struct ops_http **http, char *why,
                        size_t whylen);

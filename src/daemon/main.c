@@ -285,7 +285,7 @@ static void restart_only(const struct conf *old, const struct conf *new)
     static const enum conf_param_id strs[] = {CONF_queue_directory,
                                               CONF_dns_servers,
                                               CONF_smtpd_listen,
-                                              CONF_http_listen,
+                                              CONF_http_listen, CONF_http_token_file,
                                               CONF_smtpd_tls_wrapper_listen,
                                               CONF_smtp_mta_sts_CAfile};
     static const enum conf_param_id ints[] = {

@@ -20,10 +20,22 @@
  *
  *	int	ops_http_check(const char *listen, char *why, size_t whylen)
  *	struct ops_http *ops_http_create(struct event_base *base,
- *			const char *listen, char *why, size_t whylen)
+ *			const char *listen, size_t body_max, char *why,
+ *			size_t whylen)
  *	void	ops_http_route(struct ops_http *h, const char *path,
  *			const char *content_type, ops_http_fn *fn, void *ctx)
+ *	void	ops_http_route_post(struct ops_http *h, const char *path,
+ *			ops_http_call_fn *call, void *ctx)
  *	void	ops_http_free(struct ops_http *h)
+ *	const char *ops_http_call_body(const struct ops_http_call *c,
+ *			size_t *len)
+ *	const char *ops_http_call_header(const struct ops_http_call *c,
+ *			const char *name)
+ *	const char *ops_http_call_peer(const struct ops_http_call *c,
+ *			char *buf, size_t len)
+ *	void	ops_http_call_reply(struct ops_http_call *c, int status,
+ *			const char *content_type, const char *body,
+ *			size_t len, const char *header, const char *value)
  * DESCRIPTION
  *	The control socket (control.c) is how `sluice status` and the
  *	other operator verbs talk to sluiced: a Unix stream socket,
@@ -53,14 +65,18 @@
  *	running), EACCES when the caller may not use the socket, ETIMEDOUT
  *	after timeout_s seconds.
  *
- *	The HTTP listener (http.c) serves GET and HEAD of the routed paths
- *	on the addresses of http_listen (IP:PORT or [IPV6]:PORT, in a
- *	list): 405 for other methods, 404 for other paths, headers of at
- *	most OPS_HTTP_HEADERS_MAX bytes, no body, idle connections closed
- *	after OPS_HTTP_TIMEOUT seconds. ops_http_check() checks the list's
- *	syntax; ops_http_create() binds it (NULL with "http_listen ADDR:
- *	REASON"); ops_http_route() adds a path whose fn appends the body
- *	and returns the HTTP status; ops_http_free() closes it all.
+ *	The HTTP listener (http.c) serves the routed paths on the addresses
+ *	of http_listen (IP:PORT or [IPV6]:PORT, in a list): GET and HEAD of
+ *	an ops_http_route() path, answered at once (fn appends the body and
+ *	returns the HTTP status), POST of an ops_http_route_post() path,
+ *	handed to its call as a struct ops_http_call and answered with
+ *	ops_http_call_reply() when the work is done; 405 for other methods,
+ *	404 for other paths, headers of at most OPS_HTTP_HEADERS_MAX
+ *	bytes, bodies of at most body_max, idle connections closed after
+ *	OPS_HTTP_TIMEOUT seconds. ops_http_check() checks the list's syntax;
+ *	ops_http_create() binds it (NULL with "http_listen ADDR: REASON");
+ *	ops_http_free() closes it all (calls under way are then answered
+ *	to nobody).
  */
 
 #include <stddef.h>
@@ -77,9 +93,11 @@ struct event_base;
 struct util_buf;
 struct ops_control;
 struct ops_http;
+struct ops_http_call;
 
 typedef int ops_control_fn(void *ctx, const char *args, struct util_buf *reply);
 typedef int ops_http_fn(void *ctx, struct util_buf *body);
+typedef void ops_http_call_fn(void *ctx, struct ops_http_call *c);
 
 struct ops_control *ops_control_create(struct event_base *base,
                                        const char *queue_directory, char *why,
@@ -95,9 +113,19 @@ int ops_control_call(const char *queue_directory, const char *request,
 
 int ops_http_check(const char *listen, char *why, size_t whylen);
 struct ops_http *ops_http_create(struct event_base *base, const char *listen,
-                                 char *why, size_t whylen);
+                                 size_t body_max, char *why, size_t whylen);
 void ops_http_route(struct ops_http *h, const char *path,
                     const char *content_type, ops_http_fn *fn, void *ctx);
+void ops_http_route_post(struct ops_http *h, const char *path,
+                         ops_http_call_fn *call, void *ctx);
 void ops_http_free(struct ops_http *h);
+const char *ops_http_call_body(const struct ops_http_call *c, size_t *len);
+const char *ops_http_call_header(const struct ops_http_call *c,
+                                 const char *name);
+const char *ops_http_call_peer(const struct ops_http_call *c, char *buf,
+                               size_t len);
+void ops_http_call_reply(struct ops_http_call *c, int status,
+                         const char *content_type, const char *body, size_t len,
+                         const char *header, const char *value);
 
 #endif

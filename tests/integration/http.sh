@@ -16,12 +16,14 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/daemon_lib.sh
 
 need python3 command -v python3
+need postfix test -x "$sink"
 need python3-prometheus-client /usr/bin/python3 -c 'import prometheus_client.parser'
 
-sink_port=$(free_port)
 dead_port=$(free_port)
 http_port=$(free_port)
-start_count_sink sink "$sink_port" || { not_ok "the sink starts"; tap_done; }
+chmod 711 "$tmp"
+start_smtp_sink sink || { not_ok "the sink starts"; tap_done; }
+sink_port=$port_sink
 q=$tmp/q
 conf=$tmp/sluice.conf
 cat >"$tmp/transport" <<EOF
@@ -31,7 +33,10 @@ gone.test error:5.1.1 no such domain here
 EOF
 s() { "$build/sluice" -c "$conf" "$@"; }
 
+printf 'tok-0123456789abcdef-secret\n' >"$tmp/token"
+chmod 600 "$tmp/token"
 sluiced_start "$tmp" "http_listen = 127.0.0.1:$http_port
+http_token_file = $tmp/token
 minimal_backoff_time = 1h
 maximal_backoff_time = 2h" ||
     { not_ok "sluiced -f starts"; sed 's/^/#   /' "$tmp/log"; tap_done; }
@@ -127,7 +132,78 @@ print(st["messages"]["limit"], [t["name"] for t in st["transports"]] != [])' \
 expect "/api/status is sluice status --json" "20000 True" "$(cat "$tmp/st")"
 expect "HEAD /metrics: 200" "200 text/plain; version=0.0.4; charset=utf-8" \
     "$(get HEAD /metrics)"
-expect "POST is refused with 405" "405" "$(get POST /metrics | cut -d' ' -f1)"
+expect "POST to /metrics is refused with 405" "405" \
+    "$(get POST /metrics | cut -d' ' -f1)"
+expect "GET of /api/inject is refused with 405" "405" \
+    "$(get GET /api/inject | cut -d' ' -f1)"
+
+# The injection API: a template, two recipients, two messages; the
+# answer after the spool commit; then what it refuses.
+inject() { # inject TOKEN JSON: "STATUS BODY"
+    python3 - "$http_port" "$1" "$2" <<'PYEOF'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=20)
+h = {"Content-Type": "application/json"}
+if sys.argv[2]:
+    h["Authorization"] = "Bearer " + sys.argv[2]
+c.request("POST", "/api/inject", sys.argv[3].encode("utf-8"), h)
+r = c.getresponse()
+print(r.status, r.read().decode("utf-8").strip())
+PYEOF
+}
+tok=tok-0123456789abcdef-secret
+out=$(inject "$tok" '{"envelope_sender": "news@host.test",
+  "recipients": [{"email": "ann@ok.test", "substitutions": {"name": "Ann"}},
+                 {"email": "bob@ok.test", "substitutions": {"name": "Bob"}}],
+  "substitutions": {"month": "November"},
+  "content": "From: News <news@host.test>\nSubject: {{ month }} for {{name}}\n\nHello {{ name }}.\n"}')
+case $out in
+"200 {\"queue_ids\": [\""*\"", \""*\""], \"recipients\": 2}") ok "inject: 200 with two queue ids" ;;
+*) not_ok "inject: 200 with two queue ids"; echo "#   $out" ;;
+esac
+id1=$(printf '%s' "$out" | sed 's/.*"queue_ids": \["\([^"]*\)".*/\1/')
+grep -q "$id1: http=127.0.0.1 from=<news@host.test>" "$tmp/log" &&
+    ok "inject: logged with the client's address" ||
+    not_ok "inject: logged with the client's address"
+both_in() {
+    grep -q 'to=<ann@ok.test>.*status=sent' "$tmp/log" &&
+        grep -q 'to=<bob@ok.test>.*status=sent' "$tmp/log"
+}
+wait_for 10 both_in && ok "inject: both delivered" || not_ok "inject: both delivered"
+expect "inject: each got its own text" "2 1 1" "$(
+    grep -l -a 'Subject: November for ' "$tmp"/sink/* | wc -l) $(
+    grep -l -a 'Hello Ann\.' "$tmp"/sink/* | wc -l) $(
+    grep -l -a 'Hello Bob\.' "$tmp"/sink/* | wc -l)"
+expect "inject: no token is 401" 401 "$(inject '' '{}' | cut -d' ' -f1)"
+expect "inject: a wrong token is 401" 401 \
+    "$(inject tok-0123456789abcdef-secreT '{}' | cut -d' ' -f1)"
+expect "inject: bad JSON is 400 with the byte" \
+    '400 {"error": "expected a name at byte 1"}' "$(inject "$tok" '{,}')"
+expect "inject: an unknown field is 400" \
+    '400 {"error": "unknown field \"bcc\" in the request"}' \
+    "$(inject "$tok" '{"envelope_sender": "", "bcc": 1}')"
+expect "inject: a bad recipient is 400" \
+    '400 {"error": "recipient 1: email must be an address"}' \
+    "$(inject "$tok" '{"envelope_sender": "", "content": "x", "recipients": [{"email": "not an address"}]}')"
+expect "inject: a missing variable is 400" \
+    '400 {"error": "no substitution for {{ name }}"}' \
+    "$(inject "$tok" '{"envelope_sender": "", "content": "Subject: {{ name }}\n\nx", "recipients": [{"email": "z@ok.test"}]}')"
+python3 -c '
+import json
+print(json.dumps({"envelope_sender": "", "recipients": [{"email": "z@ok.test"}],
+                  "content": "Subject: big\n\n" + "x" * 10300000}))' >"$tmp/big.json"
+big=$(python3 - "$http_port" "$tok" "$tmp/big.json" <<'PYEOF'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+c.request("POST", "/api/inject", open(sys.argv[3], "rb").read(),
+          {"Authorization": "Bearer " + sys.argv[2]})
+r = c.getresponse()
+b = r.read().decode("utf-8")
+print(r.status, b[:b.find(" than ") + 5])
+PYEOF
+)
+expect "inject: a message over message_size_limit is 400" \
+    '400 {"error": "message too big: more than' "$big"
 expect "an unknown path is 404" "404" "$(get GET /nothing | cut -d' ' -f1)"
 
 raw() { # raw DATA: send DATA (Python escapes), print the status line or "closed"

@@ -209,6 +209,7 @@ static const struct {
     {"smtp_tls_report_CAfile", CONF_STRING, ""},
     {"smtp_sasl_password_maps", CONF_STRING, ""},
     {"http_listen", CONF_LIST, ""},
+    {"http_token_file", CONF_STRING, ""},
     {"smtp_sasl_security_options", CONF_LIST, "noplaintext, noanonymous"},
     {"smtp_sasl_tls_security_options", CONF_LIST,
      "$smtp_sasl_security_options"},
@@ -317,9 +318,10 @@ static void test_table_has_every_parameter(void **state)
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
      * strings; the SMTP client's AUTH: 1 boolean, 1 string and 2 lists;
-     * the daemon's HTTP listener: 1 list (http_listen).
+     * the daemon's HTTP listener: 1 list and 1 string (http_listen,
+     * http_token_file).
      */
-    assert_int_equal(conf_param_count, 118);
+    assert_int_equal(conf_param_count, 119);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -1,0 +1,473 @@
+/*
+ * NAME
+ *	inject 3 - POST /api/inject: messages from a program, over HTTP
+ * SYNOPSIS
+ *	#include "daemon/daemon.h"
+ *
+ *	int	daemon_inject_route(struct ops_http *http,
+ *			const struct conf *conf, struct qmgr *q,
+ *			char *why, size_t whylen)
+ * DESCRIPTION
+ *	daemon_inject_route() adds POST /api/inject to the HTTP listener
+ *	when http_token_file names a file (nothing, and 0, when it is
+ *	empty): its first line is the bearer token a request must carry
+ *	("Authorization: Bearer TOKEN", compared in constant time); a
+ *	file that cannot be read, or whose token is shorter than 16
+ *	bytes, makes it return -1 with the reason.
+ *
+ *	The request body is one JSON object (util_json_parse(), strict):
+ *
+ *	    {"envelope_sender": "bounces@example.com",
+ *	     "recipients": [{"email": "a@example.net",
+ *	                     "substitutions": {"name": "Ann"}}, ...],
+ *	     "substitutions": {"campaign": "November"},
+ *	     "content": "From: ...\r\nSubject: Hello {{ name }}\r\n\r\n..."}
+ *
+ *	envelope_sender ("" for the null sender), recipients (1 to
+ *	smtpd_recipient_limit, each with email and optional substitutions)
+ *	and content (an RFC 5322 message; LF or CRLF) are required;
+ *	substitutions are optional. Any other field, anywhere, is refused.
+ *	In content, "{{ NAME }}" (NAME of letters, digits, "_", "-", ".")
+ *	is replaced by the recipient's substitution of that name, else the
+ *	request's; one with neither is refused; values are strings of one
+ *	line. Without any "{{ NAME }}" the message goes once to every
+ *	recipient; with them, one message per recipient. Each message is
+ *	completed as a local submission is (Date, Message-ID, From from
+ *	the envelope sender when missing) and bounded by message_size_limit.
+ *
+ *	The answer comes once every message is durable in the spool: 200
+ *	with {"queue_ids": [...], "recipients": N}; 400 with {"error":
+ *	"REASON"} for a request that is not acceptable (bad JSON with the
+ *	byte where, an unknown field, a bad address, a missing variable, a
+ *	message too big); 401 without the right token; 503 with the reason
+ *	when the spool cannot take them (what was stored stays stored and
+ *	is named). Each message is logged as "ID: http=ADDRESS
+ *	from=<SENDER>".
+ */
+
+#include "conf/conf.h"
+#include "daemon/daemon.h"
+#include "ingress/ingress.h"
+#include "ops/ops.h"
+#include "qmgr/qmgr.h"
+#include "smtp/smtp.h"
+#include "spool/spool.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define TOKEN_MIN 16
+
+struct inject {
+    struct qmgr *q;
+    const struct conf *conf;
+    char token[256];
+};
+
+/* One request under way: its messages, and the answer they make. */
+struct inject_call {
+    struct ops_http_call *call;
+    long pending;
+    long recipients;
+    int failed;
+    char why[512];
+    struct util_buf ids;
+};
+
+static int token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char d = la != lb;
+
+    for (size_t i = 0; i < la; i++)
+        d |= (unsigned char)(a[i] ^ b[i < lb ? i : 0]);
+    return d == 0;
+}
+
+static void reply_error(struct ops_http_call *c, int status, const char *why)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+
+    util_buf_puts(&b, "{\"error\": ");
+    util_json_string(&b, why);
+    util_buf_puts(&b, "}\n");
+    ops_http_call_reply(c, status, "application/json", b.data, b.len,
+                        status == 401 ? "WWW-Authenticate" : NULL,
+                        "Bearer realm=\"sluice\"");
+    util_buf_free(&b);
+}
+
+/* Only the fields named, in object v; -1 with why naming another. */
+static int fields_only(const struct util_json *v, const char *where,
+                       const char *const *names, char *why, size_t whylen)
+{
+    for (size_t i = 0; i < v->count; i++) {
+        size_t k = 0;
+
+        while (names[k] && strcmp(names[k], v->names[i]) != 0)
+            k++;
+        if (names[k] == NULL) {
+            char quoted[96];
+
+            util_quote(quoted, sizeof(quoted), v->names[i], strlen(v->names[i]),
+                       UTIL_QUOTE_8BIT);
+            snprintf(why, whylen, "unknown field %s in %s", quoted, where);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A substitutions object: string values of one line. */
+static int substitutions_check(const struct util_json *v, char *why,
+                               size_t whylen)
+{
+    if (v == NULL)
+        return 0;
+    if (v->type != UTIL_JSON_OBJECT) {
+        snprintf(why, whylen, "substitutions must be an object");
+        return -1;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct util_json *s = v->items[i];
+
+        if (s->type != UTIL_JSON_STRING || strpbrk(s->string, "\r\n")) {
+            snprintf(why, whylen,
+                     "substitution \"%.64s\" must be a string of one line",
+                     v->names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+/*
+ * The next "{{ NAME }}" in text from p: its start in *at, its end in
+ * *end, its name in name; 0 when there is none.
+ */
+static int next_variable(const char *p, const char **at, const char **end,
+                         char *name, size_t len)
+{
+    for (; (p = strstr(p, "{{")) != NULL; p += 2) {
+        const char *q = p + 2, *n;
+        size_t nl;
+
+        while (*q == ' ')
+            q++;
+        for (n = q; name_char(*q); q++)
+            ;
+        nl = (size_t)(q - n);
+        while (*q == ' ')
+            q++;
+        if (nl == 0 || nl >= len || q[0] != '}' || q[1] != '}')
+            continue;
+        memcpy(name, n, nl);
+        name[nl] = 0;
+        *at = p;
+        *end = q + 2;
+        return 1;
+    }
+    return 0;
+}
+
+/* content with every variable replaced; NULL with why for a missing one. */
+static char *expand(const char *content, const struct util_json *mine,
+                    const struct util_json *all, char *why, size_t whylen)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+    const char *p = content, *at, *end;
+    char name[128];
+
+    while (next_variable(p, &at, &end, name, sizeof(name))) {
+        const struct util_json *v = util_json_get(mine, name);
+
+        if (v == NULL)
+            v = util_json_get(all, name);
+        if (v == NULL) {
+            snprintf(why, whylen, "no substitution for {{ %s }}", name);
+            util_buf_free(&b);
+            return NULL;
+        }
+        util_buf_add(&b, p, (size_t)(at - p));
+        util_buf_add(&b, v->string, v->length);
+        p = end;
+    }
+    util_buf_puts(&b, p);
+    return b.data ? util_buf_take(&b) : xstrdup("");
+}
+
+/* A Message-ID token: random, hex. */
+static void message_token(char *buf, size_t len)
+{
+    unsigned char r[8];
+
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+        memset(r, 0, sizeof(r));
+    snprintf(buf, len, "%02x%02x%02x%02x%02x%02x%02x%02x.%lld", r[0], r[1],
+             r[2], r[3], r[4], r[5], r[6], r[7], (long long)time(NULL));
+}
+
+/* One message: content as stored, for the recipients. NULL with why. */
+static struct spool_msg *message_make(const struct inject *in,
+                                      const char *sender, const char *content,
+                                      const struct util_json *rcpts,
+                                      size_t first, size_t count, char *why,
+                                      size_t whylen)
+{
+    struct submit_input msg = {0};
+    struct spool_msg *m;
+    char host[256], token[64];
+    FILE *fp;
+    int rc;
+
+    if ((fp = fmemopen((void *)content, strlen(content), "r")) == NULL) {
+        snprintf(why, whylen, "cannot read the content: %s", strerror(errno));
+        return NULL;
+    }
+    rc = submit_read(
+        fp, 0, (uint64_t)conf_int(in->conf, NULL, CONF_message_size_limit),
+        &msg, why, whylen);
+    fclose(fp);
+    if (rc != SUBMIT_OK)
+        return NULL;
+    snprintf(host, sizeof(host), "%s",
+             conf_str(in->conf, NULL, CONF_myhostname));
+    if (host[0] == 0)
+        util_host_name(host, sizeof(host));
+    message_token(token, sizeof(token));
+    if (submit_add_missing_headers(&msg, sender, "", host, time(NULL), token) <
+        0) {
+        snprintf(why, whylen, "cannot add the missing headers: %s",
+                 strerror(errno));
+        submit_input_free(&msg);
+        return NULL;
+    }
+    m = spool_msg_new();
+    m->sender = xstrdup(sender);
+    for (size_t i = first; i < first + count; i++)
+        spool_msg_add_rcpt(m, util_json_get(rcpts->items[i], "email")->string,
+                           NULL, 0, NULL);
+    m->arrival = spool_now();
+    m->body = msg.data; /* taken over */
+    m->size = msg.len;
+    msg.data = NULL;
+    submit_input_free(&msg);
+    return m;
+}
+
+static void call_answer(struct inject_call *ic)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+
+    if (ic->failed) {
+        util_buf_puts(&b, "{\"error\": ");
+        util_json_string(&b, ic->why);
+        util_buf_printf(&b, ", \"queue_ids\": [%s]}\n",
+                        ic->ids.data ? ic->ids.data : "");
+        ops_http_call_reply(ic->call, 503, "application/json", b.data, b.len,
+                            NULL, NULL);
+    } else {
+        util_buf_printf(&b, "{\"queue_ids\": [%s], \"recipients\": %ld}\n",
+                        ic->ids.data ? ic->ids.data : "", ic->recipients);
+        ops_http_call_reply(ic->call, 200, "application/json", b.data, b.len,
+                            NULL, NULL);
+    }
+    util_buf_free(&b);
+    util_buf_free(&ic->ids);
+    free(ic);
+}
+
+static void message_stored(void *ctx, int status, const char *id,
+                           const char *why)
+{
+    struct inject_call *ic = ctx;
+
+    if (status == 0) {
+        if (ic->ids.len > 0)
+            util_buf_puts(&ic->ids, ", ");
+        util_json_string(&ic->ids, id);
+    } else if (!ic->failed) {
+        ic->failed = 1;
+        snprintf(ic->why, sizeof(ic->why), "not stored: %s",
+                 why ? why : "unknown error");
+    }
+    if (--ic->pending == 0)
+        call_answer(ic);
+}
+
+/* The request, checked; -1 with why. */
+static int request_check(const struct inject *in, const struct util_json *req,
+                         char *why, size_t whylen)
+{
+    static const char *const top[] = {"envelope_sender", "recipients",
+                                      "substitutions", "content", NULL};
+    static const char *const rcpt_fields[] = {"email", "substitutions", NULL};
+    const struct util_json *sender = util_json_get(req, "envelope_sender");
+    const struct util_json *rcpts = util_json_get(req, "recipients");
+    const struct util_json *content = util_json_get(req, "content");
+    long limit = conf_int(in->conf, NULL, CONF_smtpd_recipient_limit);
+
+    if (req->type != UTIL_JSON_OBJECT) {
+        snprintf(why, whylen, "the request must be a JSON object");
+        return -1;
+    }
+    if (fields_only(req, "the request", top, why, whylen) < 0 ||
+        substitutions_check(util_json_get(req, "substitutions"), why, whylen) <
+            0)
+        return -1;
+    if (sender == NULL || sender->type != UTIL_JSON_STRING ||
+        (sender->length > 0 && !smtp_address_valid(sender->string))) {
+        snprintf(why, whylen, "envelope_sender must be an address or \"\"");
+        return -1;
+    }
+    if (content == NULL || content->type != UTIL_JSON_STRING ||
+        content->length == 0) {
+        snprintf(why, whylen, "content must be a message (a string)");
+        return -1;
+    }
+    if (rcpts == NULL || rcpts->type != UTIL_JSON_ARRAY || rcpts->count == 0 ||
+        (long)rcpts->count > limit) {
+        snprintf(why, whylen,
+                 "recipients must be an array of 1 to %ld recipients", limit);
+        return -1;
+    }
+    for (size_t i = 0; i < rcpts->count; i++) {
+        const struct util_json *r = rcpts->items[i];
+        const struct util_json *email = util_json_get(r, "email");
+        char where[64];
+
+        snprintf(where, sizeof(where), "recipient %zu", i + 1);
+        if (r->type != UTIL_JSON_OBJECT ||
+            fields_only(r, where, rcpt_fields, why, whylen) < 0) {
+            if (r->type != UTIL_JSON_OBJECT)
+                snprintf(why, whylen, "%s must be an object", where);
+            return -1;
+        }
+        if (email == NULL || email->type != UTIL_JSON_STRING ||
+            !smtp_address_valid(email->string) ||
+            strchr(email->string, '@') == NULL) {
+            snprintf(why, whylen, "%s: email must be an address", where);
+            return -1;
+        }
+        if (substitutions_check(util_json_get(r, "substitutions"), why,
+                                whylen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void inject_call(void *ctx, struct ops_http_call *c)
+{
+    struct inject *in = ctx;
+    const char *auth = ops_http_call_header(c, "Authorization");
+    struct util_json *req;
+    struct spool_msg **msgs = NULL;
+    struct inject_call *ic;
+    const struct util_json *rcpts, *all;
+    const char *body, *sender, *content, *at, *end;
+    char why[512], name[128], peer[64], origin[SMTP_ADDRESS_MAX + 96];
+    size_t len, n = 0, per;
+
+    if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 ||
+        !token_equal(auth + 7, in->token)) {
+        reply_error(c, 401, "a bearer token is needed (http_token_file)");
+        return;
+    }
+    body = ops_http_call_body(c, &len);
+    if ((req = util_json_parse(body, len, why, sizeof(why))) == NULL ||
+        request_check(in, req, why, sizeof(why)) < 0) {
+        util_json_free(req);
+        reply_error(c, 400, why);
+        return;
+    }
+    sender = util_json_get(req, "envelope_sender")->string;
+    content = util_json_get(req, "content")->string;
+    rcpts = util_json_get(req, "recipients");
+    all = util_json_get(req, "substitutions");
+    /* One message for all, or one per recipient when it has variables. */
+    per = next_variable(content, &at, &end, name, sizeof(name)) ? 1
+                                                                : rcpts->count;
+    msgs = xcalloc(rcpts->count / per + 1, sizeof(*msgs));
+    for (size_t i = 0; i < rcpts->count; i += per) {
+        char *text =
+            per == 1 ? expand(content,
+                              util_json_get(rcpts->items[i], "substitutions"),
+                              all, why, sizeof(why))
+                     : xstrdup(content);
+
+        if (text == NULL ||
+            (msgs[n] = message_make(in, sender, text, rcpts, i, per, why,
+                                    sizeof(why))) == NULL) {
+            free(text);
+            for (size_t k = 0; k < n; k++)
+                spool_msg_free(msgs[k]);
+            free(msgs);
+            util_json_free(req);
+            reply_error(c, 400, why);
+            return;
+        }
+        free(text);
+        n++;
+    }
+    /* Everything is acceptable: store it all, answer when it is durable. */
+    ic = xcalloc(1, sizeof(*ic));
+    ic->call = c;
+    ic->pending = 1; /* this function's own, until every submit is made */
+    ic->recipients = (long)rcpts->count;
+    snprintf(origin, sizeof(origin), "http=%s from=<%s>",
+             ops_http_call_peer(c, peer, sizeof(peer)), sender);
+    for (size_t k = 0; k < n; k++) {
+        ic->pending++;
+        qmgr_submit(in->q, msgs[k], origin, message_stored, ic);
+    }
+    free(msgs);
+    util_json_free(req);
+    if (--ic->pending == 0)
+        call_answer(ic);
+}
+
+int daemon_inject_route(struct ops_http *http, const struct conf *conf,
+                        struct qmgr *q, char *why, size_t whylen)
+{
+    static struct inject in; /* one daemon, one listener */
+    const char *path = conf_str(conf, NULL, CONF_http_token_file);
+    FILE *fp;
+    char line[sizeof(in.token) + 2];
+    size_t n;
+
+    if (path[0] == 0)
+        return 0;
+    if ((fp = fopen(path, "r")) == NULL) {
+        snprintf(why, whylen, "http_token_file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fgets(line, sizeof(line), fp) == NULL)
+        line[0] = 0;
+    fclose(fp);
+    n = strcspn(line, "\r\n");
+    line[n] = 0;
+    if (n < TOKEN_MIN || n >= sizeof(in.token)) {
+        snprintf(why, whylen,
+                 "http_token_file %s: the first line must be a token of %d "
+                 "to %zu bytes",
+                 path, TOKEN_MIN, sizeof(in.token) - 1);
+        return -1;
+    }
+    in.q = q;
+    in.conf = conf;
+    memcpy(in.token, line, n + 1);
+    explicit_bzero(line, sizeof(line));
+    ops_http_route_post(http, "/api/inject", inject_call, &in);
+    return 0;
+}
