@@ -64,6 +64,7 @@
 
 #include <stddef.h>
 
+struct dkim_keys;
 struct route_table;
 struct smtpd_params;
 struct spool_config;
@@ -72,8 +73,9 @@ struct spool_config;
 struct daemon_config {
     struct conf *conf;
     struct route_table *routes;
-    struct qmgr_tls *tls; /* the SMTP client's TLS (qmgr_tls_load()) */
-    const char *path;     /* the file read (it may be missing) */
+    struct qmgr_tls *tls;   /* the SMTP client's TLS (qmgr_tls_load()) */
+    struct dkim_keys *dkim; /* DKIM signing keys; NULL: no signing */
+    const char *path;       /* the file read (it may be missing) */
 };
 
 struct conf *daemon_conf_create(void);

@@ -207,6 +207,9 @@ static const struct {
     {"smtp_mta_sts_CAfile", CONF_STRING, ""},
     {"smtp_tls_report_organization", CONF_STRING, "$myhostname"},
     {"smtp_tls_report_CAfile", CONF_STRING, ""},
+    {"dkim_signing_table", CONF_STRING, ""},
+    {"dkim_key_table", CONF_STRING, ""},
+    {"dkim_internal_hosts", CONF_LIST, "$mynetworks"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -285,6 +288,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_tls_mandatory_ciphers",
         "smtp_mta_sts_enable",
         "smtp_tls_report_enable",
+        "dkim_canonicalization",
     };
     size_t i;
     size_t j;
@@ -307,9 +311,9 @@ static void test_table_has_every_parameter(void **state)
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
-     * strings.
+     * strings; DKIM signing's 2 strings, 1 list and 1 choice.
      */
-    assert_int_equal(conf_param_count, 113);
+    assert_int_equal(conf_param_count, 117);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
