@@ -62,7 +62,8 @@ void dkim_canon_header(struct util_buf *out, const char *field, size_t len,
     for (i = 0; i < name_end; i++) {
         char c = (char)tolower((unsigned char)field[i]);
 
-        util_buf_add(out, &c, 1);
+        if (c != '\r' && c != '\n') /* unfolded, the name too */
+            util_buf_add(out, &c, 1);
     }
     util_buf_add(out, ":", 1);
     start = (size_t)(colon - field) + 1;

@@ -16,17 +16,24 @@
  *	refused: RFC 8301 3.2 says verifiers must not accept signatures
  *	made with one, so mail signed with it would fare worse than mail
  *	not signed at all. An encrypted key is refused (no passphrase is
- *	asked for), as is any other kind of key. It returns the key, or
+ *	asked for), as is any other kind of key, and a file that is not a
+ *	regular file (a FIFO would block, /dev/zero never ends) or is
+ *	larger than any key file. It returns the key, or
  *	NULL with the reason ("PATH: ...").
  */
 
 #include "dkim/dkim_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DKIM_KEY_FILE_MAX (1024 * 1024) /* far beyond any PEM key */
 
 /* No passphrase: an encrypted key is refused, never waited on. */
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
@@ -51,11 +58,23 @@ EVP_PKEY *dkim_key_read(const char *path, enum dkim_alg *alg, char *why,
 {
     char problem[256];
     EVP_PKEY *pkey;
+    struct stat st;
     FILE *f;
+    int fd;
 
-    if ((f = fopen(path, "r")) == NULL) {
+    if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+        fstat(fd, &st) < 0) {
         snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size > DKIM_KEY_FILE_MAX ||
+        (f = fdopen(fd, "r")) == NULL) {
+        close(fd);
+        return refuse(NULL, why, whylen, path,
+                      S_ISREG(st.st_mode) ? "too large for a key file"
+                                          : "not a regular file");
     }
     ERR_clear_error();
     pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);

@@ -301,6 +301,18 @@ static int setup(void **state)
     write_key("rsa.pem", rsa_key);
     write_key("ed.pem", ed_key);
     write_key("small.pem", small);
+    {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/encrypted.pem", dir);
+        f = fopen(path, "w");
+        if (f == NULL ||
+            PEM_write_PrivateKey(f, rsa_key, EVP_aes_128_cbc(), NULL, 0, NULL,
+                                 (void *)"secret") != 1)
+            return -1;
+        fclose(f);
+    }
     EVP_PKEY_free(small);
     write_file("notakey.pem", "hello\n");
     return 0;
@@ -422,6 +434,10 @@ static void test_tables_refused(void **state)
          "small.pem: RSA key of 512 bits, fewer than 1024 (RFC 8301)"},
         {"", "k example.com:sel:@DIR@/missing.pem\n",
          "missing.pem: No such file or directory"},
+        {"", "k example.com:sel:@DIR@/\n", "/: not a regular file"},
+        {"", "k example.com:sel:@DIR@/encrypted.pem\n",
+         "encrypted.pem: no PEM private key (unencrypted) in it: bad "
+         "password read"},
         {"", "k example.com:%:@DIR@/rsa.pem\n",
          "KeyTable, line 1: bad selector \"%\""},
     };
