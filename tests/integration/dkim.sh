@@ -9,7 +9,8 @@
 # changes a relay may make (relaxed/relaxed), and fails when its body
 # is changed or a From: is added (From is oversigned); a message larger
 # than smtpd_staging_threshold, hashed from its staging file, verifies;
-# "sluice sendmail" through the daemon is signed; mail from a client
+# "sluice sendmail" through the daemon, and through the maildrop
+# while the daemon is down, is signed; mail from a client
 # outside dkim_internal_hosts, or whose From: has no entry, is not; a
 # broken KeyTable refuses the configuration with its file and line, and
 # a reload with one keeps the running tables; after a reload to
@@ -204,7 +205,31 @@ expect "simple/simple: refolded, it fails" \
     "fail a=ed25519-sha256 c=simple/simple d=ed.example.test s=ed" \
     "$(verify refold)"
 
-grep -v '^250 ' "$tmp/send.out" | sed 's/^/#   /'
+# The maildrop: with the daemon down, an ordinary user's sendmail
+# leaves the message there; the daemon imports it at start and signs it.
 kill "$daemon"
 wait "$daemon" 2>/dev/null
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    sent=$((sent + 1))
+    printf 'From: <drop@ed.example.test>\nSubject: maildrop\n\nbody\n' |
+        setpriv --reuid=65534 --regid=65534 --clear-groups \
+            "$build/sluice" -c "$conf" sendmail -f drop@ed.example.test \
+            rcpt@far.test
+    expect "daemon down: the maildrop holds the message" 1 \
+        "$(find "$q/maildrop" -type f | wc -l)"
+    "$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
+    daemon=$!
+    pids="$pids $daemon"
+    file=$out/$(printf %04d $sent).eml
+    wait_for 30 test -f "$file"
+    expect "imported from the maildrop: signed, and dkimpy verifies it" \
+        "pass a=ed25519-sha256 c=simple/simple d=ed.example.test s=ed" \
+        "$(verify)"
+    kill "$daemon"
+    wait "$daemon" 2>/dev/null
+else
+    ok "the maildrop path # SKIP needs root and setpriv"
+fi
+
+grep -v '^250 ' "$tmp/send.out" | sed 's/^/#   /'
 tap_done
