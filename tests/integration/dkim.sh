@@ -231,5 +231,7 @@ else
     ok "the maildrop path # SKIP needs root and setpriv"
 fi
 
+expect "no sanitizer report from sluiced (with make asan's build)" 0 \
+    "$(grep -c 'Sanitizer' "$tmp/log")"
 grep -v '^250 ' "$tmp/send.out" | sed 's/^/#   /'
 tap_done
