@@ -15,6 +15,9 @@
  *	void	daemon_smtpd_params(const struct conf *conf,
  *			const char *queue_directory, struct smtpd_params *p)
  *	char	*daemon_dns_servers(const struct conf *conf)
+ *	int	daemon_dkim_signs(const struct conf *conf)
+ *	int	daemon_dkim_load(const struct conf *conf,
+ *			struct dkim_keys **keys, char *why, size_t whylen)
  * DESCRIPTION
  *	One piece of code decides whether a configuration is good, so that
  *	"sluice config" and "sluice reload" refuse exactly what sluiced
@@ -60,6 +63,11 @@
  *	  smtp_connection_reuse_time_limit, per transport.
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
+ *
+ *	daemon_dkim_signs() says whether dkim_signing_table names a table;
+ *	daemon_dkim_load() then loads the tables and keys (dkim/), for the
+ *	daemon and for "sluice import", and returns 0 (*keys NULL when
+ *	nothing is signed) or -1 with the reason.
  *
  *	daemon_smtpd_params() fills the SMTP server's parameters from conf;
  *	strings point into conf. The DKIM keys (p->dkim) are the caller's
@@ -401,17 +409,24 @@ static void combos_warn(const struct conf *conf,
         transport_warn(conf, route_transport_at(routes, i)->name, w);
 }
 
-/* The DKIM tables and keys, when dkim_signing_table names a table. */
-static int dkim_load(struct daemon_config *cf, char *why, size_t whylen)
+int daemon_dkim_signs(const struct conf *conf)
 {
-    const char *st = conf_str(cf->conf, NULL, CONF_dkim_signing_table);
+    const char *st = conf_str(conf, NULL, CONF_dkim_signing_table);
 
-    if (st[strspn(st, " \t")] == 0)
+    return st[strspn(st, " \t")] != 0;
+}
+
+int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
+                     char *why, size_t whylen)
+{
+    *keys = NULL;
+    if (!daemon_dkim_signs(conf))
         return 0;
-    cf->dkim = dkim_keys_load(
-        st, conf_str(cf->conf, NULL, CONF_dkim_key_table),
-        conf_str(cf->conf, NULL, CONF_dkim_canonicalization), why, whylen);
-    return cf->dkim == NULL ? -1 : 0;
+    *keys = dkim_keys_load(conf_str(conf, NULL, CONF_dkim_signing_table),
+                           conf_str(conf, NULL, CONF_dkim_key_table),
+                           conf_str(conf, NULL, CONF_dkim_canonicalization),
+                           why, whylen);
+    return *keys == NULL ? -1 : 0;
 }
 
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
@@ -429,7 +444,7 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
         whole_check(cf->conf, cf->routes, why, whylen) < 0 ||
         (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL ||
-        dkim_load(cf, why, whylen) < 0)
+        daemon_dkim_load(cf->conf, &cf->dkim, why, whylen) < 0)
         goto fail;
     combos_warn(cf->conf, cf->routes, &w);
     return 0;

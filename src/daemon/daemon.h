@@ -20,6 +20,9 @@
  *	void	daemon_smtpd_params(const struct conf *conf,
  *			const char *queue_directory, struct smtpd_params *p)
  *	char	*daemon_dns_servers(const struct conf *conf)
+ *	int	daemon_dkim_signs(const struct conf *conf)
+ *	int	daemon_dkim_load(const struct conf *conf,
+ *			struct dkim_keys **keys, char *why, size_t whylen)
  *
  *	int	daemon_pid_lock(const char *queue_directory, char *why,
  *			size_t whylen)
@@ -87,6 +90,9 @@ void daemon_config_free(struct daemon_config *cf);
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
                          struct smtpd_params *p);
 char *daemon_dns_servers(const struct conf *conf);
+int daemon_dkim_signs(const struct conf *conf);
+int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
+                     char *why, size_t whylen);
 
 int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);

@@ -10,7 +10,8 @@
 # is changed or a From: is added (From is oversigned); a message larger
 # than smtpd_staging_threshold, hashed from its staging file, verifies;
 # "sluice sendmail" through the daemon, and through the maildrop
-# while the daemon is down, is signed; mail from a client
+# while the daemon is down (imported by the daemon or by "sluice
+# import"), is signed; mail from a client
 # outside dkim_internal_hosts, or whose From: has no entry, is not; a
 # broken KeyTable refuses the configuration with its file and line, and
 # a reload with one keeps the running tables; after a reload to
@@ -205,31 +206,50 @@ expect "simple/simple: refolded, it fails" \
     "fail a=ed25519-sha256 c=simple/simple d=ed.example.test s=ed" \
     "$(verify refold)"
 
-# The maildrop: with the daemon down, an ordinary user's sendmail
-# leaves the message there; the daemon imports it at start and signs it.
+# With the daemon down: the spool owner's sendmail, which would store
+# straight into the spool, leaves signed mail in the maildrop too, and
+# "sluice import" signs what it imports; an ordinary user's message
+# waits in the maildrop and the daemon signs it when it imports it.
 kill "$daemon"
 wait "$daemon" 2>/dev/null
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-    sent=$((sent + 1))
-    printf 'From: <drop@ed.example.test>\nSubject: maildrop\n\nbody\n' |
-        setpriv --reuid=65534 --regid=65534 --clear-groups \
-            "$build/sluice" -c "$conf" sendmail -f drop@ed.example.test \
+drop() {
+    _subject=$1
+    shift
+    printf 'From: <drop@ed.example.test>\nSubject: %s\n\nbody\n' "$_subject" |
+        "$@" "$build/sluice" -c "$conf" sendmail -f drop@ed.example.test \
             rcpt@far.test
-    expect "daemon down: the maildrop holds the message" 1 \
+}
+by_subject() { grep -l "^Subject: $1" "$out"/*.eml 2>/dev/null | head -1 | grep .; }
+drop drop-owner env
+expect "daemon down, the owner's sendmail: the message is in the maildrop" \
+    1 "$(find "$q/maildrop" -type f | wc -l)"
+expect "sluice import moves it into the spool" \
+    "imported 1, malformed 0 (moved to maildrop-bad), failed 0, stale temporary files 0" \
+    "$("$build/sluice" -c "$conf" import 2>&1)"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    drop drop-user setpriv --reuid=65534 --regid=65534 --clear-groups
+    expect "daemon down, an ordinary user's sendmail: in the maildrop" 1 \
         "$(find "$q/maildrop" -type f | wc -l)"
-    "$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
-    daemon=$!
-    pids="$pids $daemon"
-    file=$out/$(printf %04d $sent).eml
-    wait_for 30 test -f "$file"
-    expect "imported from the maildrop: signed, and dkimpy verifies it" \
+else
+    ok "an ordinary user's sendmail # SKIP needs root and setpriv"
+fi
+"$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
+daemon=$!
+pids="$pids $daemon"
+wait_for 30 by_subject drop-owner >/dev/null
+file=$(by_subject drop-owner)
+expect "signed by sluice import: dkimpy verifies it" \
+    "pass a=ed25519-sha256 c=simple/simple d=ed.example.test s=ed" \
+    "$(verify)"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    wait_for 30 by_subject drop-user >/dev/null
+    file=$(by_subject drop-user)
+    expect "signed by the daemon's maildrop import: dkimpy verifies it" \
         "pass a=ed25519-sha256 c=simple/simple d=ed.example.test s=ed" \
         "$(verify)"
-    kill "$daemon"
-    wait "$daemon" 2>/dev/null
-else
-    ok "the maildrop path # SKIP needs root and setpriv"
 fi
+kill "$daemon"
+wait "$daemon" 2>/dev/null
 
 expect "no sanitizer report from sluiced (with make asan's build)" 0 \
     "$(grep -c 'Sanitizer' "$tmp/log")"
