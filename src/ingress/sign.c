@@ -39,8 +39,9 @@
  *	receive_head()) gives the header section, the rest of the file is
  *	read back a piece at a time into the body hash (staging_read()),
  *	and the field is written at the top of the file
- *	(staging_insert()). A header section longer than the head is not
- *	signed. It returns 0 (signed or not), or -1 with the reason when
+ *	(staging_insert()): the file is read once more and moved once, on
+ *	the loop thread, as always_add_missing_headers already moves it.
+ *	A header section longer than the head is not signed. It returns 0 (signed or not), or -1 with the reason when
  *	signing failed or the file could not be read or written.
  *
  *	Log lines: "ID: DKIM-Signature field added (s=SELECTOR,
