@@ -65,7 +65,9 @@
  *	character.
  *
  *	dkim_keys_load() reads the SigningTable and the KeyTable in
- *	OpenDKIM's syntax (table.c says exactly what is supported) and
+ *	OpenDKIM's syntax (table.c says exactly what is supported), named
+ *	by the values of dkim_signing_table ("refile:" allowed) and
+ *	dkim_key_table, and
  *	every key file the KeyTable names (keys.c: PEM, RSA of at least
  *	1024 bits or Ed25519), with canon ("relaxed/relaxed",
  *	"relaxed/simple", "simple/relaxed" or "simple/simple") for every
@@ -76,15 +78,18 @@
  *	dkim_header_split() finds the header fields of a message's head
  *	(its first bytes, or the whole message when whole is set; the
  *	header section must end within them) and returns their count, or
- *	-1 when the header section does not end there. dkim_header_from() writes the address of the one From:
- *	field, lowercased domain, and returns 0, or -1 when there is no
- *	From:, more than one, or no address in it.
+ *	-1 when the header section does not end there.
+ *	dkim_header_from() writes the address of the one From: field,
+ *	lowercased, and returns 0, or -1 when there is no From:, more than
+ *	one, or no address in it.
  *
  *	dkim_sign_begin() looks at the head of a message (at least its
- *	whole header section; whole: all of the message) and returns a signing context, or NULL with
- *	the reason (no From:, no signing table entry for its address, the
- *	header section too long). The caller then gives the body, the
- *	bytes after the empty line, to dkim_sign_body() in pieces, and
+ *	whole header section; whole: all of the message) and returns a
+ *	signing context, or NULL with the reason (no From:, no signing
+ *	table entry for its address, the header section too long); the
+ *	body bytes the head holds are hashed already. The caller then
+ *	gives the rest of the message, after those len bytes, to
+ *	dkim_sign_body() in pieces, and
  *	dkim_sign_end() appends the DKIM-Signature field, folded in lines
  *	of at most 78 characters and ending in CRLF, to field.
  *	dkim_sign_message() does all of it for a message in memory: it
@@ -104,9 +109,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-
-/* Bytes of a message's head that signing looks at for the header section. */
-#define DKIM_HEAD_MAX (1024 * 1024)
 
 /* The smallest RSA key accepted (RFC 8301 3.2). */
 #define DKIM_RSA_BITS_MIN 1024

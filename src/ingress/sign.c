@@ -77,17 +77,15 @@ int ingress_sign(const struct dkim_keys *k, struct spool_msg *m, time_t now,
                  char *note, size_t notelen)
 {
     struct util_buf field = UTIL_BUF_INIT;
-    size_t len = (size_t)m->size, size = len;
+    size_t len = m->body ? (size_t)m->size : 0, size = len;
     struct dkim_sign *s;
 
-    if (m->body == NULL) {
-        snprintf(note, notelen, "no message content in memory to sign");
-        return -1;
-    }
-    if ((s = dkim_sign_begin(k, m->body, len, 1, note, notelen)) == NULL)
-        return 0;
+    if ((s = dkim_sign_begin(k, m->body ? m->body : "", len, 1, note,
+                             notelen)) == NULL)
+        return 0; /* an empty message too: it has no From: */
     if (dkim_sign_end(s, now, &field, note, notelen) < 0) {
         dkim_sign_free(s);
+        util_buf_free(&field);
         return -1;
     }
     prepend(&m->body, &len, &size, &field);
