@@ -49,6 +49,21 @@ static void write_file(const char *name, const void *p, size_t n)
     fclose(f);
 }
 
+/* The key and tables go when the fuzzer exits. */
+static void cleanup(void)
+{
+    static const char *const names[] = {"ed.pem", "KeyTable", "SigningTable",
+                                        "FuzzTable"};
+    char path[256];
+
+    dkim_keys_free(keys);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 static void init(void)
 {
     char path[256], text[512], st[300], kt[300], why[512];
@@ -57,6 +72,7 @@ static void init(void)
 
     if (mkdtemp(dir) == NULL || k == NULL)
         abort();
+    atexit(cleanup);
     snprintf(path, sizeof(path), "%s/ed.pem", dir);
     if ((f = fopen(path, "w")) == NULL ||
         PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) != 1)
