@@ -27,7 +27,9 @@
  *
  *	The fields signed (h=) are RFC 6376 5.4.1's list, those the
  *	message has, in the order it has them, each as often as it occurs,
- *	and "From" once more at the end: a verifier takes the instances of
+ *	and "From" once more at the end (names longer than NAME_SIGNED_MAX,
+ *	or with characters other than letters, digits and "-", are left
+ *	out): a verifier takes the instances of
  *	a name from the bottom up (5.4.2), and the extra one stands for a
  *	From: field that is not there, so one added on the way breaks the
  *	signature (oversigning, 8.15).
@@ -59,9 +61,10 @@
 #include <string.h>
 #include <strings.h>
 
-#define LINE_MAX_COLS 78 /* RFC 5322 2.1.1's SHOULD */
-#define B64_COLS      70 /* of b= per continuation line: 78 with its tab */
-#define ADDR_MAX      512
+#define LINE_MAX_COLS   78 /* RFC 5322 2.1.1's SHOULD */
+#define B64_COLS        70 /* of b= per continuation line: 78 with its tab */
+#define ADDR_MAX        512
+#define NAME_SIGNED_MAX 128 /* longest field name signed */
 
 struct dkim_sign {
     const struct dkim_key *key;
@@ -97,9 +100,13 @@ static int name_signed(const struct dkim_field *f)
 }
 
 /* A name of h=: letters, digits and "-" alone (RFC 5322's ftext is more,
- * but a name with ":" or ";" would not survive in h=). */
+ * but a name with ":" or ";" would not survive in h=), and not longer
+ * than any real one: a "List-xxx..." of a thousand characters is not
+ * signed rather than folded. */
 static int name_plain(const struct dkim_field *f)
 {
+    if (f->name_len > NAME_SIGNED_MAX)
+        return 0;
     for (size_t i = 0; i < f->name_len; i++)
         if (!(f->p[i] == '-' || (f->p[i] >= '0' && f->p[i] <= '9') ||
               ((f->p[i] | 0x20) >= 'a' && (f->p[i] | 0x20) <= 'z')))

@@ -698,6 +698,11 @@ static void test_sign_long_names(void **state)
     util_buf_puts(&msg, "From: a@example.com\r\n");
     for (int i = 0; i < 30; i++)
         util_buf_printf(&msg, "Resent-Message-Id-Extra-%d: x\r\n", i);
+    /* a name longer than any real one, and one with a dot: not signed */
+    util_buf_puts(&msg, "List-");
+    for (int i = 0; i < 200; i++)
+        util_buf_puts(&msg, "x");
+    util_buf_puts(&msg, ": y\r\nList-a.b: z\r\n");
     util_buf_puts(&msg, "\r\nbody\r\n");
     assert_int_equal(
         dkim_sign_message(k, msg.data, msg.len, 1, &field, why, sizeof(why)),
@@ -707,6 +712,7 @@ static void test_sign_long_names(void **state)
     v = tag(field.data, "h");
     assert_int_equal(strncmp(v, "From:Resent-Message-Id-Extra-0:", 31), 0);
     assert_int_equal(strcmp(v + strlen(v) - 5, ":From"), 0);
+    assert_null(strstr(v, "List-"));
     free(v);
     util_buf_free(&msg);
     util_buf_free(&field);
