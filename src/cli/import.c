@@ -43,8 +43,8 @@ static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
     (void)owner;
     /* signed as the daemon's import signs (decision 81); a failure
      * leaves the file for the next import */
-    if (ic->dkim != NULL &&
-        ingress_sign(ic->dkim, m, time(NULL), note, sizeof(note)) < 0) {
+    if (ic->dkim != NULL && ingress_sign(ic->dkim, m, time(NULL), NULL, NULL,
+                                         note, sizeof(note)) < 0) {
         snprintf(why, whylen, "DKIM signing failed: %s", note);
         return -1;
     }

@@ -426,7 +426,11 @@ int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
                            conf_str(conf, NULL, CONF_dkim_key_table),
                            conf_str(conf, NULL, CONF_dkim_canonicalization),
                            why, whylen);
-    return *keys == NULL ? -1 : 0;
+    if (*keys == NULL)
+        return -1;
+    dkim_keys_multiple_set(
+        *keys, conf_bool(conf, NULL, CONF_dkim_multiple_signatures));
+    return 0;
 }
 
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,

@@ -133,24 +133,27 @@ static void qmgr_log(void *ctx, int level, const char *line)
  * 81); a signing failure refuses it for now, as OpenDKIM tempfails. The
  * log lines are ingress/sign.c's.
  */
+static void sign_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    say(LOG_INFO, "%s", line);
+}
+
 static int local_sign(struct daemon *d, struct spool_msg *m, char *why,
                       size_t whylen)
 {
-    char note[512];
-    int rc;
+    char problem[512];
 
     if (d->dkim == NULL)
         return 0;
     if (m->id[0] == 0) /* the id the spool keeps, for the log line */
         spool_id_new(m->id, spool_now());
-    rc = ingress_sign(d->dkim, m, time(NULL), note, sizeof(note));
-    if (rc == 1)
-        say(LOG_INFO, "%s: DKIM-Signature field added (%s)", m->id, note);
-    else if (rc == 0)
-        say(LOG_INFO, "%s: no DKIM signature: %s", m->id, note);
-    else
-        snprintf(why, whylen, "DKIM signing failed: %s", note);
-    return rc < 0 ? -1 : 0;
+    if (ingress_sign(d->dkim, m, time(NULL), sign_log, NULL, problem,
+                     sizeof(problem)) < 0) {
+        snprintf(why, whylen, "DKIM signing failed: %s", problem);
+        return -1;
+    }
+    return 0;
 }
 
 static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,

@@ -23,6 +23,10 @@
  *			char *why, size_t whylen)
  *	const struct dkim_key *dkim_keys_find(const struct dkim_keys *k,
  *			const char *address)
+ *	size_t	dkim_keys_find_all(const struct dkim_keys *k,
+ *			const char *address, const struct dkim_key **keys,
+ *			size_t max)
+ *	void	dkim_keys_multiple_set(struct dkim_keys *k, int on)
  *	void	dkim_keys_free(struct dkim_keys *k)
  *
  *	A message's header section (header.c):
@@ -41,8 +45,9 @@
  *	void	dkim_sign_body(struct dkim_sign *s, const char *p, size_t n)
  *	int	dkim_sign_end(struct dkim_sign *s, time_t now,
  *			struct util_buf *field, char *why, size_t whylen)
- *	const char *dkim_sign_domain(const struct dkim_sign *s)
- *	const char *dkim_sign_selector(const struct dkim_sign *s)
+ *	size_t	dkim_sign_count(const struct dkim_sign *s)
+ *	const char *dkim_sign_domain(const struct dkim_sign *s, size_t i)
+ *	const char *dkim_sign_selector(const struct dkim_sign *s, size_t i)
  *	void	dkim_sign_free(struct dkim_sign *s)
  *	int	dkim_sign_message(const struct dkim_keys *k, const char *msg,
  *			size_t len, time_t now, struct util_buf *field,
@@ -73,7 +78,9 @@
  *	"relaxed/simple", "simple/relaxed" or "simple/simple") for every
  *	signature. It returns NULL with a reason that names the file and
  *	the line. dkim_keys_find() gives the key that signs mail from
- *	address (the From: header's), or NULL.
+ *	address (the From: header's), or NULL; dkim_keys_find_all() gives
+ *	all of them (at most max), after dkim_keys_multiple_set() turned
+ *	OpenDKIM's MultipleSignatures on, else the first alone.
  *
  *	dkim_header_split() finds the header fields of a message's head
  *	(its first bytes, or the whole message when whole is set; the
@@ -109,6 +116,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Signatures one message gets at most (dkim_multiple_signatures). */
+#define DKIM_SIGNATURES_MAX 4
 
 /* The smallest RSA key accepted (RFC 8301 3.2). */
 #define DKIM_RSA_BITS_MIN 1024
@@ -166,6 +176,9 @@ struct dkim_keys *dkim_keys_load(const char *signing_table,
                                  char *why, size_t whylen);
 const struct dkim_key *dkim_keys_find(const struct dkim_keys *k,
                                       const char *address);
+size_t dkim_keys_find_all(const struct dkim_keys *k, const char *address,
+                          const struct dkim_key **keys, size_t max);
+void dkim_keys_multiple_set(struct dkim_keys *k, int on);
 void dkim_keys_free(struct dkim_keys *k);
 
 struct dkim_sign *dkim_sign_begin(const struct dkim_keys *k, const char *head,
@@ -174,8 +187,9 @@ struct dkim_sign *dkim_sign_begin(const struct dkim_keys *k, const char *head,
 void dkim_sign_body(struct dkim_sign *s, const char *p, size_t n);
 int dkim_sign_end(struct dkim_sign *s, time_t now, struct util_buf *field,
                   char *why, size_t whylen);
-const char *dkim_sign_domain(const struct dkim_sign *s);
-const char *dkim_sign_selector(const struct dkim_sign *s);
+size_t dkim_sign_count(const struct dkim_sign *s);
+const char *dkim_sign_domain(const struct dkim_sign *s, size_t i);
+const char *dkim_sign_selector(const struct dkim_sign *s, size_t i);
 void dkim_sign_free(struct dkim_sign *s);
 int dkim_sign_message(const struct dkim_keys *k, const char *msg, size_t len,
                       time_t now, struct util_buf *field, char *note,

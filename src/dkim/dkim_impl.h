@@ -40,6 +40,7 @@ struct dkim_keys {
     struct dkim_rule *rules;
     size_t nrules;
     int wildcards;      /* the SigningTable was "refile:" */
+    int multiple;       /* every match signs, not the first alone */
     int relaxed_header; /* canonicalization */
     int relaxed_body;
 };

@@ -10,15 +10,17 @@
  *	void	dkim_sign_body(struct dkim_sign *s, const char *p, size_t n)
  *	int	dkim_sign_end(struct dkim_sign *s, time_t now,
  *			struct util_buf *field, char *why, size_t whylen)
- *	const char *dkim_sign_domain(const struct dkim_sign *s)
- *	const char *dkim_sign_selector(const struct dkim_sign *s)
+ *	size_t	dkim_sign_count(const struct dkim_sign *s)
+ *	const char *dkim_sign_domain(const struct dkim_sign *s, size_t i)
+ *	const char *dkim_sign_selector(const struct dkim_sign *s, size_t i)
  *	void	dkim_sign_free(struct dkim_sign *s)
  *	int	dkim_sign_message(const struct dkim_keys *k, const char *msg,
  *			size_t len, time_t now, struct util_buf *field,
  *			char *note, size_t notelen)
  * DESCRIPTION
  *	dkim_sign_begin() finds the header section in head, the From:
- *	address and its key (dkim_keys_find()), chooses the fields to sign
+ *	address and its keys (dkim_keys_find_all(): one, or with
+ *	dkim_multiple_signatures up to DKIM_SIGNATURES_MAX), chooses the fields to sign
  *	and canonicalizes them, and starts the body hash with the body
  *	bytes that head holds after the empty line; the caller gives the
  *	rest of the message, whatever follows those len bytes, to
@@ -49,8 +51,14 @@
  *	after the first starting with a tab, ending in CRLF; it goes at
  *	the top of the message. The header data signed is the chosen
  *	fields, canonicalized, then this field with b= empty and without
- *	its final CRLF (3.7). It returns 0, or -1 with the reason
- *	(OpenSSL refused to sign). dkim_sign_free() frees s, ended or not.
+ *	its final CRLF (3.7). With several keys, one field per key, in the
+ *	order the SigningTable gave them, each signed on its own (none
+ *	covers another): RSA beside Ed25519 is what RFC 8463 expects while
+ *	verifiers learn Ed25519. It returns 0, or -1 with the reason
+ *	(OpenSSL refused to sign; then no field is appended).
+ *	dkim_sign_count() is the number of fields, dkim_sign_domain() and
+ *	dkim_sign_selector() the d= and s= of field i, for the log.
+ *	dkim_sign_free() frees s, ended or not.
  */
 
 #include "dkim/dkim_impl.h"
@@ -67,7 +75,8 @@
 #define NAME_SIGNED_MAX 128 /* longest field name signed */
 
 struct dkim_sign {
-    const struct dkim_key *key;
+    const struct dkim_key *keys[DKIM_SIGNATURES_MAX];
+    size_t nkeys;
     int relaxed_header;
     int relaxed_body;
     struct util_buf data;  /* the canonical signed fields */
@@ -165,7 +174,8 @@ struct dkim_sign *dkim_sign_begin(const struct dkim_keys *k, const char *head,
     struct dkim_header h;
     struct dkim_sign *s;
     char addr[ADDR_MAX];
-    const struct dkim_key *key;
+    const struct dkim_key *keys[DKIM_SIGNATURES_MAX];
+    size_t nkeys;
 
     if (dkim_header_split(head, len, whole, &h) < 0) {
         snprintf(why, whylen, "header section longer than %zu bytes", len);
@@ -176,13 +186,14 @@ struct dkim_sign *dkim_sign_begin(const struct dkim_keys *k, const char *head,
         dkim_header_free(&h);
         return NULL;
     }
-    if ((key = dkim_keys_find(k, addr)) == NULL) {
+    if ((nkeys = dkim_keys_find_all(k, addr, keys, DKIM_SIGNATURES_MAX)) == 0) {
         snprintf(why, whylen, "no signing table match for '%s'", addr);
         dkim_header_free(&h);
         return NULL;
     }
     s = xcalloc(1, sizeof(*s));
-    s->key = key;
+    memcpy(s->keys, keys, nkeys * sizeof(keys[0]));
+    s->nkeys = nkeys;
     s->relaxed_header = k->relaxed_header;
     s->relaxed_body = k->relaxed_body;
     choose_fields(s, &h);
@@ -249,8 +260,9 @@ static void fold_names(struct folder *f, const char *names)
 }
 
 /* Everything up to "b=", the value the signature goes after. */
-static void field_head(struct dkim_sign *s, struct util_buf *b, time_t now,
-                       const unsigned char *bh, unsigned bhlen)
+static void field_head(const struct dkim_sign *s, const struct dkim_key *key,
+                       struct util_buf *b, time_t now, const unsigned char *bh,
+                       unsigned bhlen)
 {
     struct folder f = {b, 0};
     struct util_buf v = UTIL_BUF_INIT;
@@ -259,13 +271,13 @@ static void field_head(struct dkim_sign *s, struct util_buf *b, time_t now,
     util_buf_puts(b, "DKIM-Signature: v=1;");
     f.col = b->len;
     fold_tag(&f, "a=%s;",
-             s->key->alg == DKIM_RSA_SHA256 ? "rsa-sha256" : "ed25519-sha256");
+             key->alg == DKIM_RSA_SHA256 ? "rsa-sha256" : "ed25519-sha256");
     fold_tag(&f, "c=%s;",
              s->relaxed_header
                  ? (s->relaxed_body ? "relaxed/relaxed" : "relaxed/simple")
                  : (s->relaxed_body ? "simple/relaxed" : "simple/simple"));
-    fold_tag(&f, "d=%s;", s->key->domain);
-    fold_tag(&f, "s=%s;", s->key->selector);
+    fold_tag(&f, "d=%s;", key->domain);
+    fold_tag(&f, "s=%s;", key->selector);
     snprintf(t, sizeof(t), "%lld", (long long)now);
     fold_tag(&f, "t=%s;", t);
     fold_names(&f, s->names.data);
@@ -336,45 +348,70 @@ static void add_b(struct util_buf *field, size_t col, const unsigned char *sig,
     util_buf_free(&v);
 }
 
+/* One key's field, appended to field; -1 with the reason. */
+static int sign_one(const struct dkim_sign *s, const struct dkim_key *key,
+                    time_t now, const unsigned char *bh, unsigned bhlen,
+                    struct util_buf *field, char *why, size_t whylen)
+{
+    struct util_buf head = UTIL_BUF_INIT, data = UTIL_BUF_INIT;
+    unsigned char *sig;
+    size_t siglen, col, line;
+    int rc = -1;
+
+    field_head(s, key, &head, now, bh, bhlen);
+    /* the field as signed: canonical, b= empty, no CRLF at its end */
+    util_buf_add(&data, s->data.data, s->data.len);
+    util_buf_add(&head, "\r\n", 2);
+    dkim_canon_header(&data, head.data, head.len, s->relaxed_header);
+    data.len -= 2;
+    head.len -= 2;
+    if (sign_data(key, &data, &sig, &siglen, why, whylen) == 0) {
+        for (line = head.len; line > 0 && head.data[line - 1] != '\n'; line--)
+            continue;
+        col = head.len - line + (line > 0 ? 7 : 0); /* a tab counts 8 */
+        util_buf_add(field, head.data, head.len);
+        add_b(field, col, sig, siglen);
+        free(sig);
+        rc = 0;
+    }
+    util_buf_free(&head);
+    util_buf_free(&data);
+    return rc;
+}
+
 int dkim_sign_end(struct dkim_sign *s, time_t now, struct util_buf *field,
                   char *why, size_t whylen)
 {
-    unsigned char bh[EVP_MAX_MD_SIZE], *sig;
-    struct util_buf head = UTIL_BUF_INIT;
+    unsigned char bh[EVP_MAX_MD_SIZE];
     unsigned bhlen = 0;
-    size_t siglen, col, line;
+    size_t before = field->len;
 
     dkim_body_finish(&s->body);
     if (EVP_DigestFinal_ex(s->bh, bh, &bhlen) != 1)
         util_panic("dkim: SHA-256 final failed");
-    field_head(s, &head, now, bh, bhlen);
-    /* the field as signed: canonical, b= empty, no CRLF at its end */
-    util_buf_add(&head, "\r\n", 2);
-    dkim_canon_header(&s->data, head.data, head.len, s->relaxed_header);
-    s->data.len -= 2;
-    head.len -= 2;
-    if (sign_data(s->key, &s->data, &sig, &siglen, why, whylen) < 0) {
-        util_buf_free(&head);
-        return -1;
-    }
-    for (line = head.len; line > 0 && head.data[line - 1] != '\n'; line--)
-        continue;
-    col = head.len - line + (line > 0 ? 7 : 0); /* a tab counts 8 */
-    util_buf_add(field, head.data, head.len);
-    add_b(field, col, sig, siglen);
-    free(sig);
-    util_buf_free(&head);
+    for (size_t i = 0; i < s->nkeys; i++)
+        if (sign_one(s, s->keys[i], now, bh, bhlen, field, why, whylen) < 0) {
+            field->len = before; /* all or none */
+            if (field->data != NULL)
+                field->data[before] = 0;
+            return -1;
+        }
     return 0;
 }
 
-const char *dkim_sign_domain(const struct dkim_sign *s)
+size_t dkim_sign_count(const struct dkim_sign *s)
 {
-    return s->key->domain;
+    return s->nkeys;
 }
 
-const char *dkim_sign_selector(const struct dkim_sign *s)
+const char *dkim_sign_domain(const struct dkim_sign *s, size_t i)
 {
-    return s->key->selector;
+    return s->keys[i]->domain;
+}
+
+const char *dkim_sign_selector(const struct dkim_sign *s, size_t i)
+{
+    return s->keys[i]->selector;
 }
 
 void dkim_sign_free(struct dkim_sign *s)

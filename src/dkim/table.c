@@ -9,6 +9,10 @@
  *			char *why, size_t whylen)
  *	const struct dkim_key *dkim_keys_find(const struct dkim_keys *k,
  *			const char *address)
+ *	size_t	dkim_keys_find_all(const struct dkim_keys *k,
+ *			const char *address, const struct dkim_key **keys,
+ *			size_t max)
+ *	void	dkim_keys_multiple_set(struct dkim_keys *k, int on)
  *	void	dkim_keys_free(struct dkim_keys *k)
  *
  *	#include "dkim/dkim_impl.h"
@@ -39,21 +43,27 @@
  *	any run of characters ("*@example.com", "*@*.example.com",
  *	"user@*"), compared with the whole address, the lines tried in
  *	order and the first match taken, as OpenDKIM's refile: does. Both
- *	forms compare without case. KEYNAME must be in the KeyTable.
+ *	forms compare without case. KEYNAME must be in the KeyTable. With
+ *	dkim_multiple_signatures (OpenDKIM's MultipleSignatures) every
+ *	match signs, in that order, each key once, at most
+ *	DKIM_SIGNATURES_MAX: a domain with an RSA and an Ed25519 key has
+ *	two lines for it.
  *
  *	Both files are read with util/table.c's reader: "#" comments,
  *	blank lines ignored, a line that starts with white space
  *	continues the one before it. A line with a field missing or too
  *	many, a bad domain or selector, a duplicate key name, a key that
  *	cannot be loaded or a key name unknown is refused with the file
- *	and line ("/etc/dkim/KeyTable, line 3: ..."). Only one
- *	signature is made per message: the first match.
+ *	and line ("/etc/dkim/KeyTable, line 3: ...").
  *
  *	canon is dkim_canonicalization: "relaxed/relaxed" (the default),
  *	"relaxed/simple", "simple/relaxed" or "simple/simple" (header/body).
  *
  *	dkim_keys_load() returns the tables, or NULL with the reason.
- *	dkim_keys_find() returns the key for address (lowercase), or NULL.
+ *	dkim_keys_find() returns the key for address (lowercase), or NULL;
+ *	dkim_keys_find_all() writes the keys for it (the first alone unless
+ *	dkim_keys_multiple_set() turned multiple signatures on), at most
+ *	max, and returns their number.
  *	dkim_pattern_match() says whether s matches pattern ("*" any run).
  */
 
@@ -305,21 +315,48 @@ struct dkim_keys *dkim_keys_load(const char *signing_table,
     return k;
 }
 
+void dkim_keys_multiple_set(struct dkim_keys *k, int on)
+{
+    k->multiple = on;
+}
+
+/* Add key to keys[*n] unless it is there or there is no room. */
+static void key_add(const struct dkim_key **keys, size_t *n, size_t max,
+                    const struct dkim_key *key)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (keys[i] == key)
+            return;
+    if (*n < max)
+        keys[(*n)++] = key;
+}
+
+size_t dkim_keys_find_all(const struct dkim_keys *k, const char *address,
+                          const struct dkim_key **keys, size_t max)
+{
+    const char *domain = strrchr(address, '@');
+    size_t n = 0;
+
+    if (!k->multiple && max > 1)
+        max = 1;
+    for (size_t i = 0; k->wildcards && i < k->nrules; i++)
+        if (dkim_pattern_match(k->rules[i].pattern, address))
+            key_add(keys, &n, max, k->rules[i].key);
+    for (size_t i = 0; !k->wildcards && i < k->nrules; i++)
+        if (strcmp(k->rules[i].pattern, address) == 0)
+            key_add(keys, &n, max, k->rules[i].key);
+    for (size_t i = 0; !k->wildcards && domain && i < k->nrules; i++)
+        if (strcmp(k->rules[i].pattern, domain + 1) == 0)
+            key_add(keys, &n, max, k->rules[i].key);
+    return n;
+}
+
 const struct dkim_key *dkim_keys_find(const struct dkim_keys *k,
                                       const char *address)
 {
-    const char *domain = strrchr(address, '@');
+    const struct dkim_key *key;
 
-    for (size_t i = 0; k->wildcards && i < k->nrules; i++)
-        if (dkim_pattern_match(k->rules[i].pattern, address))
-            return k->rules[i].key;
-    for (size_t i = 0; !k->wildcards && i < k->nrules; i++)
-        if (strcmp(k->rules[i].pattern, address) == 0)
-            return k->rules[i].key;
-    for (size_t i = 0; !k->wildcards && domain && i < k->nrules; i++)
-        if (strcmp(k->rules[i].pattern, domain + 1) == 0)
-            return k->rules[i].key;
-    return NULL;
+    return dkim_keys_find_all(k, address, &key, 1) ? key : NULL;
 }
 
 void dkim_keys_free(struct dkim_keys *k)

@@ -90,7 +90,8 @@
  *	DKIM signing of mail from local programs (sign.c):
  *
  *	int	ingress_sign(const struct dkim_keys *k, struct spool_msg *m,
- *			time_t now, char *note, size_t notelen)
+ *			time_t now, ingress_log_fn *log, void *ctx,
+ *			char *why, size_t whylen)
  *
  *	Lists of networks, for who may relay and who is exempt from
  *	limits (nets.c):
@@ -320,8 +321,9 @@ struct sockaddr;
 struct ingress_nets;
 struct dkim_keys;
 
+typedef void ingress_log_fn(void *ctx, const char *line);
 int ingress_sign(const struct dkim_keys *k, struct spool_msg *m, time_t now,
-                 char *note, size_t notelen);
+                 ingress_log_fn *log, void *ctx, char *why, size_t whylen);
 
 /* The SMTP server. */
 #define SMTPD_SESSION_MAX     500    /* sessions at once; then accept waits */

@@ -5,7 +5,8 @@
  *	#include "ingress/ingress.h"
  *
  *	int	ingress_sign(const struct dkim_keys *k, struct spool_msg *m,
- *			time_t now, char *note, size_t notelen)
+ *			time_t now, ingress_log_fn *log, void *ctx,
+ *			char *why, size_t whylen)
  *
  *	#include "ingress/smtpd_impl.h"
  *
@@ -25,10 +26,11 @@
  *	at the very top of the message.
  *
  *	ingress_sign() signs message m, whose body is in memory (m->body,
- *	m->size: the stored form). It returns 1 when it was signed, with
- *	"s=SELECTOR, d=DOMAIN" in note; 0 when it is not to be signed,
- *	with the reason in note (no From: address, no signing table
- *	match); -1 when signing failed, with the reason (the caller then
+ *	m->size: the stored form), and logs what it did through log (with
+ *	ctx; NULL: nothing logged), in the lines below, with m->id. It
+ *	returns 1 when it was signed, 0 when it is not to be signed (no
+ *	From: address, no signing table match), -1 when signing failed,
+ *	with the reason in why (the caller then
  *	refuses the message for now: mail the operator wants signed is not
  *	sent unsigned, as OpenDKIM's On-InternalError default tempfails).
  *
@@ -45,7 +47,7 @@
  *	signing failed or the file could not be read or written.
  *
  *	Log lines: "ID: DKIM-Signature field added (s=SELECTOR,
- *	d=DOMAIN)", as OpenDKIM writes it; "ID: no DKIM signature:
+ *	d=DOMAIN)", as OpenDKIM writes it, one per signature; "ID: no DKIM signature:
  *	REASON" for mail that would be signed but has no key (REASON "no
  *	signing table match for 'ADDRESS'", "no single From: address to
  *	choose a key by", or "header section longer than N bytes").
@@ -73,31 +75,64 @@ static void prepend(char **data, size_t *len, size_t *size,
     (*data)[*len] = 0;
 }
 
+/* The log lines of a message signed, one per signature, or not. */
+static void log_signed(ingress_log_fn *log, void *ctx, const char *id,
+                       const struct dkim_sign *s)
+{
+    char line[600];
+
+    for (size_t i = 0; log != NULL && i < dkim_sign_count(s); i++) {
+        snprintf(line, sizeof(line),
+                 "%s: DKIM-Signature field added (s=%s, d=%s)", id,
+                 dkim_sign_selector(s, i), dkim_sign_domain(s, i));
+        log(ctx, line);
+    }
+}
+
+static void log_unsigned(ingress_log_fn *log, void *ctx, const char *id,
+                         const char *why)
+{
+    char line[700];
+
+    if (log == NULL)
+        return;
+    snprintf(line, sizeof(line), "%s: no DKIM signature: %s", id, why);
+    log(ctx, line);
+}
+
 int ingress_sign(const struct dkim_keys *k, struct spool_msg *m, time_t now,
-                 char *note, size_t notelen)
+                 ingress_log_fn *log, void *ctx, char *why, size_t whylen)
 {
     struct util_buf field = UTIL_BUF_INIT;
     size_t len = m->body ? (size_t)m->size : 0, size = len;
     struct dkim_sign *s;
+    char note[512];
 
     if ((s = dkim_sign_begin(k, m->body ? m->body : "", len, 1, note,
-                             notelen)) == NULL)
-        return 0; /* an empty message too: it has no From: */
-    if (dkim_sign_end(s, now, &field, note, notelen) < 0) {
+                             sizeof(note))) == NULL) {
+        log_unsigned(log, ctx, m->id, note); /* an empty message too */
+        return 0;
+    }
+    if (dkim_sign_end(s, now, &field, why, whylen) < 0) {
         dkim_sign_free(s);
         util_buf_free(&field);
         return -1;
     }
     prepend(&m->body, &len, &size, &field);
     m->size = len;
-    snprintf(note, notelen, "s=%s, d=%s", dkim_sign_selector(s),
-             dkim_sign_domain(s));
+    log_signed(log, ctx, m->id, s);
     dkim_sign_free(s);
     util_buf_free(&field);
     return 1;
 }
 
 /* ------------------------------------------------------- SMTP sessions */
+
+/* The SMTP server's log, as an ingress_log_fn. */
+static void server_log(void *ctx, const char *line)
+{
+    smtpd_log(ctx, "%s", line);
+}
 
 static int session_signs(const struct smtpd_session *ss)
 {
@@ -148,14 +183,13 @@ static int staged_sign(struct smtpd_session *ss, time_t now, char *why,
 
     if ((s = staged_begin(ss, &failed, why, whylen)) == NULL) {
         if (!failed)
-            smtpd_log(ss->s, "%s: no DKIM signature: %s", ss->id, why);
+            log_unsigned(server_log, ss->s, ss->id, why);
         return failed ? -1 : 0;
     }
     if (dkim_sign_end(s, now, &field, why, whylen) == 0 &&
         staging_insert(ss->staging, 0, field.data, field.len, why, whylen) ==
             0) {
-        smtpd_log(ss->s, "%s: DKIM-Signature field added (s=%s, d=%s)", ss->id,
-                  dkim_sign_selector(s), dkim_sign_domain(s));
+        log_signed(server_log, ss->s, ss->id, s);
         rc = 0;
     }
     dkim_sign_free(s);
@@ -173,13 +207,12 @@ static int memory_sign(struct smtpd_session *ss, time_t now, char *why,
     s = dkim_sign_begin(ss->s->cf.dkim, ss->msg.data ? ss->msg.data : "",
                         ss->msg.len, 1, why, whylen);
     if (s == NULL) {
-        smtpd_log(ss->s, "%s: no DKIM signature: %s", ss->id, why);
+        log_unsigned(server_log, ss->s, ss->id, why);
         return 0;
     }
     if (dkim_sign_end(s, now, &field, why, whylen) == 0) {
         prepend(&ss->msg.data, &ss->msg.len, &ss->msg.size, &field);
-        smtpd_log(ss->s, "%s: DKIM-Signature field added (s=%s, d=%s)", ss->id,
-                  dkim_sign_selector(s), dkim_sign_domain(s));
+        log_signed(server_log, ss->s, ss->id, s);
         rc = 0;
     }
     dkim_sign_free(s);

@@ -4,6 +4,7 @@
 # public keys published in a test DNS zone served by dnsmasq: mail from
 # an SMTP client in dkim_internal_hosts, signed with rsa-sha256 and with
 # ed25519-sha256 (RFC 8463) by From: domain from OpenDKIM-style tables,
+# or with both (dkim_multiple_signatures),
 # is delivered to aiosmtpd (a strict receiver that stores what it gets)
 # and verifies; it still verifies after the refolding and white space
 # changes a relay may make (relaxed/relaxed), and fails when its body
@@ -51,6 +52,8 @@ dnsmasq --keep-in-foreground --conf-file=/dev/null --pid-file= \
     --no-resolv --no-hosts --local=/test/ \
     --txt-record="sel._domainkey.example.test,v=DKIM1; k=rsa; p=$rsa_1,$rsa_2" \
     --txt-record="ed._domainkey.ed.example.test,v=DKIM1; k=ed25519; p=$ed_p" \
+    --txt-record="sel._domainkey.dual.example.test,v=DKIM1; k=rsa; p=$rsa_1,$rsa_2" \
+    --txt-record="ed._domainkey.dual.example.test,v=DKIM1; k=ed25519; p=$ed_p" \
     2>"$tmp/dnsmasq.log" &
 pids="$pids $!"
 published() {
@@ -71,10 +74,14 @@ cat >"$tmp/KeyTable" <<EOF2
 # OpenDKIM KeyTable
 rsa   example.test:sel:$tmp/rsa.pem
 ed    ed.example.test:ed:$tmp/ed.pem
+drsa  dual.example.test:sel:$tmp/rsa.pem
+ded   dual.example.test:ed:$tmp/ed.pem
 EOF2
 cat >"$tmp/SigningTable" <<EOF2
 *@ed.example.test   ed
 *@example.test      rsa
+*@dual.example.test drsa
+*@dual.example.test ded
 EOF2
 port=$(free_port)
 q=$tmp/q
@@ -89,6 +96,7 @@ relayhost = [127.0.0.1]:$out_port
 smtpd_staging_threshold = 65536
 dkim_signing_table = refile:$tmp/SigningTable
 dkim_key_table = $tmp/KeyTable
+dkim_multiple_signatures = yes
 EOF2
 "$build/sluiced" -f -c "$conf" 2>>"$tmp/log" &
 daemon=$!
@@ -141,6 +149,18 @@ expect "ed25519-sha256: refolded, white space changed: still verifies" \
     "pass a=ed25519-sha256 c=relaxed/relaxed d=ed.example.test s=ed" "$(verify refold)"
 expect "ed25519-sha256: a body changed fails" \
     "fail a=ed25519-sha256 c=relaxed/relaxed d=ed.example.test s=ed" "$(verify body)"
+
+# dkim_multiple_signatures: an RSA and an Ed25519 signature, each
+# verified on its own.
+send 127.0.0.1 dee@dual.example.test dual
+expect "two signatures: the first, rsa-sha256, verifies" \
+    "pass a=rsa-sha256 c=relaxed/relaxed d=dual.example.test s=sel" \
+    "$(verify refold 0)"
+expect "two signatures: the second, ed25519-sha256, verifies" \
+    "pass a=ed25519-sha256 c=relaxed/relaxed d=dual.example.test s=ed" \
+    "$(verify refold 1)"
+expect "two signatures: both are logged" 2 \
+    "$(grep -c "DKIM-Signature field added (s=[a-z]*, d=dual.example.test)" "$tmp/log")"
 
 # 600 KB, past the 64 KB threshold: staged, hashed from the file.
 send 127.0.0.1 big@example.test staged 600000

@@ -289,6 +289,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_mta_sts_enable",
         "smtp_tls_report_enable",
         "dkim_canonicalization",
+        "dkim_multiple_signatures",
     };
     size_t i;
     size_t j;
@@ -311,9 +312,10 @@ static void test_table_has_every_parameter(void **state)
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
-     * strings; DKIM signing's 2 strings, 1 list and 1 choice.
+     * strings; DKIM signing's 2 strings, 1 list, 1 choice and 1
+     * boolean.
      */
-    assert_int_equal(conf_param_count, 117);
+    assert_int_equal(conf_param_count, 118);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -647,8 +647,9 @@ static void test_sign_stream(void **state)
                      1);
     s = dkim_sign_begin(k, message, head, 0, why, sizeof(why));
     assert_non_null(s);
-    assert_string_equal(dkim_sign_domain(s), "example.com");
-    assert_string_equal(dkim_sign_selector(s), "ed");
+    assert_int_equal(dkim_sign_count(s), 1);
+    assert_string_equal(dkim_sign_domain(s, 0), "example.com");
+    assert_string_equal(dkim_sign_selector(s, 0), "ed");
     for (const char *p = body; *p; p++)
         dkim_sign_body(s, p, 1);
     assert_int_equal(dkim_sign_end(s, 1, &parts, why, sizeof(why)), 0);
@@ -682,6 +683,48 @@ static void test_sign_not(void **state)
     assert_null(
         dkim_sign_begin(k, "From: a@example.com\r\n", 21, 0, why, sizeof(why)));
     assert_string_equal(why, "header section longer than 21 bytes");
+    dkim_keys_free(k);
+}
+
+/* dkim_multiple_signatures: every match signs, each field on its own. */
+static void test_sign_multiple(void **state)
+{
+    struct util_buf field = UTIL_BUF_INIT;
+    const struct dkim_key *found[DKIM_SIGNATURES_MAX];
+    char why[512], *second;
+    struct dkim_keys *k = tables("*@example.com rsa\n"
+                                 "joe@* rsa\n" /* the same key: once */
+                                 "*@example.com ed\n",
+                                 key_table, 1, why, sizeof(why));
+
+    (void)state;
+    assert_non_null(k);
+    /* off (the default): the first match alone */
+    assert_int_equal(dkim_keys_find_all(k, "joe@example.com", found, 4), 1);
+    assert_int_equal(dkim_sign_message(k, message, strlen(message), 1, &field,
+                                       why, sizeof(why)),
+                     1);
+    util_buf_add(&field, "", 0);
+    assert_null(strstr(field.data + 1, "DKIM-Signature:"));
+    util_buf_reset(&field);
+    dkim_keys_multiple_set(k, 1);
+    assert_int_equal(dkim_keys_find_all(k, "joe@example.com", found, 4), 2);
+    assert_string_equal(found[0]->name, "rsa");
+    assert_string_equal(found[1]->name, "ed");
+    assert_int_equal(dkim_keys_find_all(k, "joe@example.com", found, 1), 1);
+    assert_int_equal(dkim_sign_message(k, message, strlen(message), 1, &field,
+                                       why, sizeof(why)),
+                     1);
+    util_buf_add(&field, "", 0);
+    second = strstr(field.data + 1, "\r\nDKIM-Signature:");
+    assert_non_null(second);
+    second += 2;
+    assert_null(strstr(second + 1, "DKIM-Signature:")); /* two, not three */
+    verify(second, ed_key, 1);
+    *second = 0; /* the first field alone */
+    check_folding(field.data);
+    verify(field.data, rsa_key, 0);
+    util_buf_free(&field);
     dkim_keys_free(k);
 }
 
@@ -736,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_sign_ed25519),
         cmocka_unit_test(test_sign_stream),
         cmocka_unit_test(test_sign_not),
+        cmocka_unit_test(test_sign_multiple),
         cmocka_unit_test(test_sign_long_names),
     };
 
