@@ -460,6 +460,23 @@ static void test_tables_refused(void **state)
         tables("", "k example.com:s:@DIR@/notakey.pem\n", 0, why, sizeof(why)));
     assert_non_null(strstr(why, "notakey.pem: no PEM private key"));
     assert_non_null(strstr(why, "KeyTable, line 1: "));
+    /* a signing table without a key table, an empty refile:, another
+     * table type */
+    assert_null(dkim_keys_load("/x", "", "relaxed/relaxed", why, sizeof(why)));
+    assert_string_equal(why, "dkim_signing_table is set, dkim_key_table not");
+    {
+        char kt[300], text[300];
+
+        snprintf(text, sizeof(text), "k example.com:s:%s/rsa.pem\n", dir);
+        write_file("KeyTable", text);
+        snprintf(kt, sizeof(kt), "hash:%s/KeyTable", dir); /* taken */
+        assert_null(
+            dkim_keys_load("refile:", kt, "relaxed/relaxed", why, sizeof(why)));
+        assert_string_equal(why, "dkim_signing_table: no file named");
+        assert_null(dkim_keys_load("regexp:/x", kt, "relaxed/relaxed", why,
+                                   sizeof(why)));
+        assert_non_null(strstr(why, "dkim_signing_table"));
+    }
     /* a canonicalization that does not exist */
     assert_null(dkim_keys_load("x", "y", "relaxed", why, sizeof(why)));
     assert_string_equal(why,
