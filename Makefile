@@ -180,6 +180,16 @@ build-fuzz/fuzz_tls_policy: tests/fuzz/fuzz_tls_policy.c src/tls/policy.c \
 	    src/tls/policy.c $(wildcard src/util/*.c) \
 	    $(shell pkg-config --libs openssl)
 
+# DKIM's parsers, canonicalization and signing need OpenSSL and util/.
+FUZZ_DKIM    := $(wildcard src/dkim/*.c src/util/*.c)
+FUZZ_TARGETS += dkim
+
+build-fuzz/fuzz_dkim: tests/fuzz/fuzz_dkim.c $(FUZZ_DKIM) \
+	    src/dkim/dkim.h src/dkim/dkim_impl.h src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
+	    $(FUZZ_DKIM) $(shell pkg-config --libs openssl)
+
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/

@@ -15,6 +15,9 @@
  *	void	daemon_smtpd_params(const struct conf *conf,
  *			const char *queue_directory, struct smtpd_params *p)
  *	char	*daemon_dns_servers(const struct conf *conf)
+ *	int	daemon_dkim_signs(const struct conf *conf)
+ *	int	daemon_dkim_load(const struct conf *conf,
+ *			struct dkim_keys **keys, char *why, size_t whylen)
  * DESCRIPTION
  *	One piece of code decides whether a configuration is good, so that
  *	"sluice config" and "sluice reload" refuse exactly what sluiced
@@ -41,7 +44,9 @@
  *	- http_listen syntax (ops_http_check());
  *	- dns_servers (dns_servers_check());
  *	- the SMTP client's TLS: its CA and certificate files and the
- *	  policy table (qmgr_tls_load(), kept in cf->tls).
+ *	  policy table (qmgr_tls_load(), kept in cf->tls);
+ *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
+ *	  every key they name (dkim_keys_load(), kept in cf->dkim).
  *	It then calls warn, once per problem that does not stop sluiced,
  *	with a complete message: each unknown parameter in the file (see
  *	conf/unknown.c), a myhostname that is not fully qualified, and
@@ -60,14 +65,21 @@
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
+ *	daemon_dkim_signs() says whether dkim_signing_table names a table;
+ *	daemon_dkim_load() then loads the tables and keys (dkim/), for the
+ *	daemon and for "sluice import", and returns 0 (*keys NULL when
+ *	nothing is signed) or -1 with the reason.
+ *
  *	daemon_smtpd_params() fills the SMTP server's parameters from conf;
- *	strings point into conf. daemon_dns_servers() returns dns_servers as
+ *	strings point into conf. The DKIM keys (p->dkim) are the caller's
+ *	to set: NULL here. daemon_dns_servers() returns dns_servers as
  *	the comma-separated list c-ares wants (malloc'd).
  */
 
 #include "daemon/daemon.h"
 
 #include "conf/conf.h"
+#include "dkim/dkim.h"
 #include "dns/dns.h"
 #include "ingress/ingress.h"
 #include "ops/ops.h"
@@ -168,6 +180,7 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
         conf_bool(conf, NULL, CONF_smtpd_tls_received_header);
     p->starttls_timeout_ms =
         (long)conf_time_ms(conf, NULL, CONF_smtpd_starttls_timeout);
+    p->dkim_hosts = conf_str(conf, NULL, CONF_dkim_internal_hosts);
 }
 
 char *daemon_dns_servers(const struct conf *conf)
@@ -399,6 +412,30 @@ static void combos_warn(const struct conf *conf,
         transport_warn(conf, route_transport_at(routes, i)->name, w);
 }
 
+int daemon_dkim_signs(const struct conf *conf)
+{
+    const char *st = conf_str(conf, NULL, CONF_dkim_signing_table);
+
+    return st[strspn(st, " \t")] != 0;
+}
+
+int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
+                     char *why, size_t whylen)
+{
+    *keys = NULL;
+    if (!daemon_dkim_signs(conf))
+        return 0;
+    *keys = dkim_keys_load(conf_str(conf, NULL, CONF_dkim_signing_table),
+                           conf_str(conf, NULL, CONF_dkim_key_table),
+                           conf_str(conf, NULL, CONF_dkim_canonicalization),
+                           why, whylen);
+    if (*keys == NULL)
+        return -1;
+    dkim_keys_multiple_set(
+        *keys, conf_bool(conf, NULL, CONF_dkim_multiple_signatures));
+    return 0;
+}
+
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
                        conf_warn_fn *warn, void *ctx, char *why, size_t whylen)
 {
@@ -413,7 +450,8 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
         whole_check(cf->conf, cf->routes, why, whylen) < 0 ||
-        (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL)
+        (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL ||
+        daemon_dkim_load(cf->conf, &cf->dkim, why, whylen) < 0)
         goto fail;
     combos_warn(cf->conf, cf->routes, &w);
     return 0;
@@ -428,6 +466,8 @@ void daemon_config_free(struct daemon_config *cf)
     route_free(cf->routes);
     conf_free(cf->conf);
     qmgr_tls_free(cf->tls);
+    dkim_keys_free(cf->dkim);
+    cf->dkim = NULL;
     cf->tls = NULL;
     cf->routes = NULL;
     cf->conf = NULL;

@@ -20,6 +20,9 @@
  *	void	daemon_smtpd_params(const struct conf *conf,
  *			const char *queue_directory, struct smtpd_params *p)
  *	char	*daemon_dns_servers(const struct conf *conf)
+ *	int	daemon_dkim_signs(const struct conf *conf)
+ *	int	daemon_dkim_load(const struct conf *conf,
+ *			struct dkim_keys **keys, char *why, size_t whylen)
  *
  *	int	daemon_pid_lock(const char *queue_directory, char *why,
  *			size_t whylen)
@@ -95,6 +98,7 @@ struct event_base;
 struct ops_control;
 struct ops_http;
 struct qmgr;
+struct dkim_keys;
 struct route_table;
 struct smtpd_params;
 struct spool_config;
@@ -105,8 +109,9 @@ struct spool_config;
 struct daemon_config {
     struct conf *conf;
     struct route_table *routes;
-    struct qmgr_tls *tls; /* the SMTP client's TLS (qmgr_tls_load()) */
-    const char *path;     /* the file read (it may be missing) */
+    struct qmgr_tls *tls;   /* the SMTP client's TLS (qmgr_tls_load()) */
+    struct dkim_keys *dkim; /* DKIM signing keys; NULL: no signing */
+    const char *path;       /* the file read (it may be missing) */
 };
 
 struct conf *daemon_conf_create(void);
@@ -118,6 +123,9 @@ void daemon_config_free(struct daemon_config *cf);
 void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
                          struct smtpd_params *p);
 char *daemon_dns_servers(const struct conf *conf);
+int daemon_dkim_signs(const struct conf *conf);
+int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
+                     char *why, size_t whylen);
 
 int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);

@@ -39,6 +39,7 @@
 
 #include "daemon/daemon.h"
 
+#include "dkim/dkim.h"
 #include "dns/dns.h"
 #include "ingress/ingress.h"
 #include "ops/ops.h"
@@ -69,7 +70,8 @@ struct daemon {
     struct conf *conf;
     struct spool *sp;
     struct route_table *routes;
-    struct qmgr_tls *tls; /* until the queue manager takes it */
+    struct qmgr_tls *tls;   /* until the queue manager takes it */
+    struct dkim_keys *dkim; /* signing keys; NULL: none (ingress/sign.c) */
     struct dns_resolver *dns;
     struct event_base *base;
     struct qmgr *q;
@@ -129,10 +131,41 @@ static void qmgr_log(void *ctx, int level, const char *line)
     say(level == QMGR_LOG_WARNING ? LOG_WARNING : LOG_INFO, "%s", line);
 }
 
+/*
+ * Mail from local programs is signed when its From: has a key (decision
+ * 81); a signing failure refuses it for now, as OpenDKIM tempfails. The
+ * log lines are ingress/sign.c's.
+ */
+static void sign_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    say(LOG_INFO, "%s", line);
+}
+
+static int local_sign(struct daemon *d, struct spool_msg *m, char *why,
+                      size_t whylen)
+{
+    char problem[512];
+
+    if (d->dkim == NULL)
+        return 0;
+    if (m->id[0] == 0) /* the id the spool keeps, for the log line */
+        spool_id_new(m->id, spool_now());
+    if (ingress_sign(d->dkim, m, time(NULL), sign_log, NULL, problem,
+                     sizeof(problem)) < 0) {
+        snprintf(why, whylen, "DKIM signing failed: %s", problem);
+        return -1;
+    }
+    return 0;
+}
+
 static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
                         size_t whylen)
 {
-    if (spool_store(ctx, m, why, whylen) < 0)
+    struct daemon *d = ctx;
+
+    if (local_sign(d, m, why, whylen) < 0 ||
+        spool_store(d->sp, m, why, whylen) < 0)
         return -1;
     say(LOG_INFO, "%s: uid=%lu from=<%s>", m->id, (unsigned long)owner,
         m->sender);
@@ -144,10 +177,16 @@ static void local_store(void *ctx, struct spool_msg *m, uid_t uid,
                         ingress_done_fn *done, void *conn)
 {
     struct daemon *d = ctx;
-    char origin[SMTP_ADDRESS_MAX + 64];
+    char origin[SMTP_ADDRESS_MAX + 64], why[600];
 
     snprintf(origin, sizeof(origin), "uid=%lu from=<%s>", (unsigned long)uid,
              m->sender);
+    if (local_sign(d, m, why, sizeof(why)) < 0) {
+        say(LOG_WARNING, "%s: %s", m->id, why);
+        spool_msg_free(m);
+        done(conn, LOCAL_TEMPFAIL, NULL, why);
+        return;
+    }
     qmgr_submit(d->q, m, origin, done, conn);
 }
 
@@ -213,7 +252,7 @@ static void import_and_wake(struct daemon *d)
     struct maildrop_stats st = {0};
     char why[512];
 
-    if (maildrop_import(d->queue_directory, import_store, d->sp, &st, why,
+    if (maildrop_import(d->queue_directory, import_store, d, &st, why,
                         sizeof(why)) < 0)
         say(LOG_WARNING, "maildrop: %s", why);
     if (st.imported || st.malformed || st.failed)
@@ -266,7 +305,8 @@ static void config_warn(void *ctx, const char *text)
 /* Read and check the configuration and the routing table it names. */
 static int load_config(const char *config, struct conf **conf,
                        struct route_table **routes, struct qmgr_tls **tls,
-                       const char **path, char *why, size_t whylen)
+                       struct dkim_keys **dkim, const char **path, char *why,
+                       size_t whylen)
 {
     struct daemon_config cf;
 
@@ -275,6 +315,7 @@ static int load_config(const char *config, struct conf **conf,
     *conf = cf.conf;
     *routes = cf.routes;
     *tls = cf.tls;
+    *dkim = cf.dkim;
     *path = cf.path;
     return 0;
 }
@@ -326,22 +367,25 @@ static void reload(struct daemon *d)
     struct smtpd_params sp;
     struct route_table *routes;
     struct qmgr_tls *tls;
+    struct dkim_keys *dkim;
     struct conf *conf;
     const char *path;
     char why[1024];
 
-    if (load_config(d->config, &conf, &routes, &tls, &path, why, sizeof(why)) <
-        0) {
+    if (load_config(d->config, &conf, &routes, &tls, &dkim, &path, why,
+                    sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         return;
     }
     daemon_smtpd_params(conf, d->queue_directory, &sp);
+    sp.dkim = dkim;
     if (smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         route_free(routes);
         qmgr_tls_free(tls);
+        dkim_keys_free(dkim);
         conf_free(conf);
         return;
     }
@@ -354,8 +398,10 @@ static void reload(struct daemon *d)
     local_server_params_set(d->local, &lp);
     route_free(d->routes);
     conf_free(d->conf);
+    dkim_keys_free(d->dkim); /* the server has the new ones */
     d->conf = conf;
     d->routes = routes;
+    d->dkim = dkim;
     say(LOG_INFO, "reloaded: %s", path ? path : "built-in defaults");
 }
 
@@ -418,8 +464,8 @@ static int start(struct daemon *d)
     const char *path;
     char *servers;
 
-    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &path, why,
-                    sizeof(why)) < 0) {
+    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim, &path,
+                    why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -491,6 +537,7 @@ static int start(struct daemon *d)
     }
     ops.ctx = d;
     daemon_smtpd_params(d->conf, d->queue_directory, &sp);
+    sp.dkim = d->dkim;
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
     if (d->smtpd == NULL) {
         say(LOG_ERR, "%s", why);
@@ -525,6 +572,7 @@ static void finish(struct daemon *d)
     smtpd_server_free(d->smtpd);
     route_free(d->routes);
     qmgr_tls_free(d->tls);
+    dkim_keys_free(d->dkim);
     if (d->base)
         event_base_free(d->base);
     conf_free(d->conf);

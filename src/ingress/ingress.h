@@ -87,6 +87,12 @@
  *	long	smtpd_server_sessions(const struct smtpd_server *s)
  *	void	smtpd_server_free(struct smtpd_server *s)
  *
+ *	DKIM signing of mail from local programs (sign.c):
+ *
+ *	int	ingress_sign(const struct dkim_keys *k, struct spool_msg *m,
+ *			time_t now, ingress_log_fn *log, void *ctx,
+ *			char *why, size_t whylen)
+ *
  *	Lists of networks, for who may relay and who is exempt from
  *	limits (nets.c):
  *
@@ -139,6 +145,11 @@
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
  *	blocks, matched against a client's address; nets.c says what it
  *	accepts.
+ *
+ *	Mail is DKIM-signed at acceptance (sign.c, through dkim/): the
+ *	SMTP server signs what clients in dkim_internal_hosts send, and the
+ *	daemon calls ingress_sign() for what local programs submit; sign.c
+ *	says what is signed and what is logged.
  *
  *	The submission socket (local.c) carries a message from "sluice
  *	sendmail" to the running daemon, which stores it in its group
@@ -308,6 +319,11 @@ void local_server_free(struct local_server *s);
 
 struct sockaddr;
 struct ingress_nets;
+struct dkim_keys;
+
+typedef void ingress_log_fn(void *ctx, const char *line);
+int ingress_sign(const struct dkim_keys *k, struct spool_msg *m, time_t now,
+                 ingress_log_fn *log, void *ctx, char *why, size_t whylen);
 
 /* The SMTP server. */
 #define SMTPD_SESSION_MAX     500    /* sessions at once; then accept waits */
@@ -380,6 +396,9 @@ struct smtpd_params {
     const char *tls_wrapper_listen; /* smtpd_tls_wrapper_listen (ditto) */
     int tls_received_header;        /* smtpd_tls_received_header */
     long starttls_timeout_ms;       /* smtpd_starttls_timeout */
+    const struct dkim_keys *dkim;   /* signing keys (kept by the caller,
+                                       alive until replaced); NULL: none */
+    const char *dkim_hosts;         /* dkim_internal_hosts */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

@@ -36,6 +36,9 @@
  *			size_t max, char *why, size_t whylen)
  *	int	staging_insert(struct staging *st, uint64_t at,
  *			const void *p, size_t n, char *why, size_t whylen)
+ *	int	staging_read(const struct staging *st, uint64_t from,
+ *			staging_read_fn *fn, void *ctx, char *why,
+ *			size_t whylen)
  *	void	staging_hand_over(struct staging *st, struct spool_msg *m)
  *	void	staging_discard(struct staging *st)
  *
@@ -72,6 +75,9 @@ int staging_head(const struct staging *st, struct util_buf *b, size_t max,
                  char *why, size_t whylen);
 int staging_insert(struct staging *st, uint64_t at, const void *p, size_t n,
                    char *why, size_t whylen);
+typedef void staging_read_fn(void *ctx, const char *p, size_t n);
+int staging_read(const struct staging *st, uint64_t from, staging_read_fn *fn,
+                 void *ctx, char *why, size_t whylen);
 void staging_hand_over(struct staging *st, struct spool_msg *m);
 void staging_discard(struct staging *st);
 

@@ -55,7 +55,10 @@
  *	originator's business). A staged message gets its missing headers
  *	written into the file (staging_insert()), when its header section
  *	ends within RECEIVE_HEAD_MAX bytes; one longer is stored as it
- *	came.
+ *	came. Then, for the clients whose mail is signed, the DKIM
+ *	signature goes on top (receive_sign(), sign.c), over the message
+ *	as it will be stored; it returns NULL with the reason when signing
+ *	failed.
  */
 
 #include "ingress/smtpd_impl.h"
@@ -180,6 +183,8 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
         return NULL;
     if (add_missing && ss->staging == NULL)
         memory_add_missing(ss, hostname, now);
+    if (receive_sign(ss, now, why, whylen) < 0)
+        return NULL;
     m = spool_msg_new();
     snprintf(m->id, sizeof(m->id), "%s", ss->id);
     m->sender = xstrdup(ss->sender);

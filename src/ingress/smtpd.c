@@ -164,6 +164,7 @@ static void conf_clear(struct smtpd_conf *cf)
     ingress_nets_free(cf->mynetworks);
     ingress_nets_free(cf->exempt);
     ingress_nets_free(cf->bare_exempt);
+    ingress_nets_free(cf->dkim_hosts);
     for (size_t i = 0; i < cf->nrelay; i++)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
@@ -269,8 +270,11 @@ static int conf_parse_lists(struct smtpd_conf *cf, const struct smtpd_params *p,
                                  p->exempt, why, whylen)) == NULL ||
         (cf->bare_exempt = nets_parse("smtpd_forbid_bare_newline_exclusions",
                                       p->bare_exempt, why, whylen)) == NULL ||
+        (cf->dkim_hosts = nets_parse("dkim_internal_hosts", p->dkim_hosts, why,
+                                     whylen)) == NULL ||
         bare_mode_parse(p->bare_newline, &cf->bare_mode, why, whylen) < 0)
         return -1;
+    cf->dkim = p->dkim;
     if (smtpd_list_each(p->relay_domains, domain_add, cf) < 0) {
         snprintf(why, whylen, "relay_domains: not a domain in \"%s\"",
                  p->relay_domains);

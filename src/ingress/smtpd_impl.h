@@ -110,10 +110,15 @@
  *	struct spool_msg *receive_message(struct smtpd_session *ss,
  *			const char *hostname, int add_missing, time_t now,
  *			char *why, size_t whylen)
+ *
+ *	Its DKIM signature (sign.c):
+ *
+ *	int	receive_sign(struct smtpd_session *ss, time_t now,
+ *			char *why, size_t whylen)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
  *	smtpd.c, listener.c, session.c, command.c, starttls.c, content.c,
- *	deadline.c and receive.c describe their functions (staging.c's are in ingress_private.h).
+ *	deadline.c, receive.c and sign.c describe their functions (staging.c's are in ingress_private.h).
  *	SESSION_REPLY_MAX bounds one reply; RECEIVE_HEAD_MAX the start of
  *	a staged message read back for its header checks (receive.c).
  */
@@ -177,6 +182,8 @@ struct smtpd_conf {
     enum starttls_level tls_level;
     int tls_received_header;
     long starttls_timeout_ms;
+    const struct dkim_keys *dkim;    /* the daemon's; NULL: no signing */
+    struct ingress_nets *dkim_hosts; /* dkim_internal_hosts */
 };
 
 struct smtpd_server {
@@ -357,6 +364,8 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);
 int receive_head(struct smtpd_session *ss, struct util_buf *tmp,
                  struct submit_input *in, char *why, size_t whylen);
+int receive_sign(struct smtpd_session *ss, time_t now, char *why,
+                 size_t whylen);
 struct spool_msg *receive_message(struct smtpd_session *ss,
                                   const char *hostname, int add_missing,
                                   time_t now, char *why, size_t whylen);

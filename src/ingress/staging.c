@@ -15,6 +15,9 @@
  *			size_t max, char *why, size_t whylen)
  *	int	staging_insert(struct staging *st, uint64_t at,
  *			const void *p, size_t n, char *why, size_t whylen)
+ *	int	staging_read(const struct staging *st, uint64_t from,
+ *			staging_read_fn *fn, void *ctx, char *why,
+ *			size_t whylen)
  *	void	staging_hand_over(struct staging *st, struct spool_msg *m)
  *	void	staging_discard(struct staging *st)
  * DESCRIPTION
@@ -51,7 +54,10 @@
  *	checks made at the end of the data. staging_insert() puts n bytes
  *	at offset at, moving what follows (a header added by
  *	always_add_missing_headers), a piece at a time from the end so
- *	that the message is never held in memory.
+ *	that the message is never held in memory. staging_read() gives
+ *	the file from offset from to its end to fn(ctx, p, n), a piece of
+ *	STAGING_MOVE_PIECE bytes at a time (the DKIM body hash, sign.c),
+ *	and returns 0, or -1 with the reason when it could not be read.
  *
  *	staging_hand_over() gives the file to spool message m, as its body
  *	(spool_msg_body_file(): the spool closes and unlinks it), and
@@ -209,6 +215,31 @@ int staging_insert(struct staging *st, uint64_t at, const void *p, size_t n,
         return -1;
     }
     st->size += n;
+    return 0;
+}
+
+int staging_read(const struct staging *st, uint64_t from, staging_read_fn *fn,
+                 void *ctx, char *why, size_t whylen)
+{
+    char *piece = xmalloc(STAGING_MOVE_PIECE);
+    ssize_t got = 0;
+
+    while (from < st->size) {
+        size_t len = st->size - from < STAGING_MOVE_PIECE
+                         ? (size_t)(st->size - from)
+                         : STAGING_MOVE_PIECE;
+
+        if ((got = util_pread_all(st->fd, piece, len, (off_t)from)) <= 0)
+            break;
+        fn(ctx, piece, (size_t)got);
+        from += (uint64_t)got;
+    }
+    free(piece);
+    if (from < st->size) {
+        snprintf(why, whylen, "staging file %s: read: %s", st->path,
+                 got < 0 ? strerror(errno) : "shorter than written");
+        return -1;
+    }
     return 0;
 }
 

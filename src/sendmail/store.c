@@ -14,7 +14,10 @@
  *	user: cron, a web application), leaves it in the maildrop
  *	directory, written and synced before the exit; the daemon imports
  *	the maildrop when it starts and when woken, and "sluice import"
- *	(run by the spool's owner) does the same by hand. A daemon that
+ *	(run by the spool's owner) does the same by hand. With DKIM
+ *	signing configured (dkim_signing_table) the message always goes
+ *	to the maildrop, never straight into the spool, so that the daemon
+ *	signs it when it imports it. A daemon that
  *	takes the request but does not answer within SENDMAIL_TIMEOUT
  *	seconds may still store it: the message is then stored the other
  *	way too, with a warning (a possible duplicate, never a loss).
@@ -74,7 +77,10 @@ int sendmail_store(const struct conf *conf, struct spool_msg *m)
                 cf.queue_directory, strerror(errno));
         return EX_TEMPFAIL;
     }
-    if (spool_open(&sp, &cf, SPOOL_CREATE | SPOOL_NO_COMMITTER, why,
+    /* Signed mail goes through the maildrop: the daemon signs it at
+     * import, with keys this process need not read (decision 81). */
+    if (!daemon_dkim_signs(conf) &&
+        spool_open(&sp, &cf, SPOOL_CREATE | SPOOL_NO_COMMITTER, why,
                    sizeof(why)) == 0) {
         int rc = spool_store(sp, m, why, sizeof(why));
 
@@ -88,7 +94,7 @@ int sendmail_store(const struct conf *conf, struct spool_msg *m)
         daemon_wake_send(cf.queue_directory);
         return 0;
     }
-    if (errno != EACCES) {
+    if (!daemon_dkim_signs(conf) && errno != EACCES) {
         fprintf(stderr, "sendmail: %s\n", why);
         return EX_TEMPFAIL;
     }

@@ -213,6 +213,9 @@ static const struct {
     {"smtp_sasl_security_options", CONF_LIST, "noplaintext, noanonymous"},
     {"smtp_sasl_tls_security_options", CONF_LIST,
      "$smtp_sasl_security_options"},
+    {"dkim_signing_table", CONF_STRING, ""},
+    {"dkim_key_table", CONF_STRING, ""},
+    {"dkim_internal_hosts", CONF_LIST, "$mynetworks"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -295,6 +298,8 @@ static void test_table_has_every_parameter(void **state)
         "smtp_mta_sts_enable",
         "smtp_tls_report_enable",
         "smtp_sasl_auth_enable",
+        "dkim_canonicalization",
+        "dkim_multiple_signatures",
     };
     size_t i;
     size_t j;
@@ -319,9 +324,10 @@ static void test_table_has_every_parameter(void **state)
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
      * strings; the SMTP client's AUTH: 1 boolean, 1 string and 2 lists;
      * the daemon's HTTP listener: 1 list and 1 string (http_listen,
-     * http_token_file).
+     * http_token_file); DKIM signing's 2 strings, 1 list, 1 choice and 1
+     * boolean.
      */
-    assert_int_equal(conf_param_count, 119);
+    assert_int_equal(conf_param_count, 124);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

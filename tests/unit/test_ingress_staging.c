@@ -618,16 +618,54 @@ static void test_insert(void **state)
     free(c);
 }
 
+static void collect(void *ctx, const char *p, size_t n)
+{
+    struct util_buf *b = ctx;
+
+    assert_true(n > 0 && n <= 65536); /* in pieces, never whole */
+    util_buf_add(b, p, n);
+}
+
+/* staging_read(): the file from an offset to its end, in pieces. */
+static void test_read(void **state)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+    struct staging *st;
+    char why[256], *c = content(300000);
+
+    (void)state;
+    assert_int_equal(mkdir(staging_dir, 0700), 0);
+    st = staging_create(staging_dir, "ID", why, sizeof(why));
+    assert_non_null(st);
+    assert_int_equal(staging_append(st, c, 300000, why, sizeof(why)), 0);
+    assert_int_equal(staging_read(st, 1000, collect, &b, why, sizeof(why)), 0);
+    assert_int_equal(b.len, 299000);
+    assert_memory_equal(b.data, c + 1000, 299000);
+    util_buf_reset(&b);
+    assert_int_equal(staging_read(st, 300000, collect, &b, why, sizeof(why)),
+                     0);
+    assert_int_equal(b.len, 0);
+    staging_discard(st);
+    util_buf_free(&b);
+    free(c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_below_threshold), T(test_above_threshold),
-        T(test_threshold_zero),  T(test_size_limit),
-        T(test_close_mid_data),  T(test_write_error),
-        T(test_leftovers),       T(test_directory_mode),
-        T(test_staged_headers),  T(test_insert),
+        T(test_below_threshold),
+        T(test_above_threshold),
+        T(test_threshold_zero),
+        T(test_size_limit),
+        T(test_close_mid_data),
+        T(test_write_error),
+        T(test_leftovers),
+        T(test_directory_mode),
+        T(test_staged_headers),
+        T(test_insert),
+        T(test_read),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
