@@ -12,6 +12,7 @@
  *			long *max_destinations, char *why, size_t whylen)
  *	int	daemon_http_create(struct event_base *base,
  *			const struct conf *conf, struct qmgr *q,
+ *			const struct daemon_inject_ops *inject,
  *			struct ops_http **http, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon_control_create() opens the control socket (ops/) and
@@ -239,8 +240,8 @@ static int status_path(void *ctx, struct util_buf *body)
 }
 
 int daemon_http_create(struct event_base *base, const struct conf *conf,
-                       struct qmgr *q, struct ops_http **http, char *why,
-                       size_t whylen)
+                       struct qmgr *q, const struct daemon_inject_ops *inject,
+                       struct ops_http **http, char *why, size_t whylen)
 {
     const char *listen = conf_str(conf, NULL, CONF_http_listen);
 
@@ -255,7 +256,7 @@ int daemon_http_create(struct event_base *base, const struct conf *conf,
     ops_http_route(*http, "/metrics",
                    "text/plain; version=0.0.4; charset=utf-8", metrics_path, q);
     ops_http_route(*http, "/api/status", "application/json", status_path, q);
-    if (daemon_inject_route(*http, conf, q, why, whylen) < 0) {
+    if (daemon_inject_route(*http, conf, inject, why, whylen) < 0) {
         ops_http_free(*http);
         *http = NULL;
         return -1;

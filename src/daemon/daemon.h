@@ -39,10 +39,12 @@
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
  *	int	daemon_inject_route(struct ops_http *http,
- *			const struct conf *conf, struct qmgr *q,
+ *			const struct conf *conf,
+ *			const struct daemon_inject_ops *ops,
  *			char *why, size_t whylen)
  *	int	daemon_http_create(struct event_base *base,
  *			const struct conf *conf, struct qmgr *q,
+ *			const struct daemon_inject_ops *inject,
  *			struct ops_http **http, char *why, size_t whylen)
  * DESCRIPTION
  *	daemon/ is sluiced's process shell (main.c: options, logging,
@@ -102,6 +104,7 @@ struct dkim_keys;
 struct route_table;
 struct smtpd_params;
 struct spool_config;
+struct spool_msg;
 
 #define DAEMON_STATUS_DESTINATIONS 50
 
@@ -138,10 +141,20 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
                       char *why, size_t whylen);
 int daemon_status_args(const char *args, int *json, long *max_destinations,
                        char *why, size_t whylen);
+/* The daemon's side of the injection API (inject.c). */
+typedef void daemon_inject_done_fn(void *ctx, int status, const char *id,
+                                   const char *why);
+struct daemon_inject_ops {
+    const struct conf *(*conf)(void *ctx); /* in force now */
+    void (*store)(void *ctx, struct spool_msg *m, const char *origin,
+                  daemon_inject_done_fn *done, void *done_ctx);
+    void *ctx;
+};
 int daemon_inject_route(struct ops_http *http, const struct conf *conf,
-                        struct qmgr *q, char *why, size_t whylen);
+                        const struct daemon_inject_ops *ops, char *why,
+                        size_t whylen);
 int daemon_http_create(struct event_base *base, const struct conf *conf,
-                       struct qmgr *q, struct ops_http **http, char *why,
-                       size_t whylen);
+                       struct qmgr *q, const struct daemon_inject_ops *inject,
+                       struct ops_http **http, char *why, size_t whylen);
 
 #endif

@@ -5,12 +5,17 @@
  *	#include "daemon/daemon.h"
  *
  *	int	daemon_inject_route(struct ops_http *http,
- *			const struct conf *conf, struct qmgr *q,
+ *			const struct conf *conf,
+ *			const struct daemon_inject_ops *ops,
  *			char *why, size_t whylen)
  * DESCRIPTION
  *	daemon_inject_route() adds POST /api/inject to the HTTP listener
- *	when http_token_file names a file (nothing, and 0, when it is
- *	empty): its first line is the bearer token a request must carry
+ *	when http_token_file names a file in conf (nothing, and 0, when it
+ *	is empty). ops gives the daemon's side: conf() the configuration in
+ *	force when a request comes (a reload replaces it), store() each
+ *	message, which the daemon signs as it does a local submission
+ *	(DKIM) and hands to the group commit, calling done once it is
+ *	durable or refused. The token file's its first line is the bearer token a request must carry
  *	("Authorization: Bearer TOKEN", compared in constant time); a
  *	file that cannot be read, or whose token is shorter than 16
  *	bytes, makes it return -1 with the reason.
@@ -64,8 +69,7 @@
 #define TOKEN_MIN 16
 
 struct inject {
-    struct qmgr *q;
-    const struct conf *conf;
+    struct daemon_inject_ops ops;
     char token[256];
 };
 
@@ -219,7 +223,7 @@ static void message_token(char *buf, size_t len)
 }
 
 /* One message: content as stored, for the recipients. NULL with why. */
-static struct spool_msg *message_make(const struct inject *in,
+static struct spool_msg *message_make(const struct conf *conf,
                                       const char *sender, const char *content,
                                       const struct util_json *rcpts,
                                       size_t first, size_t count, char *why,
@@ -235,14 +239,13 @@ static struct spool_msg *message_make(const struct inject *in,
         snprintf(why, whylen, "cannot read the content: %s", strerror(errno));
         return NULL;
     }
-    rc = submit_read(
-        fp, 0, (uint64_t)conf_int(in->conf, NULL, CONF_message_size_limit),
-        &msg, why, whylen);
+    rc = submit_read(fp, 0,
+                     (uint64_t)conf_int(conf, NULL, CONF_message_size_limit),
+                     &msg, why, whylen);
     fclose(fp);
     if (rc != SUBMIT_OK)
         return NULL;
-    snprintf(host, sizeof(host), "%s",
-             conf_str(in->conf, NULL, CONF_myhostname));
+    snprintf(host, sizeof(host), "%s", conf_str(conf, NULL, CONF_myhostname));
     if (host[0] == 0)
         util_host_name(host, sizeof(host));
     message_token(token, sizeof(token));
@@ -307,7 +310,7 @@ static void message_stored(void *ctx, int status, const char *id,
 }
 
 /* The request, checked; -1 with why. */
-static int request_check(const struct inject *in, const struct util_json *req,
+static int request_check(const struct conf *conf, const struct util_json *req,
                          char *why, size_t whylen)
 {
     static const char *const top[] = {"envelope_sender", "recipients",
@@ -316,7 +319,7 @@ static int request_check(const struct inject *in, const struct util_json *req,
     const struct util_json *sender = util_json_get(req, "envelope_sender");
     const struct util_json *rcpts = util_json_get(req, "recipients");
     const struct util_json *content = util_json_get(req, "content");
-    long limit = conf_int(in->conf, NULL, CONF_smtpd_recipient_limit);
+    long limit = conf_int(conf, NULL, CONF_smtpd_recipient_limit);
 
     if (req->type != UTIL_JSON_OBJECT) {
         snprintf(why, whylen, "the request must be a JSON object");
@@ -370,6 +373,7 @@ static int request_check(const struct inject *in, const struct util_json *req,
 static void inject_call(void *ctx, struct ops_http_call *c)
 {
     struct inject *in = ctx;
+    const struct conf *conf = in->ops.conf(in->ops.ctx);
     const char *auth = ops_http_call_header(c, "Authorization");
     struct util_json *req;
     struct spool_msg **msgs = NULL;
@@ -386,7 +390,7 @@ static void inject_call(void *ctx, struct ops_http_call *c)
     }
     body = ops_http_call_body(c, &len);
     if ((req = util_json_parse(body, len, why, sizeof(why))) == NULL ||
-        request_check(in, req, why, sizeof(why)) < 0) {
+        request_check(conf, req, why, sizeof(why)) < 0) {
         util_json_free(req);
         reply_error(c, 400, why);
         return;
@@ -407,7 +411,7 @@ static void inject_call(void *ctx, struct ops_http_call *c)
                      : xstrdup(content);
 
         if (text == NULL ||
-            (msgs[n] = message_make(in, sender, text, rcpts, i, per, why,
+            (msgs[n] = message_make(conf, sender, text, rcpts, i, per, why,
                                     sizeof(why))) == NULL) {
             free(text);
             for (size_t k = 0; k < n; k++)
@@ -429,7 +433,7 @@ static void inject_call(void *ctx, struct ops_http_call *c)
              ops_http_call_peer(c, peer, sizeof(peer)), sender);
     for (size_t k = 0; k < n; k++) {
         ic->pending++;
-        qmgr_submit(in->q, msgs[k], origin, message_stored, ic);
+        in->ops.store(in->ops.ctx, msgs[k], origin, message_stored, ic);
     }
     free(msgs);
     util_json_free(req);
@@ -438,7 +442,8 @@ static void inject_call(void *ctx, struct ops_http_call *c)
 }
 
 int daemon_inject_route(struct ops_http *http, const struct conf *conf,
-                        struct qmgr *q, char *why, size_t whylen)
+                        const struct daemon_inject_ops *ops, char *why,
+                        size_t whylen)
 {
     static struct inject in; /* one daemon, one listener */
     const char *path = conf_str(conf, NULL, CONF_http_token_file);
@@ -464,8 +469,7 @@ int daemon_inject_route(struct ops_http *http, const struct conf *conf,
                  path, TOKEN_MIN, sizeof(in.token) - 1);
         return -1;
     }
-    in.q = q;
-    in.conf = conf;
+    in.ops = *ops;
     memcpy(in.token, line, n + 1);
     explicit_bzero(line, sizeof(line));
     ops_http_route_post(http, "/api/inject", inject_call, &in);

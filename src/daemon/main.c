@@ -190,6 +190,30 @@ static void local_store(void *ctx, struct spool_msg *m, uid_t uid,
     qmgr_submit(d->q, m, origin, done, conn);
 }
 
+/* The injection API's configuration: the one in force now. */
+static const struct conf *inject_conf(void *ctx)
+{
+    struct daemon *d = ctx;
+
+    return d->conf;
+}
+
+/* A message from the injection API: signed as local mail, then stored. */
+static void inject_store(void *ctx, struct spool_msg *m, const char *origin,
+                         daemon_inject_done_fn *done, void *done_ctx)
+{
+    struct daemon *d = ctx;
+    char why[600];
+
+    if (local_sign(d, m, why, sizeof(why)) < 0) {
+        say(LOG_WARNING, "%s: %s", m->id, why);
+        spool_msg_free(m);
+        done(done_ctx, -1, NULL, why);
+        return;
+    }
+    qmgr_submit(d->q, m, origin, done, done_ctx);
+}
+
 /* A message from an SMTP client: into the same group commit. */
 static void smtpd_store(void *ctx, struct spool_msg *m, const char *origin,
                         ingress_done_fn *done, void *conn)
@@ -323,12 +347,11 @@ static int load_config(const char *config, struct conf **conf,
 /* Parameters read once at start: a change waits for a restart. */
 static void restart_only(const struct conf *old, const struct conf *new)
 {
-    static const enum conf_param_id strs[] = {CONF_queue_directory,
-                                              CONF_dns_servers,
-                                              CONF_smtpd_listen,
-                                              CONF_http_listen, CONF_http_token_file,
-                                              CONF_smtpd_tls_wrapper_listen,
-                                              CONF_smtp_mta_sts_CAfile};
+    static const enum conf_param_id strs[] = {
+        CONF_queue_directory,    CONF_dns_servers,
+        CONF_smtpd_listen,       CONF_http_listen,
+        CONF_http_token_file,    CONF_smtpd_tls_wrapper_listen,
+        CONF_smtp_mta_sts_CAfile};
     static const enum conf_param_id ints[] = {
         CONF_queue_map_size, CONF_queue_map_size_limit,
         CONF_smtp_mta_sts_max_policy_size};
@@ -450,6 +473,7 @@ static void raise_fd_limit(void)
 
 static int start(struct daemon *d)
 {
+    struct daemon_inject_ops inject = {inject_conf, inject_store, d};
     struct local_params lp = {0};
     struct smtpd_params sp;
     struct smtpd_ops ops = {.store = smtpd_store,
@@ -530,8 +554,8 @@ static int start(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    if (daemon_http_create(d->base, d->conf, d->q, &d->http, why, sizeof(why)) <
-        0) {
+    if (daemon_http_create(d->base, d->conf, d->q, &inject, &d->http, why,
+                           sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }

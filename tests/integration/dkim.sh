@@ -84,10 +84,14 @@ cat >"$tmp/SigningTable" <<EOF2
 *@dual.example.test ded
 EOF2
 port=$(free_port)
+http_port=$(free_port)
+printf 'dkim-test-token-0123456789\n' >"$tmp/token"
 q=$tmp/q
 conf=$tmp/sluice.conf
 cat >"$conf" <<EOF2
 queue_directory = $q
+http_listen = 127.0.0.1:$http_port
+http_token_file = $tmp/token
 smtpd_listen = 127.0.0.1:$port
 mynetworks = 127.0.0.0/8
 dkim_internal_hosts = 127.0.0.1/32
@@ -192,6 +196,25 @@ expect "sluice sendmail: exit status" 0 $?
 file=$out/$(printf %04d $sent).eml
 wait_for 30 test -f "$file"
 expect "sluice sendmail: the message is signed and verifies" \
+    "pass a=rsa-sha256 c=relaxed/relaxed d=example.test s=sel" "$(verify)"
+
+# A message from the injection API is local mail: signed.
+sent=$((sent + 1))
+python3 - "$http_port" <<'PYEOF' >"$tmp/inject.out" 2>&1
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=20)
+c.request("POST", "/api/inject", json.dumps({
+    "envelope_sender": "api@example.test",
+    "recipients": [{"email": "rcpt@far.test"}],
+    "content": "From: API <api@example.test>\nTo: rcpt@far.test\n"
+               "Subject: injected\n\nfrom  the API\n"}),
+    {"Authorization": "Bearer dkim-test-token-0123456789"})
+print(c.getresponse().status)
+PYEOF
+expect "inject: accepted" 200 "$(cat "$tmp/inject.out")"
+file=$out/$(printf %04d $sent).eml
+wait_for 30 test -f "$file"
+expect "inject: the message is signed and verifies" \
     "pass a=rsa-sha256 c=relaxed/relaxed d=example.test s=sel" "$(verify)"
 
 # A broken KeyTable: refused with the file and the line, at start (the
