@@ -33,7 +33,7 @@ CFLAGS   += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
             -Wmissing-prototypes -Isrc \
             -DSLUICE_CONFIG_FILE='"$(SYSCONFDIR)/sluice/sluice.conf"'
 CFLAGS   += $(shell pkg-config --cflags $(LIB_PKGS))
-LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lcrypt -lpthread -lm
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 

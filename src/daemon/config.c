@@ -166,6 +166,22 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
         conf_bool(conf, NULL, CONF_smtpd_tls_received_header);
     p->starttls_timeout_ms =
         (long)conf_time_ms(conf, NULL, CONF_smtpd_starttls_timeout);
+    p->sasl_auth_enable = conf_bool(conf, NULL, CONF_smtpd_sasl_auth_enable);
+    p->sasl_type = conf_str(conf, NULL, CONF_smtpd_sasl_type);
+    p->sasl_path = conf_str(conf, NULL, CONF_smtpd_sasl_path);
+    p->sasl_timeout_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_service_timeout);
+    p->tls_auth_only = conf_bool(conf, NULL, CONF_smtpd_tls_auth_only);
+    p->sasl_auth_header =
+        conf_bool(conf, NULL, CONF_smtpd_sasl_authenticated_header);
+    p->sasl_delay_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_failure_delay);
+    p->sasl_delay_limit_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_failure_delay_limit);
+    p->relay_restrictions = conf_str(conf, NULL, CONF_smtpd_relay_restrictions);
+    p->sender_restrictions =
+        conf_str(conf, NULL, CONF_smtpd_sender_restrictions);
+    p->sender_login_maps = conf_str(conf, NULL, CONF_smtpd_sender_login_maps);
 }
 
 char *daemon_dns_servers(const struct conf *conf)

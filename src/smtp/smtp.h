@@ -211,6 +211,7 @@ enum smtp_verb {
     SMTP_CMD_HELP,
     SMTP_CMD_ETRN,
     SMTP_CMD_STARTTLS,
+    SMTP_CMD_AUTH,
 };
 
 /* What smtp_command_parse() returns when it refuses: the reply code. */
@@ -231,8 +232,10 @@ enum smtp_verb {
 
 struct smtp_command {
     enum smtp_verb verb;
-    char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node */
-    char *path;      /* MAIL/RCPT: the address, "" for <> */
+    char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node, AUTH
+                  mechanism */
+    char *path;      /* MAIL/RCPT: the address, "" for <>; AUTH: the
+                        initial response as sent (base64 or "="), or NULL */
     int has_size;    /* MAIL SIZE= given: */
     uint64_t size;   /*   its value */
     int body_8bit;   /* MAIL BODY=8BITMIME */

@@ -162,6 +162,9 @@ static const struct {
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
+    {"smtpd_sasl_service_timeout", 10000, 's'},
+    {"smtpd_sasl_failure_delay", 1000, 's'},
+    {"smtpd_sasl_failure_delay_limit", 30000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
     {"smtp_tls_report_period", 86400000, 's'},
@@ -207,6 +210,11 @@ static const struct {
     {"smtp_mta_sts_CAfile", CONF_STRING, ""},
     {"smtp_tls_report_organization", CONF_STRING, "$myhostname"},
     {"smtp_tls_report_CAfile", CONF_STRING, ""},
+    {"smtpd_sasl_path", CONF_STRING, ""},
+    {"smtpd_relay_restrictions", CONF_LIST,
+     "permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination"},
+    {"smtpd_sender_restrictions", CONF_LIST, ""},
+    {"smtpd_sender_login_maps", CONF_STRING, ""},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -285,6 +293,10 @@ static void test_table_has_every_parameter(void **state)
         "smtp_tls_mandatory_ciphers",
         "smtp_mta_sts_enable",
         "smtp_tls_report_enable",
+        "smtpd_sasl_auth_enable",
+        "smtpd_sasl_type",
+        "smtpd_tls_auth_only",
+        "smtpd_sasl_authenticated_header",
     };
     size_t i;
     size_t j;
@@ -307,9 +319,10 @@ static void test_table_has_every_parameter(void **state)
      * (the level and the two cipher grades), 8 strings, 3 lists, 1 time
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
-     * strings.
+     * strings; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings
+     * and 2 lists (decisions 70 to 73).
      */
-    assert_int_equal(conf_param_count, 113);
+    assert_int_equal(conf_param_count, 124);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
