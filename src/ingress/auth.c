@@ -140,9 +140,12 @@ static void failed(struct smtpd_session *ss, const char *reason)
 }
 
 /* The back end's answer (sasl.h), from the loop. */
-static void answered(void *arg, enum sasl_result r, const char *text)
+static void answered(void *arg, enum sasl_result r, const char *said)
 {
     struct smtpd_session *ss = arg;
+    char text[300]; /* said goes with the conversation */
+
+    snprintf(text, sizeof(text), "%s", said);
 
     if (ss->state != SESSION_WAIT || ss->s == NULL)
         return; /* closing: it goes with the session */

@@ -234,10 +234,12 @@ struct sasl_passwd *sasl_passwd_load(const char *path, char *why, size_t whylen)
         qsort(p->v, p->n, sizeof(*p->v), entry_cmp);
     for (size_t i = 1; i < p->n; i++)
         if (entry_cmp(&p->v[i - 1], &p->v[i]) == 0) {
-            int a = p->v[i - 1].line, b = p->v[i].line;
+            const struct line_entry *x = &p->v[i - 1], *y = &p->v[i];
+            const struct line_entry *later = x->line > y->line ? x : y;
 
             snprintf(why, whylen, "%s, line %d: user \"%s\" is also on line %d",
-                     path, a > b ? a : b, p->v[i].e.user, a > b ? b : a);
+                     path, later->line, later->e.user,
+                     later == x ? y->line : x->line);
             sasl_passwd_free(p);
             return NULL;
         }
