@@ -185,17 +185,32 @@ void session_transaction_reset(struct smtpd_session *ss)
 
 /* ------------------------------------------------------------ waiting */
 
+/*
+ * Waiting is sluice's time, not the client's: no deadline runs, and the
+ * write timeout is off too (a TLS filter keeps its write event armed,
+ * and an AUTH back end may take longer than smtpd_timeout).
+ */
 void session_wait_begin(struct smtpd_session *ss)
 {
     ss->state = SESSION_WAIT;
     deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
+    bufferevent_set_timeouts(ss->bev, NULL, NULL);
+}
+
+static void write_timeout_set(struct smtpd_session *ss)
+{
+    long ms = ss->s ? ss->s->cf.timeout_ms : 1000;
+    struct timeval tmo = {ms / 1000, (ms % 1000) * 1000};
+
+    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
 }
 
 /* A wait is over: read on (what came meanwhile is in the input). */
 void session_wait_end(struct smtpd_session *ss)
 {
     ss->state = ss->auth_turn ? SESSION_AUTH : SESSION_COMMAND;
+    write_timeout_set(ss);
     if (ss->s && ss->s->closing && !ss->quitting)
         session_reply_final(ss, "421 4.3.2 %s Service shutting down",
                             session_hostname(ss));

@@ -77,7 +77,7 @@ static void *dv_create(struct event_base *base, const struct sasl_params *p,
     d = xcalloc(1, sizeof(*d));
     d->base = base;
     snprintf(d->path, sizeof(d->path), "%s", p->path);
-    d->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 10000;
+    d->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 30000;
     TAILQ_INIT(&d->convs);
     return d;
 }

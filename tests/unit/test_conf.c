@@ -162,7 +162,7 @@ static const struct {
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
-    {"smtpd_sasl_service_timeout", 10000, 's'},
+    {"smtpd_sasl_service_timeout", 30000, 's'},
     {"smtpd_sasl_failure_delay", 1000, 's'},
     {"smtpd_sasl_failure_delay_limit", 30000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
