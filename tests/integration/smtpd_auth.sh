@@ -66,6 +66,7 @@ smtpd_sasl_failure_delay = 100ms
 smtpd_sasl_failure_delay_limit = 400ms
 smtpd_sasl_service_timeout = 20s
 smtpd_timeout = 3s
+smtpd_hard_error_limit = 10
 EOC
 }
 write_conf yes passwd-file "$tmp/passwd"
