@@ -268,17 +268,33 @@ static int servers_check(const struct conf *conf, char *why, size_t whylen)
 }
 
 /* Everything after the parameters themselves. */
-static int whole_check(const struct conf *conf,
+static int whole_check(const char *opt_path, const struct conf *conf,
                        const struct route_table *routes, char *why,
                        size_t whylen)
 {
     struct smtpd_params sp;
+    struct conf *sub;
+    char swhy[512];
+    int bad;
 
     if (names_check(conf, routes, why, whylen) < 0)
         return -1;
     daemon_smtpd_params(conf, NULL, &sp);
     if (smtpd_params_check(&sp, why, whylen) < 0)
         return -1;
+    /* the submission listener's server, with its overrides */
+    sub = daemon_submission_conf(opt_path, conf, why, whylen);
+    if (sub == NULL && why[0] != 0)
+        return -1;
+    if (sub != NULL) {
+        daemon_submission_params(sub, NULL, &sp);
+        bad = smtpd_params_check(&sp, swhy, sizeof(swhy)) < 0;
+        conf_free(sub);
+        if (bad) {
+            snprintf(why, whylen, "submission listener: %s", swhy);
+            return -1;
+        }
+    }
     return servers_check(conf, why, whylen);
 }
 
@@ -425,7 +441,7 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
         goto fail;
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
-        whole_check(cf->conf, cf->routes, why, whylen) < 0 ||
+        whole_check(opt_path, cf->conf, cf->routes, why, whylen) < 0 ||
         (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL)
         goto fail;
     combos_warn(cf->conf, cf->routes, &w);

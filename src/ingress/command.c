@@ -20,7 +20,8 @@
  *	STARTTLS without a certificate) "502 5.5.1". STARTTLS is
  *	starttls.c's, AUTH auth.c's (EHLO offers it as auth_offered()
  *	says); with smtpd_tls_security_level = encrypt, MAIL in
- *	clear text is "530 5.7.0" (starttls_required()). Each NOOP, VRFY, ETRN or RSET beyond
+ *	clear text is "530 5.7.0" (starttls_required()); on the submission
+ *	listener MAIL before AUTH is "530 5.7.0 Authentication required". Each NOOP, VRFY, ETRN or RSET beyond
  *	smtpd_junk_command_limit counts as an error; a message accepted
  *	starts the count again. Relay permission (mynetworks) is looked up
  *	at each RCPT and ETRN, so that a reload applies to open sessions.
@@ -114,6 +115,10 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
     }
     if (starttls_required(ss))
         return;
+    if (s->cf.auth_required && ss->sasl_username == NULL) {
+        session_reply(ss, "530 5.7.0 Authentication required");
+        return;
+    }
     if (ss->in_mail) {
         session_reply(ss, "503 5.5.1 Error: nested MAIL command");
         return;

@@ -392,6 +392,7 @@ struct smtpd_params {
                                        the default) */
     const char *sender_restrictions; /* smtpd_sender_restrictions */
     const char *sender_login_maps;   /* smtpd_sender_login_maps */
+    int auth_required;               /* MAIL only after AUTH (submission) */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

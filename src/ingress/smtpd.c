@@ -378,6 +378,7 @@ static int conf_parse_auth(struct smtpd_conf *cf, struct event_base *base,
         (cf->sasl = sasl_server_create(base, &sp, why, whylen)) == NULL)
         return -1;
     cf->tls_auth_only = p->tls_auth_only;
+    cf->auth_required = p->auth_required && cf->sasl != NULL;
     if (cf->sasl != NULL && cf->tls_auth_only &&
         cf->tls_level == STARTTLS_NONE && !p->tls_wrappermode &&
         empty(p->tls_wrapper_listen)) {

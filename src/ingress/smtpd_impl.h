@@ -236,6 +236,7 @@ struct smtpd_conf {
     long starttls_timeout_ms;
     struct sasl_server *sasl; /* NULL: no AUTH (smtpd_sasl_auth_enable) */
     int tls_auth_only;        /* AUTH only in TLS */
+    int auth_required;        /* MAIL only after AUTH (submission) */
     int auth_header;          /* smtpd_sasl_authenticated_header */
     long auth_delay_ms, auth_delay_limit_ms;
     struct restrict_list relay_restrictions;

@@ -215,6 +215,8 @@ static const struct {
      "permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination"},
     {"smtpd_sender_restrictions", CONF_LIST, ""},
     {"smtpd_sender_login_maps", CONF_STRING, ""},
+    {"smtpd_submission_listen", CONF_LIST, ""},
+    {"smtpd_submission_options", CONF_LIST, "smtpd_tls_security_level=encrypt"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -320,9 +322,9 @@ static void test_table_has_every_parameter(void **state)
      * and 1 integer (smtp_tls_loglevel); MTA-STS's 1 boolean, 1 time, 1
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
      * strings; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings
-     * and 2 lists (decisions 70 to 73).
+     * and 4 lists (decisions 70 to 74).
      */
-    assert_int_equal(conf_param_count, 124);
+    assert_int_equal(conf_param_count, 126);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -385,6 +385,21 @@ static void test_sender_login_maps(void **state)
                            "proto=ESMTP helo=<client.test>"));
 }
 
+/* The submission listener's server: MAIL only after AUTH. */
+static void test_auth_required(void **state)
+{
+    int fd;
+
+    (void)state;
+    params.auth_required = 1;
+    fd = ehlo("127.0.0.1"); /* even from mynetworks */
+    chat(fd, "MAIL FROM:<a@x.test>\r\n",
+         "530 5.7.0 Authentication required\r\n");
+    chat(fd, "AUTH PLAIN AGFsaWNlAHdvbmRlcmxhbmQ=\r\nMAIL FROM:<a@x.test>\r\n",
+         "235 2.7.0 Authentication successful\r\n250 2.1.0 Ok\r\n");
+    close(fd);
+}
+
 /* A reload with a bad passwd-file is refused; the users in use stay. */
 static void test_reload(void **state)
 {
@@ -423,6 +438,7 @@ int main(void)
         T(test_gone_mid_auth),
         T(test_relay_restrictions),
         T(test_sender_login_maps),
+        T(test_auth_required),
         T(test_reload),
     };
 
