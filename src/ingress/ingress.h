@@ -133,7 +133,11 @@
  *	the commands and their order; content.c the message content and
  *	its policies (bare line ends, NUL, hops); deadline.c how long a
  *	session waits for its client; receive.c what is added to a message
- *	(Received:, missing headers).
+ *	(Received:, missing headers); auth.c SMTP AUTH (RFC 4954, through
+ *	sasl/), failures.c the delay of failed logins per client address,
+ *	restrict.c smtpd_relay_restrictions, smtpd_sender_restrictions and
+ *	smtpd_sender_login_maps. With auth_required (the submission
+ *	listener's server) MAIL waits for AUTH.
  *
  *	A network list (nets.c) is mynetworks or another list in its
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR

@@ -1,7 +1,8 @@
 #!/bin/sh
 # smtpd_submission.sh BUILD - the submission listener (issue 18):
-# smtpd_submission_listen beside smtpd_listen, AUTH offered and required
-# there only, the default override smtpd_tls_security_level=encrypt (530
+# smtpd_submission_listen beside smtpd_listen (AUTH in TLS only) and
+# smtpd_tls_wrapper_listen (implicit TLS, 465 style: AUTH at once), AUTH
+# offered and required on submission, the default override smtpd_tls_security_level=encrypt (530
 # before STARTTLS), MAIL before AUTH refused with 530 5.7.0, swaks and
 # smtplib submitting after STARTTLS and AUTH; smtpd_submission_options
 # as master.cf's -o (a braced value with commas) changed by a reload;
@@ -31,12 +32,15 @@ echo "alice:{PLAIN}wonderland" >"$tmp/passwd"
 start_smtp_sink out
 port=$(free_port)
 sport=$(free_port)
+wport=$(free_port)
 conf=$tmp/sluice.conf
 write_conf() { # $1: smtpd_submission_options
     cat >"$conf" <<EOC
 queue_directory = $tmp/q
 smtpd_listen = 127.0.0.1:$port
 smtpd_submission_listen = 127.0.0.1:$sport
+smtpd_tls_wrapper_listen = 127.0.0.1:$wport
+smtpd_sasl_auth_enable = yes
 mynetworks = 127.0.0.1/32
 myhostname = mx.test
 relayhost = [127.0.0.1]:$port_out
@@ -74,7 +78,15 @@ sys.stdout.write(s.makefile("rb").read().decode())' "$1" | tr -d '\r'
 }
 
 out=$(talk "$port" 'EHLO c.test\r\nQUIT\r\n')
-expect "smtpd_listen offers no AUTH" 0 "$(echo "$out" | grep -c AUTH)"
+expect "smtpd_listen offers no AUTH in clear text (smtpd_tls_auth_only)" 0 \
+    "$(echo "$out" | grep -c AUTH)"
+# implicit TLS (465 style, smtpd_tls_wrapper_listen): AUTH at once
+swaks --server 127.0.0.1 --port "$wport" --local-interface 127.0.0.2 \
+    --tlsc --tls-verify --tls-ca-path "$ca" --auth LOGIN --auth-user alice \
+    --auth-password wonderland --from alice@c.test --to r@far.test \
+    --h-Subject "swaks implicit" >"$tmp/swaks465.out" 2>&1
+expect "implicit TLS: swaks --tlsc logs in and relays" "0 1" \
+    "$? $(grep -c '^<~  250 2.0.0 Ok: queued' "$tmp/swaks465.out")"
 out=$(talk "$sport" 'EHLO c.test\r\nMAIL FROM:<a@c.test>\r\nQUIT\r\n')
 expect "submission: STARTTLS offered, AUTH not before it" "1 0" \
     "$(echo "$out" | grep -c '^250-STARTTLS$') $(echo "$out" | grep -c AUTH)"
@@ -109,8 +121,8 @@ expect "after the reload: AUTH in clear text and relaying on submission" \
     "1 1 1" \
     "$(echo "$out" | grep -c '^250-AUTH PLAIN LOGIN$') $(echo "$out" | grep -c '^235 ') $(echo "$out" | grep -c '^250 2.1.5 Ok$')"
 out=$(talk "$port" 'EHLO c.test\r\nAUTH PLAIN AGFsaWNlAHdvbmRlcmxhbmQ=\r\nQUIT\r\n')
-expect "smtpd_listen still has no AUTH" 1 \
-    "$(echo "$out" | grep -c '^503 5.5.1 Error: authentication not enabled$')"
+expect "smtpd_listen still wants TLS for AUTH (the overrides are submission's)" 1 \
+    "$(echo "$out" | grep -c '^504 5.5.4 Encryption required for requested authentication mechanism$')"
 write_conf "smtpd_relay_restrictions=permit_sasl"
 reload
 expect "a bad override is refused at reload" 1 \
