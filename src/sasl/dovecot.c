@@ -58,6 +58,7 @@ struct dovecot_be {
     struct event_base *base;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     long timeout_ms;
+    char service[32]; /* "smtp" */
     struct bufferevent *bev;
     enum dv_state state;
     unsigned next_id;
@@ -78,6 +79,8 @@ static void *dv_create(struct event_base *base, const struct sasl_params *p,
     d->base = base;
     snprintf(d->path, sizeof(d->path), "%s", p->path);
     d->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 30000;
+    snprintf(d->service, sizeof(d->service), "%s",
+             p->service && *p->service ? p->service : "smtp");
     TAILQ_INIT(&d->convs);
     return d;
 }
@@ -322,8 +325,8 @@ static void dv_start(struct sasl_conv *c, const char *initial)
 
     c->id = ++d->next_id;
     c->conn = d->state == DV_DOWN ? d->conn + 1 : d->conn;
-    util_buf_printf(&b, "AUTH\t%u\t%s\tservice=smtp\tnologin%s", c->id, c->mech,
-                    c->secured ? "\tsecured" : "");
+    util_buf_printf(&b, "AUTH\t%u\t%s\tservice=%s\tnologin%s", c->id, c->mech,
+                    d->service, c->secured ? "\tsecured" : "");
     if (c->lip[0])
         util_buf_printf(&b, "\tlip=%s", c->lip);
     if (c->rip[0])

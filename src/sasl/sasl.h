@@ -115,7 +115,7 @@ struct sasl_params {
     const char *type;    /* smtpd_sasl_type: passwd-file or dovecot */
     const char *path;    /* smtpd_sasl_path */
     long timeout_ms;     /* smtpd_sasl_service_timeout */
-    const char *service; /* "smtp" */
+    const char *service; /* Dovecot's service=, "smtp" when NULL */
 };
 
 /* The client, as the back end is told (Dovecot's rip, lip, secured). */
