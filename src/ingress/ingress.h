@@ -349,54 +349,55 @@ struct smtpd_ops {
 
 /* The parameters; strings are copied, and may change on reload. */
 struct smtpd_params {
-    const char *listen;              /* smtpd_listen (only at creation) */
-    const char *hostname;            /* myhostname */
-    const char *mynetworks;          /* clients that may relay anywhere */
-    const char *relay_domains;       /* where anyone may send */
-    const char *queue_directory;     /* free space; staging files ("": none) */
-    uint64_t size_limit;             /* message_size_limit, 0 = none */
-    uint64_t queue_minfree;          /* queue_minfree, bytes */
-    long recipient_limit;            /* smtpd_recipient_limit */
-    long connection_limit;           /* smtpd_client_connection_count_limit */
-    const char *exempt;              /* smtpd_client_event_limit_exceptions */
-    long error_limit;                /* smtpd_hard_error_limit */
-    long line_limit;                 /* line_length_limit */
-    long timeout_ms;                 /* smtpd_timeout */
-    long stress_timeout_ms;          /* smtpd_stress_timeout */
-    int per_record_deadline;         /* smtpd_per_record_deadline */
-    long in_flow_delay_ms;           /* in_flow_delay */
-    long active_limit;               /* qmgr_message_active_limit */
-    long backlog_limit;              /* in_flow_backlog_limit, 0 = none */
-    long hopcount_limit;             /* hopcount_limit */
-    long junk_limit;                 /* smtpd_junk_command_limit */
-    uint64_t memory_limit;           /* smtpd_memory_limit, 0 = none */
-    uint64_t staging_threshold;      /* smtpd_staging_threshold */
-    int add_missing_headers;         /* always_add_missing_headers */
-    const char *strip_chars;         /* message_strip_characters */
-    const char *bare_newline;        /* smtpd_forbid_bare_newline */
-    const char *bare_exempt;         /* ..._exclusions: these normalize */
-    long bare_code;                  /* ..._reject_code */
-    const char *tls_cert_file;       /* smtpd_tls_cert_file */
-    const char *tls_key_file;        /* smtpd_tls_key_file */
-    const char *tls_chain_files;     /* smtpd_tls_chain_files */
-    const char *tls_level;           /* smtpd_tls_security_level */
-    int tls_wrappermode;             /* smtpd_tls_wrappermode (at creation) */
-    const char *tls_wrapper_listen;  /* smtpd_tls_wrapper_listen (ditto) */
-    int tls_received_header;         /* smtpd_tls_received_header */
-    long starttls_timeout_ms;        /* smtpd_starttls_timeout */
-    int sasl_auth_enable;            /* smtpd_sasl_auth_enable */
-    const char *sasl_type;           /* smtpd_sasl_type */
-    const char *sasl_path;           /* smtpd_sasl_path */
-    long sasl_timeout_ms;            /* smtpd_sasl_service_timeout */
-    int tls_auth_only;               /* smtpd_tls_auth_only */
-    int sasl_auth_header;            /* smtpd_sasl_authenticated_header */
-    long sasl_delay_ms;              /* smtpd_sasl_failure_delay */
-    long sasl_delay_limit_ms;        /* smtpd_sasl_failure_delay_limit */
-    const char *relay_restrictions;  /* smtpd_relay_restrictions (NULL:
+    const char *listen;             /* smtpd_listen (only at creation) */
+    const char *hostname;           /* myhostname */
+    const char *mynetworks;         /* clients that may relay anywhere */
+    const char *relay_domains;      /* where anyone may send */
+    const char *queue_directory;    /* free space; staging files ("": none) */
+    uint64_t size_limit;            /* message_size_limit, 0 = none */
+    uint64_t queue_minfree;         /* queue_minfree, bytes */
+    long recipient_limit;           /* smtpd_recipient_limit */
+    long connection_limit;          /* smtpd_client_connection_count_limit */
+    const char *exempt;             /* smtpd_client_event_limit_exceptions */
+    long error_limit;               /* smtpd_hard_error_limit */
+    long line_limit;                /* line_length_limit */
+    long timeout_ms;                /* smtpd_timeout */
+    long stress_timeout_ms;         /* smtpd_stress_timeout */
+    int per_record_deadline;        /* smtpd_per_record_deadline */
+    long in_flow_delay_ms;          /* in_flow_delay */
+    long active_limit;              /* qmgr_message_active_limit */
+    long backlog_limit;             /* in_flow_backlog_limit, 0 = none */
+    long hopcount_limit;            /* hopcount_limit */
+    long junk_limit;                /* smtpd_junk_command_limit */
+    uint64_t memory_limit;          /* smtpd_memory_limit, 0 = none */
+    uint64_t staging_threshold;     /* smtpd_staging_threshold */
+    int add_missing_headers;        /* always_add_missing_headers */
+    const char *strip_chars;        /* message_strip_characters */
+    const char *bare_newline;       /* smtpd_forbid_bare_newline */
+    const char *bare_exempt;        /* ..._exclusions: these normalize */
+    long bare_code;                 /* ..._reject_code */
+    const char *tls_cert_file;      /* smtpd_tls_cert_file */
+    const char *tls_key_file;       /* smtpd_tls_key_file */
+    const char *tls_chain_files;    /* smtpd_tls_chain_files */
+    const char *tls_level;          /* smtpd_tls_security_level */
+    int tls_wrappermode;            /* smtpd_tls_wrappermode (at creation) */
+    const char *tls_wrapper_listen; /* smtpd_tls_wrapper_listen (ditto) */
+    int tls_received_header;        /* smtpd_tls_received_header */
+    long starttls_timeout_ms;       /* smtpd_starttls_timeout */
+    int sasl_auth_enable;           /* smtpd_sasl_auth_enable */
+    const char *sasl_type;          /* smtpd_sasl_type */
+    const char *sasl_path;          /* smtpd_sasl_path */
+    long sasl_timeout_ms;           /* smtpd_sasl_service_timeout */
+    int tls_auth_only;              /* smtpd_tls_auth_only */
+    int sasl_auth_header;           /* smtpd_sasl_authenticated_header */
+    long sasl_delay_ms;             /* smtpd_sasl_failure_delay */
+    long sasl_delay_limit_ms;       /* smtpd_sasl_failure_delay_limit */
+    const char *relay_restrictions; /* smtpd_relay_restrictions (NULL:
                                        the default) */
-    const char *sender_restrictions; /* smtpd_sender_restrictions */
-    const char *sender_login_maps;   /* smtpd_sender_login_maps */
-    int auth_required;               /* MAIL only after AUTH (submission) */
+    const char *sender_login_maps;  /* smtpd_sender_login_maps */
+    int auth_required;              /* MAIL only after AUTH (submission) */
+    /* smtpd_sender_restrictions */
+    const char *sender_restrictions;
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

@@ -256,13 +256,14 @@ struct smtpd_server {
     int stress;          /* near SMTPD_SESSION_MAX: shorter deadlines */
     time_t store_failed; /* last failed store, for SMTPD_STORE_LATCH */
     char store_why[256];
-    time_t flow_logged;             /* last in_flow_delay warning */
-    uint64_t held;                  /* message bytes all sessions hold */
-    time_t memory_logged;           /* last smtpd_memory_limit warning */
-    char *staging_dir;              /* <queue_directory>/staging, or NULL */
-    struct event *resume_ev;        /* accept again after a failed accept() */
-    time_t accept_logged;           /* last accept() warning */
-    struct auth_failures *failures; /* failed logins per address */
+    time_t flow_logged;      /* last in_flow_delay warning */
+    uint64_t held;           /* message bytes all sessions hold */
+    time_t memory_logged;    /* last smtpd_memory_limit warning */
+    char *staging_dir;       /* <queue_directory>/staging, or NULL */
+    struct event *resume_ev; /* accept again after a failed accept() */
+    time_t accept_logged;    /* last accept() warning */
+    /* failed logins per client address (failures.c) */
+    struct auth_failures *failures;
     LIST_HEAD(, smtpd_session) sessions;
 };
 

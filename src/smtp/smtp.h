@@ -230,12 +230,12 @@ enum smtp_verb {
 #define SMTP_RET_FULL 1
 #define SMTP_RET_HDRS 2
 
+/* AUTH: arg is the mechanism, path the initial response as sent (base64
+ * or "="), or NULL. */
 struct smtp_command {
     enum smtp_verb verb;
-    char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node, AUTH
-                  mechanism */
-    char *path;      /* MAIL/RCPT: the address, "" for <>; AUTH: the
-                        initial response as sent (base64 or "="), or NULL */
+    char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node */
+    char *path;      /* MAIL/RCPT: the address, "" for <> */
     int has_size;    /* MAIL SIZE= given: */
     uint64_t size;   /*   its value */
     int body_8bit;   /* MAIL BODY=8BITMIME */
