@@ -33,7 +33,7 @@ CFLAGS   += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
             -Wmissing-prototypes -Isrc \
             -DSLUICE_CONFIG_FILE='"$(SYSCONFDIR)/sluice/sluice.conf"'
 CFLAGS   += $(shell pkg-config --cflags $(LIB_PKGS))
-LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lpthread -lm
+LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lcrypt -lpthread -lm
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 
@@ -127,7 +127,7 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
 FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
-                src/tls/*.c)
+                src/tls/*.c src/sasl/*.c)
 FUZZ_STS     := src/sts/policy.c src/sts/txt.c src/sts/mx.c \
                 $(wildcard src/util/*.c)
 FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy \
@@ -159,12 +159,13 @@ build-fuzz/fuzz_util_%: tests/fuzz/fuzz_util_%.c $(wildcard src/util/*.c) \
 # The session target runs the real server on libevent, with the spool's
 # message type: it links what ingress/ needs.
 build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \
-	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h src/tls/*.h)
+	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h src/tls/*.h \
+	    src/sasl/*.h)
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags $(LIB_PKGS)) \
 	    -o $@ $< $(FUZZ_SMTPD) \
 	    $(shell pkg-config --libs lmdb libevent libevent_openssl openssl) \
-	    -lpthread
+	    -lcrypt -lpthread
 
 # MTA-STS's parsers need util/ alone (no libcurl, no libevent).
 build-fuzz/fuzz_sts_policy: tests/fuzz/fuzz_sts_policy.c $(FUZZ_STS) \
@@ -189,6 +190,16 @@ build-fuzz/fuzz_dkim: tests/fuzz/fuzz_dkim.c $(FUZZ_DKIM) \
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
 	    $(FUZZ_DKIM) $(shell pkg-config --libs openssl)
+
+# SMTP AUTH's passwd-file lines and PLAIN/LOGIN messages: sasl/'s parsers
+# and util/ (libcrypt only to ask which hash methods it has).
+FUZZ_SASL    := src/sasl/mech.c src/sasl/passwd.c $(wildcard src/util/*.c)
+FUZZ_TARGETS += sasl
+
+build-fuzz/fuzz_sasl: tests/fuzz/fuzz_sasl.c $(FUZZ_SASL) src/sasl/sasl.h \
+	    src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SASL) -lcrypt -lpthread
 
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus

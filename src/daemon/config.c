@@ -181,6 +181,22 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->starttls_timeout_ms =
         (long)conf_time_ms(conf, NULL, CONF_smtpd_starttls_timeout);
     p->dkim_hosts = conf_str(conf, NULL, CONF_dkim_internal_hosts);
+    p->sasl_auth_enable = conf_bool(conf, NULL, CONF_smtpd_sasl_auth_enable);
+    p->sasl_type = conf_str(conf, NULL, CONF_smtpd_sasl_type);
+    p->sasl_path = conf_str(conf, NULL, CONF_smtpd_sasl_path);
+    p->sasl_timeout_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_service_timeout);
+    p->tls_auth_only = conf_bool(conf, NULL, CONF_smtpd_tls_auth_only);
+    p->sasl_auth_header =
+        conf_bool(conf, NULL, CONF_smtpd_sasl_authenticated_header);
+    p->sasl_delay_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_failure_delay);
+    p->sasl_delay_limit_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_sasl_failure_delay_limit);
+    p->relay_restrictions = conf_str(conf, NULL, CONF_smtpd_relay_restrictions);
+    p->sender_restrictions =
+        conf_str(conf, NULL, CONF_smtpd_sender_restrictions);
+    p->sender_login_maps = conf_str(conf, NULL, CONF_smtpd_sender_login_maps);
 }
 
 char *daemon_dns_servers(const struct conf *conf)
@@ -267,11 +283,14 @@ static int servers_check(const struct conf *conf, char *why, size_t whylen)
 }
 
 /* Everything after the parameters themselves. */
-static int whole_check(const struct conf *conf,
+static int whole_check(const char *opt_path, const struct conf *conf,
                        const struct route_table *routes, char *why,
                        size_t whylen)
 {
     struct smtpd_params sp;
+    struct conf *sub;
+    char swhy[512];
+    int bad;
 
     if (names_check(conf, routes, why, whylen) < 0)
         return -1;
@@ -279,6 +298,19 @@ static int whole_check(const struct conf *conf,
     if (smtpd_params_check(&sp, why, whylen) < 0 ||
         ops_http_check(conf_str(conf, NULL, CONF_http_listen), why, whylen) < 0)
         return -1;
+    /* the submission listener's server, with its overrides */
+    sub = daemon_submission_conf(opt_path, conf, why, whylen);
+    if (sub == NULL && why[0] != 0)
+        return -1;
+    if (sub != NULL) {
+        daemon_submission_params(sub, NULL, &sp);
+        bad = smtpd_params_check(&sp, swhy, sizeof(swhy)) < 0;
+        conf_free(sub);
+        if (bad) {
+            snprintf(why, whylen, "submission listener: %s", swhy);
+            return -1;
+        }
+    }
     return servers_check(conf, why, whylen);
 }
 
@@ -449,7 +481,7 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
         goto fail;
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
-        whole_check(cf->conf, cf->routes, why, whylen) < 0 ||
+        whole_check(opt_path, cf->conf, cf->routes, why, whylen) < 0 ||
         (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL ||
         daemon_dkim_load(cf->conf, &cf->dkim, why, whylen) < 0)
         goto fail;

@@ -24,6 +24,11 @@
  *	int	daemon_dkim_load(const struct conf *conf,
  *			struct dkim_keys **keys, char *why, size_t whylen)
  *
+ *	struct conf *daemon_submission_conf(const char *opt_path,
+ *			const struct conf *conf, char *why, size_t whylen)
+ *	void	daemon_submission_params(const struct conf *sub,
+ *			const char *queue_directory, struct smtpd_params *p)
+ *
  *	int	daemon_pid_lock(const char *queue_directory, char *why,
  *			size_t whylen)
  *	long	daemon_pid_running(const char *queue_directory)
@@ -62,6 +67,8 @@
  *	(queue_directory, queue_map_size, queue_map_size_limit) from conf;
  *	strings point into conf. daemon_smtpd_params() and daemon_dns_servers() turn
  *	parameters into what the SMTP server and the resolver take.
+ *	daemon_submission_conf() and daemon_submission_params() (submission.c)
+ *	do the same for the submission listener, with its overrides.
  *
  *	One daemon per queue: daemon_pid_lock() takes an exclusive lock on
  *	QUEUE_DIRECTORY/pid and writes the caller's pid into it; it returns
@@ -129,6 +136,12 @@ char *daemon_dns_servers(const struct conf *conf);
 int daemon_dkim_signs(const struct conf *conf);
 int daemon_dkim_load(const struct conf *conf, struct dkim_keys **keys,
                      char *why, size_t whylen);
+struct conf *daemon_submission_conf(const char *opt_path,
+                                    const struct conf *conf, char *why,
+                                    size_t whylen);
+void daemon_submission_params(const struct conf *sub,
+                              const char *queue_directory,
+                              struct smtpd_params *p);
 
 int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);

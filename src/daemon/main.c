@@ -79,6 +79,7 @@ struct daemon {
     struct ops_control *control;
     struct ops_http *http; /* NULL: http_listen is empty */
     struct smtpd_server *smtpd;
+    struct smtpd_server *submission; /* smtpd_submission_listen, or NULL */
     char *queue_directory;
     int lock_fd;
     int wake_fd;
@@ -300,7 +301,7 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct daemon *d = arg;
     long busy = qmgr_busy(d->q) + local_server_busy(d->local) +
-                smtpd_server_busy(d->smtpd);
+                smtpd_server_busy(d->smtpd) + smtpd_server_busy(d->submission);
 
     (void)fd;
     (void)what;
@@ -347,11 +348,14 @@ static int load_config(const char *config, struct conf **conf,
 /* Parameters read once at start: a change waits for a restart. */
 static void restart_only(const struct conf *old, const struct conf *new)
 {
-    static const enum conf_param_id strs[] = {
-        CONF_queue_directory,    CONF_dns_servers,
-        CONF_smtpd_listen,       CONF_http_listen,
-        CONF_http_token_file,    CONF_smtpd_tls_wrapper_listen,
-        CONF_smtp_mta_sts_CAfile};
+    static const enum conf_param_id strs[] = {CONF_queue_directory,
+                                              CONF_dns_servers,
+                                              CONF_smtpd_listen,
+                                              CONF_smtpd_submission_listen,
+                                              CONF_http_listen,
+                                              CONF_http_token_file,
+                                              CONF_smtpd_tls_wrapper_listen,
+                                              CONF_smtp_mta_sts_CAfile};
     static const enum conf_param_id ints[] = {
         CONF_queue_map_size, CONF_queue_map_size_limit,
         CONF_smtp_mta_sts_max_policy_size};
@@ -391,7 +395,7 @@ static void reload(struct daemon *d)
     struct route_table *routes;
     struct qmgr_tls *tls;
     struct dkim_keys *dkim;
-    struct conf *conf;
+    struct conf *conf, *sub;
     const char *path;
     char why[1024];
 
@@ -401,17 +405,30 @@ static void reload(struct daemon *d)
             why);
         return;
     }
+    sub = daemon_submission_conf(d->config, conf, why, sizeof(why));
     daemon_smtpd_params(conf, d->queue_directory, &sp);
     sp.dkim = dkim;
-    if (smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
+    if ((sub == NULL && why[0] != 0) ||
+        smtpd_server_params_set(d->smtpd, &sp, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         route_free(routes);
         qmgr_tls_free(tls);
         dkim_keys_free(dkim);
         conf_free(conf);
+        conf_free(sub);
         return;
     }
+    if (d->submission != NULL && sub != NULL) {
+        /* checked with the configuration: only a file changed meanwhile */
+        daemon_submission_params(sub, d->queue_directory, &sp);
+        sp.dkim = dkim; /* what its logged-in clients send is signed */
+        if (smtpd_server_params_set(d->submission, &sp, why, sizeof(why)) < 0)
+            say(LOG_WARNING,
+                "reload: submission listener: %s; its configuration stays",
+                why);
+    }
+    conf_free(sub);
     restart_only(d->conf, conf);
     qmgr_reload(d->q, conf, routes);
     qmgr_tls_set(d->q, tls);
@@ -445,6 +462,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
         (int)sig);
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
+    smtpd_server_close(d->submission);
     qmgr_drain(d->q);
     d->stop_deadline = util_clock_mono_ms() + STOP_GRACE_SECONDS * 1000;
     d->stop_check = event_new(d->base, -1, EV_PERSIST, stop_check_cb, d);
@@ -469,6 +487,27 @@ static void raise_fd_limit(void)
     if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
         say(LOG_WARNING, "cannot raise the file descriptor limit: %s",
             strerror(errno));
+}
+
+/* The submission listener, when smtpd_submission_listen names one. */
+static int submission_start(struct daemon *d, const struct smtpd_ops *ops,
+                            char *why, size_t whylen)
+{
+    struct smtpd_params sp;
+    struct conf *sub = daemon_submission_conf(d->config, d->conf, why, whylen);
+    char swhy[512];
+
+    if (sub == NULL)
+        return why[0] != 0 ? -1 : 0;
+    daemon_submission_params(sub, d->queue_directory, &sp);
+    sp.dkim = d->dkim; /* what its logged-in clients send is signed */
+    d->submission = smtpd_server_create(d->base, &sp, ops, swhy, sizeof(swhy));
+    conf_free(sub);
+    if (d->submission == NULL) {
+        snprintf(why, whylen, "submission listener: %s", swhy);
+        return -1;
+    }
+    return 0;
 }
 
 static int start(struct daemon *d)
@@ -563,7 +602,7 @@ static int start(struct daemon *d)
     daemon_smtpd_params(d->conf, d->queue_directory, &sp);
     sp.dkim = d->dkim;
     d->smtpd = smtpd_server_create(d->base, &sp, &ops, why, sizeof(why));
-    if (d->smtpd == NULL) {
+    if (d->smtpd == NULL || submission_start(d, &ops, why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -581,6 +620,7 @@ static void finish(struct daemon *d)
     d->http = NULL;
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
+    smtpd_server_close(d->submission);
     if (d->q)
         qmgr_stop(d->q);
     dns_free(d->dns);
@@ -594,6 +634,7 @@ static void finish(struct daemon *d)
         close(d->wake_fd);
     local_server_free(d->local);
     smtpd_server_free(d->smtpd);
+    smtpd_server_free(d->submission);
     route_free(d->routes);
     qmgr_tls_free(d->tls);
     dkim_keys_free(d->dkim);

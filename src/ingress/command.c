@@ -16,10 +16,12 @@
  *	one or more RCPT, then DATA or BDAT chunks; EHLO, HELO and RSET
  *	end a transaction. A command out of order is "503 5.5.1"; a
  *	syntax error the parser's 501 or 555; a command that does not
- *	exist "500 5.5.2", one that sluice does not implement (EXPN, TURN,
- *	AUTH; STARTTLS without a certificate) "502 5.5.1". STARTTLS is
- *	starttls.c's; with smtpd_tls_security_level = encrypt, MAIL in
- *	clear text is "530 5.7.0" (starttls_required()). Each NOOP, VRFY, ETRN or RSET beyond
+ *	exist "500 5.5.2", one that sluice does not implement (EXPN, TURN;
+ *	STARTTLS without a certificate) "502 5.5.1". STARTTLS is
+ *	starttls.c's, AUTH auth.c's (EHLO offers it as auth_offered()
+ *	says); with smtpd_tls_security_level = encrypt, MAIL in
+ *	clear text is "530 5.7.0" (starttls_required()); on the submission
+ *	listener MAIL before AUTH is "530 5.7.0 Authentication required". Each NOOP, VRFY, ETRN or RSET beyond
  *	smtpd_junk_command_limit counts as an error; a message accepted
  *	starts the count again. Relay permission (mynetworks) is looked up
  *	at each RCPT and ETRN, so that a reload applies to open sessions.
@@ -28,11 +30,12 @@
  *	message_size_limit (552 5.3.4) and asks the server about storage
  *	and flow (452 4.3.1, or a delayed answer). RCPT counts recipients
  *	against smtpd_recipient_limit (452 4.5.3: the client sends the
- *	rest in another transaction) and applies the relay policy: a
- *	client outside mynetworks may send only to relay_domains, and
- *	never with a local part that routes on ("%", "!", "@"), or gets
- *	"554 5.7.1 <address>: Relay access denied"; a bare "postmaster" is
- *	always accepted (RFC 5321 4.5.1). RCPT after the first chunk is
+ *	rest in another transaction) and applies smtpd_sender_restrictions
+ *	then smtpd_relay_restrictions (restrict.c): by default a client
+ *	outside mynetworks that has not logged in may send only to
+ *	relay_domains, and never with a local part that routes on ("%",
+ *	"!", "@"), or gets "554 5.7.1 <address>: Relay access denied"; a
+ *	bare "postmaster" is always accepted (RFC 5321 4.5.1). RCPT after the first chunk is
  *	"503 5.5.1" (RFC 3030 2: the recipients come first). DATA and the
  *	first BDAT begin the content (content.c); a BDAT whose size cannot
  *	be parsed ends the session after its 501, since where the commands
@@ -80,11 +83,12 @@ static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
         snprintf(size, sizeof(size), "SIZE %llu",
                  (unsigned long long)s->cf.size_limit);
     snprintf(text, sizeof(text),
-             "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s%s"
+             "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s%s%s"
              "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"
              "250 CHUNKING\r\n",
              s->cf.hostname, size, s->ops.flush ? "250-ETRN\r\n" : "",
-             starttls_offered(ss) ? "250-STARTTLS\r\n" : "");
+             starttls_offered(ss) ? "250-STARTTLS\r\n" : "",
+             auth_offered(ss) ? "250-AUTH " SASL_MECHANISMS "\r\n" : "");
     session_reply_raw(ss, text);
     ss->last_code = 250;
 }
@@ -111,6 +115,10 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
     }
     if (starttls_required(ss))
         return;
+    if (s->cf.auth_required && ss->sasl_username == NULL) {
+        session_reply(ss, "530 5.7.0 Authentication required");
+        return;
+    }
     if (ss->in_mail) {
         session_reply(ss, "503 5.5.1 Error: nested MAIL command");
         return;
@@ -143,25 +151,10 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
     evtimer_add(ss->delay_ev, &tv);
 }
 
-/* May this client send to address? */
-static int relay_allowed(const struct smtpd_session *ss, const char *address)
-{
-    const char *at = strrchr(address, '@');
-
-    if (smtpd_client_trusted(ss))
-        return 1;
-    if (at == NULL)
-        return strcasecmp(address, "postmaster") == 0;
-    /* a local part that routes on would make us relay for anyone */
-    for (const char *p = address; p < at; p++)
-        if (*p == '%' || *p == '!' || *p == '@')
-            return 0;
-    return smtpd_relay_domain(ss->s, at + 1);
-}
-
 static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
 {
     struct smtpd_rcpt *r;
+    char reply[SESSION_REPLY_MAX];
 
     if (!ss->in_mail) {
         session_reply(ss, "503 5.5.1 Error: need MAIL command");
@@ -175,12 +168,13 @@ static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
         session_reply(ss, "452 4.5.3 Error: too many recipients");
         return;
     }
-    if (!relay_allowed(ss, cmd->path)) {
-        session_reply(ss, "554 5.7.1 <%s>: Relay access denied", cmd->path);
+    if (restrict_sender(ss, cmd->path, reply, sizeof(reply)) < 0 ||
+        restrict_relay(ss, cmd->path, reply, sizeof(reply)) < 0) {
+        session_reply(ss, "%s", reply);
         smtpd_log(ss->s,
-                  "NOQUEUE: reject: RCPT from %s: 554 5.7.1 <%s>: Relay "
-                  "access denied; from=<%s> to=<%s> proto=%s helo=<%s>",
-                  ss->client, cmd->path, ss->sender, cmd->path,
+                  "NOQUEUE: reject: RCPT from %s: %s; from=<%s> to=<%s> "
+                  "proto=%s helo=<%s>",
+                  ss->client, reply, ss->sender, cmd->path,
                   ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
         return;
     }
@@ -343,13 +337,14 @@ static const struct {
     [SMTP_CMD_HELP] = {"HELP", cmd_help, COUNT_HELP},
     [SMTP_CMD_ETRN] = {"ETRN", cmd_etrn, COUNT_ETRN},
     [SMTP_CMD_STARTTLS] = {"STARTTLS", starttls_command, COUNT_STARTTLS},
+    [SMTP_CMD_AUTH] = {"AUTH", auth_command, COUNT_AUTH},
 };
 
 /* Commands RFC 5321 and its predecessors name that sluice leaves out. */
 static int unimplemented(const char *line)
 {
-    static const char *const names[] = {"EXPN", "TURN", "ATRN", "SEND",
-                                        "SOML", "SAML", "AUTH"};
+    static const char *const names[] = {"EXPN", "TURN", "ATRN",
+                                        "SEND", "SOML", "SAML"};
     size_t n = strcspn(line, " ");
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -393,5 +388,7 @@ void command_run(struct smtpd_session *ss, const char *line, size_t len)
         ss->errors++;
     smtp_command_free(&cmd);
     ss->counts[c][1]++;
-    ss->counts[c][0] += ss->last_code < 400 && ss->state != SESSION_BDAT;
+    /* AUTH counts as done when its 235 goes out (auth.c) */
+    ss->counts[c][0] +=
+        ss->last_code < 400 && ss->state != SESSION_BDAT && c != COUNT_AUTH;
 }

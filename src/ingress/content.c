@@ -325,7 +325,7 @@ static void message_store(struct smtpd_session *ss)
 {
     struct smtpd_server *s = ss->s;
     struct spool_msg *m;
-    char origin[128], why[512];
+    char origin[128 + 2 * SASL_FIELD_MAX], why[512];
 
     if (ss->memory_full) {
         session_reply(
@@ -346,7 +346,12 @@ static void message_store(struct smtpd_session *ss)
         staging_refuse(ss, why);
         return;
     }
-    snprintf(origin, sizeof(origin), "client=%s", ss->client);
+    if (ss->sasl_username != NULL) /* Postfix's form */
+        snprintf(origin, sizeof(origin),
+                 "client=%s, sasl_method=%s, sasl_username=%s", ss->client,
+                 ss->sasl_method, ss->sasl_username);
+    else
+        snprintf(origin, sizeof(origin), "client=%s", ss->client);
     session_wait_begin(ss);
     ss->pending = 1;
     s->ops.store(s->ops.ctx, m, origin, stored, ss);

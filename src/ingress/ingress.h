@@ -139,7 +139,11 @@
  *	the commands and their order; content.c the message content and
  *	its policies (bare line ends, NUL, hops); deadline.c how long a
  *	session waits for its client; receive.c what is added to a message
- *	(Received:, missing headers).
+ *	(Received:, missing headers); auth.c SMTP AUTH (RFC 4954, through
+ *	sasl/), failures.c the delay of failed logins per client address,
+ *	restrict.c smtpd_relay_restrictions, smtpd_sender_restrictions and
+ *	smtpd_sender_login_maps. With auth_required (the submission
+ *	listener's server) MAIL waits for AUTH.
  *
  *	A network list (nets.c) is mynetworks or another list in its
  *	syntax (smtpd_client_event_limit_exceptions): addresses and CIDR
@@ -399,6 +403,20 @@ struct smtpd_params {
     const struct dkim_keys *dkim;   /* signing keys (kept by the caller,
                                        alive until replaced); NULL: none */
     const char *dkim_hosts;         /* dkim_internal_hosts */
+    int sasl_auth_enable;           /* smtpd_sasl_auth_enable */
+    const char *sasl_type;          /* smtpd_sasl_type */
+    const char *sasl_path;          /* smtpd_sasl_path */
+    long sasl_timeout_ms;           /* smtpd_sasl_service_timeout */
+    int tls_auth_only;              /* smtpd_tls_auth_only */
+    int sasl_auth_header;           /* smtpd_sasl_authenticated_header */
+    long sasl_delay_ms;             /* smtpd_sasl_failure_delay */
+    long sasl_delay_limit_ms;       /* smtpd_sasl_failure_delay_limit */
+    const char *relay_restrictions; /* smtpd_relay_restrictions (NULL:
+                                       the default) */
+    const char *sender_login_maps;  /* smtpd_sender_login_maps */
+    int auth_required;              /* MAIL only after AUTH (submission) */
+    /* smtpd_sender_restrictions */
+    const char *sender_restrictions;
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

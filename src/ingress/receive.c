@@ -21,7 +21,10 @@
  *		by HOSTNAME (sluice) with ESMTP id QUEUEID
  *		for <RECIPIENT>; DATE
  *
- *	"with SMTP" after HELO, "ESMTPS" or "SMTPS" in TLS (RFC 3848), and
+ *	"with SMTP" after HELO, "ESMTPS" or "SMTPS" in TLS, "ESMTPA" after
+ *	AUTH, "ESMTPSA" for both (RFC 3848), with
+ *	smtpd_sasl_authenticated_header the comment
+ *	"(Authenticated sender: USER)" of a logged-in client before "by", and
  *	with smtpd_tls_received_header the TLS comment of starttls.c on
  *	the lines before "by"; the "for" clause only with one recipient
  *	(more would tell each recipient about the others), else "id
@@ -92,8 +95,16 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
     util_buf_printf(b, "Received: from %s (unknown [%s])\r\n", helo,
                     ss->addr_text);
     starttls_received(b, ss);
-    util_buf_printf(b, "\tby %s (sluice) with %s%s id %s", hostname,
-                    ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "", ss->id);
+    if (ss->sasl_username != NULL && ss->s != NULL && ss->s->cf.auth_header) {
+        char user[SASL_FIELD_MAX + 1];
+
+        safe_copy(user, sizeof(user), ss->sasl_username, "()");
+        util_buf_printf(b, "\t(Authenticated sender: %s)\r\n", user);
+    }
+    /* RFC 3848: ESMTPS, ESMTPA, ESMTPSA */
+    util_buf_printf(b, "\tby %s (sluice) with %s%s%s id %s", hostname,
+                    ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "",
+                    ss->sasl_username ? "A" : "", ss->id);
     if (ss->nrcpt == 1) {
         safe_copy(rcpt, sizeof(rcpt), ss->rcpt[0].address, "<>");
         util_buf_printf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);

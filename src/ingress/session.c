@@ -38,6 +38,8 @@
  *		or a MAIL answer held back for in_flow_delay;
  *	TLS	nothing is read: STARTTLS's 220 is going out, then the TLS
  *		handshake runs (starttls.c);
+ *	AUTH	reading the client's response to a 334 challenge of AUTH
+ *		(auth.c), one line, under the command deadline;
  *	CLOSING	the last reply is going out, then the session is freed.
  *
  *	Pipelining comes for free: every complete command in the input is
@@ -183,17 +185,32 @@ void session_transaction_reset(struct smtpd_session *ss)
 
 /* ------------------------------------------------------------ waiting */
 
+/*
+ * Waiting is sluice's time, not the client's: no deadline runs, and the
+ * write timeout is off too (a TLS filter keeps its write event armed,
+ * and an AUTH back end may take longer than smtpd_timeout).
+ */
 void session_wait_begin(struct smtpd_session *ss)
 {
     ss->state = SESSION_WAIT;
     deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
+    bufferevent_set_timeouts(ss->bev, NULL, NULL);
+}
+
+static void write_timeout_set(struct smtpd_session *ss)
+{
+    long ms = ss->s ? ss->s->cf.timeout_ms : 1000;
+    struct timeval tmo = {ms / 1000, (ms % 1000) * 1000};
+
+    bufferevent_set_timeouts(ss->bev, NULL, &tmo);
 }
 
 /* A wait is over: read on (what came meanwhile is in the input). */
 void session_wait_end(struct smtpd_session *ss)
 {
-    ss->state = SESSION_COMMAND;
+    ss->state = ss->auth_turn ? SESSION_AUTH : SESSION_COMMAND;
+    write_timeout_set(ss);
     if (ss->s && ss->s->closing && !ss->quitting)
         session_reply_final(ss, "421 4.3.2 %s Service shutting down",
                             session_hostname(ss));
@@ -250,6 +267,10 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
     if (ss->skip_line || p.pos > ss->s->cf.line_limit) {
         evbuffer_drain(in, (size_t)p.pos + eol);
         ss->skip_line = 0;
+        if (ss->state == SESSION_AUTH) {
+            auth_line_too_long(ss);
+            return 1;
+        }
         ss->counts[COUNT_UNKNOWN][1]++;
         session_reply(ss, "500 5.5.2 Error: line too long");
         return 1;
@@ -265,7 +286,11 @@ static int read_command(struct smtpd_session *ss, struct evbuffer *in)
         return 1;
     }
     line[n] = 0;
-    command_run(ss, line, n);
+    if (ss->state == SESSION_AUTH)
+        auth_response(ss, line, n);
+    else
+        command_run(ss, line, n);
+    explicit_bzero(line, n); /* it may have been a password */
     free(line);
     return 1;
 }
@@ -284,6 +309,8 @@ static void close_after_reply(struct smtpd_session *ss)
 {
     ss->state = SESSION_CLOSING;
     evtimer_del(ss->delay_ev);
+    if (ss->auth_ev)
+        evtimer_del(ss->auth_ev);
     deadline_stop(ss);
     bufferevent_disable(ss->bev, EV_READ);
     bufferevent_setcb(ss->bev, NULL, closing_written, event_cb, ss);
@@ -302,6 +329,7 @@ static void session_input(struct smtpd_session *ss)
     while (more && !ss->quitting && !ss->output_full) {
         switch (ss->state) {
         case SESSION_COMMAND:
+        case SESSION_AUTH:
             /* a command line is a record: the next one's clock starts */
             if ((more = read_command(ss, in)) && !ss->quitting &&
                 ss->state != SESSION_WAIT)
@@ -412,7 +440,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* ------------------------------------------------------------ lifetime */
 
 static const char *const count_names[COUNT_MAX] = {
-    "ehlo", "helo", "starttls", "mail", "rcpt", "data", "bdat",
+    "ehlo", "helo", "starttls", "auth", "mail", "rcpt", "data",    "bdat",
     "rset", "noop", "quit",     "vrfy", "help", "etrn", "unknown",
 };
 
@@ -458,6 +486,7 @@ static void session_free(struct smtpd_session *ss)
     if (ss->delay_ev)
         event_free(ss->delay_ev);
     deadline_free(ss);
+    auth_session_end(ss);
     session_transaction_reset(ss);
     free(ss->rcpt);
     free(ss->helo);
@@ -571,8 +600,11 @@ void session_shutdown(struct smtpd_session *ss)
         session_free(ss);
         return;
     }
-    if (ss->state == SESSION_WAIT)
+    if (ss->state == SESSION_WAIT) {
         evtimer_del(ss->delay_ev);
+        if (ss->auth_ev)
+            evtimer_del(ss->auth_ev);
+    }
     session_reply_final(ss, "421 4.3.2 %s Service shutting down",
                         session_hostname(ss));
     close_after_reply(ss);
@@ -598,6 +630,7 @@ void session_orphan(struct smtpd_session *ss)
         ss->delay_ev = NULL;
     }
     deadline_free(ss);
+    auth_session_end(ss); /* its timer and back end go with the base */
     if (!ss->pending)
         session_free(ss);
 }

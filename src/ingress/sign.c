@@ -138,9 +138,12 @@ static int session_signs(const struct smtpd_session *ss)
 {
     const struct smtpd_conf *cf = &ss->s->cf;
 
-    return cf->dkim != NULL && cf->dkim_hosts != NULL &&
-           ingress_nets_match(cf->dkim_hosts,
-                              (const struct sockaddr *)&ss->addr);
+    /* Authenticated clients send their own mail, wherever they are. */
+    return cf->dkim != NULL &&
+           (ss->sasl_username != NULL ||
+            (cf->dkim_hosts != NULL &&
+             ingress_nets_match(cf->dkim_hosts,
+                                (const struct sockaddr *)&ss->addr)));
 }
 
 static void body_feed(void *ctx, const char *p, size_t n)

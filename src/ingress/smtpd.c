@@ -94,10 +94,21 @@
  *	  (ops->spool_free): the file never shrinks, and once it had filled
  *	  the disk the file system alone would say "full" for ever.
  *
- *	Relay policy (smtpd_relay_domain()): a client in mynetworks may
- *	send to any domain; another only to relay_domains, where
- *	"example.com" matches that domain and its subdomains and
- *	".example.com" only its subdomains (Postfix's default matching).
+ *	Relay policy: smtpd_relay_restrictions (restrict.c; by default a
+ *	client in mynetworks, or one logged in with AUTH, may send to any
+ *	domain, another only to relay_domains), where
+ *	smtpd_relay_domain() matches "example.com" to that domain and its
+ *	subdomains and ".example.com" only to its subdomains (Postfix's
+ *	default matching). smtpd_sender_restrictions and
+ *	smtpd_sender_login_maps tie sender addresses to logins.
+ *
+ *	AUTH (auth.c): with smtpd_sasl_auth_enable the back end of
+ *	smtpd_sasl_type on smtpd_sasl_path (sasl/) is made here, at
+ *	creation and at each smtpd_server_params_set(), like the TLS
+ *	context: a passwd-file that cannot be read or has a bad line is
+ *	an error (the daemon does not start; a reload is refused and the
+ *	users in use stay). AUTH only in TLS (smtpd_tls_auth_only) on a
+ *	server without TLS is an error too: no client could log in.
  *
  *	Bare line ends (smtpd_bare_mode()): what smtpd_forbid_bare_newline
  *	says (disconnect, normalize, note, reject; content.c and
@@ -169,6 +180,8 @@ static void conf_clear(struct smtpd_conf *cf)
         free(cf->relay_domains[i]);
     free(cf->relay_domains);
     tls_context_free(cf->tls);
+    sasl_server_free(cf->sasl);
+    login_maps_free(cf->login_maps);
     memset(cf, 0, sizeof(*cf));
 }
 
@@ -341,12 +354,59 @@ static int conf_parse_tls(struct smtpd_conf *cf, const struct smtpd_params *p,
     return 0;
 }
 
-static int conf_parse(struct smtpd_conf *cf, const struct smtpd_params *p,
-                      char *why, size_t whylen)
+/* The relay restrictions of sluice before they were a parameter. */
+#define RELAY_RESTRICTIONS_DEFAULT                                             \
+    "permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination"
+
+/*
+ * AUTH and the restrictions. The passwd-file is read here, at start and
+ * at each reload (a bad one refuses the reload and the server keeps its
+ * users); base NULL only checks.
+ */
+static int conf_parse_auth(struct smtpd_conf *cf, struct event_base *base,
+                           const struct smtpd_params *p, char *why,
+                           size_t whylen)
+{
+    const char *relay = p->relay_restrictions ? p->relay_restrictions
+                                              : RELAY_RESTRICTIONS_DEFAULT;
+    struct sasl_params sp = {p->sasl_type, p->sasl_path, p->sasl_timeout_ms,
+                             "smtp"};
+
+    if (restrict_parse("smtpd_relay_restrictions", relay, 1,
+                       &cf->relay_restrictions, why, whylen) < 0 ||
+        restrict_parse("smtpd_sender_restrictions", p->sender_restrictions, 0,
+                       &cf->sender_restrictions, why, whylen) < 0 ||
+        login_maps_load(p->sender_login_maps, &cf->login_maps, why, whylen) < 0)
+        return -1;
+    if (p->sasl_auth_enable &&
+        (cf->sasl = sasl_server_create(base, &sp, why, whylen)) == NULL)
+        return -1;
+    cf->tls_auth_only = p->tls_auth_only;
+    cf->auth_required = p->auth_required && cf->sasl != NULL;
+    if (cf->sasl != NULL && cf->tls_auth_only &&
+        cf->tls_level == STARTTLS_NONE && !p->tls_wrappermode &&
+        empty(p->tls_wrapper_listen)) {
+        snprintf(why, whylen,
+                 "smtpd_sasl_auth_enable: AUTH is offered only in TLS "
+                 "(smtpd_tls_auth_only = yes) and the server has no TLS: "
+                 "set smtpd_tls_cert_file, or smtpd_tls_auth_only = no");
+        return -1;
+    }
+    cf->auth_header = p->sasl_auth_header;
+    cf->auth_delay_ms = p->sasl_delay_ms;
+    cf->auth_delay_limit_ms = p->sasl_delay_limit_ms > p->sasl_delay_ms
+                                  ? p->sasl_delay_limit_ms
+                                  : p->sasl_delay_ms;
+    return 0;
+}
+
+static int conf_parse(struct smtpd_conf *cf, struct event_base *base,
+                      const struct smtpd_params *p, char *why, size_t whylen)
 {
     memset(cf, 0, sizeof(*cf));
     if (conf_parse_lists(cf, p, why, whylen) < 0 ||
-        conf_parse_tls(cf, p, why, whylen) < 0) {
+        conf_parse_tls(cf, p, why, whylen) < 0 ||
+        conf_parse_auth(cf, base, p, why, whylen) < 0) {
         conf_clear(cf);
         return -1;
     }
@@ -395,7 +455,7 @@ int smtpd_params_check(const struct smtpd_params *p, char *why, size_t whylen)
     struct smtpd_conf cf;
     char bad[SMTPD_HELO_MAX];
 
-    if (conf_parse(&cf, p, why, whylen) < 0)
+    if (conf_parse(&cf, NULL, p, why, whylen) < 0)
         return -1;
     conf_clear(&cf);
     if (smtpd_list_each(p->listen, listen_word_check, bad) < 0 ||
@@ -417,7 +477,7 @@ int smtpd_server_params_set(struct smtpd_server *s,
 {
     struct smtpd_conf cf;
 
-    if (conf_parse(&cf, p, why, whylen) < 0)
+    if (conf_parse(&cf, s->base, p, why, whylen) < 0)
         return -1;
     conf_clear(&s->cf);
     s->cf = cf;
@@ -740,7 +800,9 @@ struct smtpd_server *smtpd_server_create(struct event_base *base,
     s->base = base;
     s->ops = *ops;
     LIST_INIT(&s->sessions);
-    if (conf_parse(&s->cf, p, why, whylen) < 0) {
+    s->failures = failures_create();
+    if (conf_parse(&s->cf, base, p, why, whylen) < 0) {
+        failures_free(s->failures);
         free(s);
         return NULL;
     }
@@ -801,6 +863,7 @@ void smtpd_server_free(struct smtpd_server *s)
     if (s->resume_ev)
         event_free(s->resume_ev);
     conf_clear(&s->cf);
+    failures_free(s->failures);
     free(s->staging_dir);
     free(s);
 }

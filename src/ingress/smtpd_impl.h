@@ -100,6 +100,37 @@
  *	void	deadline_stop(struct smtpd_session *ss)
  *	void	deadline_free(struct smtpd_session *ss)
  *
+ *	AUTH (auth.c), for the commands and the sessions:
+ *
+ *	int	auth_offered(const struct smtpd_session *ss)
+ *	void	auth_command(struct smtpd_session *ss,
+ *			struct smtp_command *cmd)
+ *	void	auth_response(struct smtpd_session *ss, const char *line,
+ *			size_t len)
+ *	void	auth_line_too_long(struct smtpd_session *ss)
+ *	void	auth_session_end(struct smtpd_session *ss)
+ *
+ *	Failed logins per client address (failures.c), for AUTH:
+ *
+ *	struct auth_failures *failures_create(void)
+ *	long	failures_note(struct auth_failures *t,
+ *			const struct sockaddr *sa, long base_ms,
+ *			long limit_ms, time_t now)
+ *	void	failures_free(struct auth_failures *t)
+ *
+ *	Restrictions (restrict.c), for the server and the commands:
+ *
+ *	int	restrict_parse(const char *param, const char *list,
+ *			int relay, struct restrict_list *out, char *why,
+ *			size_t whylen)
+ *	int	login_maps_load(const char *value, struct login_map **out,
+ *			char *why, size_t whylen)
+ *	void	login_maps_free(struct login_map *m)
+ *	int	restrict_sender(struct smtpd_session *ss, const char *rcpt,
+ *			char *reply, size_t replylen)
+ *	int	restrict_relay(struct smtpd_session *ss, const char *rcpt,
+ *			char *reply, size_t replylen)
+ *
  *	What goes into a message (receive.c), for the sessions:
  *
  *	void	receive_received(struct util_buf *b,
@@ -117,14 +148,16 @@
  *			char *why, size_t whylen)
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
- *	smtpd.c, listener.c, session.c, command.c, starttls.c, content.c,
- *	deadline.c, receive.c and sign.c describe their functions (staging.c's are in ingress_private.h).
+ *	smtpd.c, listener.c, session.c, command.c, starttls.c, auth.c,
+ *	failures.c, restrict.c, content.c, deadline.c, receive.c and sign.c
+ *	describe their functions (staging.c's are in ingress_private.h).
  *	SESSION_REPLY_MAX bounds one reply; RECEIVE_HEAD_MAX the start of
  *	a staged message read back for its header checks (receive.c).
  */
 
 #include "ingress/ingress.h"
 #include "ingress/ingress_private.h"
+#include "sasl/sasl.h"
 #include "smtp/smtp.h"
 #include "tls/tls.h"
 
@@ -139,6 +172,9 @@ struct evconnlistener;
 struct event;
 
 #define SESSION_REPLY_MAX 600    /* bytes of one reply line, CRLF included */
+#define FAILURES_MAX      4096   /* client addresses with failed logins kept */
+#define FAILURES_EXPIRE   600    /* s: a failed login is remembered this long */
+#define RESTRICT_MAX      16     /* entries of one restriction list */
 #define RECEIVE_HEAD_MAX  262144 /* bytes of a staged message read back */
 
 /* smtpd_forbid_bare_newline: what a bare line end from a client does. */
@@ -156,6 +192,27 @@ enum starttls_level {
     STARTTLS_MAY,     /* offered */
     STARTTLS_ENCRYPT, /* MAIL only after STARTTLS */
 };
+
+/* The restrictions sluice knows (restrict.c). */
+enum restriction {
+    R_PERMIT_MYNETWORKS,
+    R_PERMIT_SASL,
+    R_REJECT_UNAUTH_DEST,
+    R_DEFER_UNAUTH_DEST,
+    R_PERMIT,
+    R_REJECT,
+    R_SENDER_LOGIN_MISMATCH,
+    R_AUTH_SENDER_MISMATCH,
+    R_UNAUTH_SENDER_MISMATCH,
+};
+
+struct restrict_list {
+    enum restriction r[RESTRICT_MAX];
+    size_t n;
+};
+
+struct login_map;
+struct auth_failures;
 
 /* The server's settings, as parsed from struct smtpd_params. */
 struct smtpd_conf {
@@ -184,6 +241,14 @@ struct smtpd_conf {
     long starttls_timeout_ms;
     const struct dkim_keys *dkim;    /* the daemon's; NULL: no signing */
     struct ingress_nets *dkim_hosts; /* dkim_internal_hosts */
+    struct sasl_server *sasl; /* NULL: no AUTH (smtpd_sasl_auth_enable) */
+    int tls_auth_only;        /* AUTH only in TLS */
+    int auth_required;        /* MAIL only after AUTH (submission) */
+    int auth_header;          /* smtpd_sasl_authenticated_header */
+    long auth_delay_ms, auth_delay_limit_ms;
+    struct restrict_list relay_restrictions;
+    struct restrict_list sender_restrictions;
+    struct login_map *login_maps; /* smtpd_sender_login_maps, or NULL */
 };
 
 struct smtpd_server {
@@ -204,6 +269,8 @@ struct smtpd_server {
     char *staging_dir;       /* <queue_directory>/staging, or NULL */
     struct event *resume_ev; /* accept again after a failed accept() */
     time_t accept_logged;    /* last accept() warning */
+    /* failed logins per client address (failures.c) */
+    struct auth_failures *failures;
     LIST_HEAD(, smtpd_session) sessions;
 };
 
@@ -214,6 +281,7 @@ enum session_state {
     SESSION_BDAT,    /* reading a BDAT chunk */
     SESSION_WAIT,    /* waiting: a store, a flush, in_flow_delay */
     SESSION_TLS,     /* STARTTLS's 220 going out, then the handshake */
+    SESSION_AUTH,    /* reading the client's answer to a 334 (auth.c) */
     SESSION_CLOSING, /* the last reply is going out; then freed */
 };
 
@@ -228,6 +296,7 @@ enum session_count {
     COUNT_EHLO,
     COUNT_HELO,
     COUNT_STARTTLS,
+    COUNT_AUTH,
     COUNT_MAIL,
     COUNT_RCPT,
     COUNT_DATA,
@@ -291,6 +360,14 @@ struct smtpd_session {
     int64_t record_start;          /* when it began, monotonic ms */
     uint64_t record_bytes;         /* content bytes of it so far */
     const char *last_verb;         /* for "timeout after VERB" */
+    /* AUTH (auth.c) */
+    struct sasl_conv *auth_conv; /* an exchange under way */
+    int auth_turn;               /* the client is to answer a 334 */
+    char auth_method[SASL_MECH_MAX + 1];
+    struct event *auth_ev;              /* a failed login's delay */
+    char auth_reply[SESSION_REPLY_MAX]; /* its 535, meanwhile */
+    char *sasl_username;                /* once logged in */
+    char sasl_method[SASL_MECH_MAX + 1];
     unsigned counts[COUNT_MAX][2]; /* [ok, total] */
 };
 
@@ -359,6 +436,27 @@ void deadline_progress(struct smtpd_session *ss, const char *p, size_t n);
 void deadline_tighten(struct smtpd_session *ss);
 void deadline_stop(struct smtpd_session *ss);
 void deadline_free(struct smtpd_session *ss);
+
+int auth_offered(const struct smtpd_session *ss);
+void auth_command(struct smtpd_session *ss, struct smtp_command *cmd);
+void auth_response(struct smtpd_session *ss, const char *line, size_t len);
+void auth_line_too_long(struct smtpd_session *ss);
+void auth_session_end(struct smtpd_session *ss);
+
+struct auth_failures *failures_create(void);
+long failures_note(struct auth_failures *t, const struct sockaddr *sa,
+                   long base_ms, long limit_ms, time_t now);
+void failures_free(struct auth_failures *t);
+
+int restrict_parse(const char *param, const char *list, int relay,
+                   struct restrict_list *out, char *why, size_t whylen);
+int login_maps_load(const char *value, struct login_map **out, char *why,
+                    size_t whylen);
+void login_maps_free(struct login_map *m);
+int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
+                    size_t replylen);
+int restrict_relay(struct smtpd_session *ss, const char *rcpt, char *reply,
+                   size_t replylen);
 
 void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);

@@ -136,6 +136,7 @@ void starttls_established(struct smtpd_session *ss)
     free(ss->helo);
     ss->helo = NULL;
     ss->esmtp = 0;
+    auth_session_end(ss);
     ss->state = SESSION_COMMAND;
     if (ss->wrapped)
         session_greet(ss);

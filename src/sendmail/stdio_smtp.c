@@ -159,6 +159,11 @@ static struct smtpd_server *server_start(struct stdio_smtp *ss, int fd)
     p.tls_level = "none";
     p.tls_wrappermode = 0;
     p.tls_wrapper_listen = "";
+    /* No AUTH either: the user is known by uid, and the passwd-file and
+     * the login maps are the daemon's to read. */
+    p.sasl_auth_enable = 0;
+    p.sender_restrictions = "";
+    p.sender_login_maps = "";
     ops.store = store_cb;
     ops.log = log_cb;
     ops.ctx = ss;

@@ -41,6 +41,9 @@
  *	ETRN node           cmd->arg: a domain, "@domain" or "#queue"
  *			    (RFC 1985)
  *	BDAT size [LAST]    cmd->chunk, cmd->last (RFC 3030)
+ *	AUTH mechanism [initial-response]
+ *			    cmd->arg, cmd->path (RFC 4954 4: the response
+ *			    as sent, base64 or "=", not decoded) or NULL
  *
  *	The parser checks syntax only; which commands are allowed when (a
  *	MAIL before EHLO, a second MAIL) is the session's business. A path
@@ -73,7 +76,7 @@ static const struct {
     {"RSET", SMTP_CMD_RSET},         {"NOOP", SMTP_CMD_NOOP},
     {"QUIT", SMTP_CMD_QUIT},         {"VRFY", SMTP_CMD_VRFY},
     {"HELP", SMTP_CMD_HELP},         {"ETRN", SMTP_CMD_ETRN},
-    {"STARTTLS", SMTP_CMD_STARTTLS},
+    {"STARTTLS", SMTP_CMD_STARTTLS}, {"AUTH", SMTP_CMD_AUTH},
 };
 
 static int refuse(char *why, size_t whylen, int code, const char *fmt, ...)
@@ -415,6 +418,23 @@ static int bdat_parse(struct smtp_command *c, const char *args)
     return 0;
 }
 
+/* "mechanism [initial-response]": two words at most. */
+static int auth_parse(struct smtp_command *c, const char *p)
+{
+    size_t n = strcspn(p, " \t");
+    const char *r = p + n;
+
+    if (n == 0)
+        return -1;
+    c->arg = dup_n(p, n);
+    r += strspn(r, " \t");
+    n = strcspn(r, " \t");
+    if (n > 0)
+        c->path = dup_n(r, n);
+    r += n;
+    return r[strspn(r, " \t")] == 0 ? 0 : -1;
+}
+
 int smtp_command_parse(const char *line, size_t len, struct smtp_command *cmd,
                        char *why, size_t whylen)
 {
@@ -477,6 +497,11 @@ int smtp_command_parse(const char *line, size_t len, struct smtp_command *cmd,
         if (!etrn_node_ok(cmd->arg))
             rc = refuse(why, whylen, SMTP_PARSE_SYNTAX,
                         "5.5.4 Syntax: ETRN domain");
+        break;
+    case SMTP_CMD_AUTH:
+        if (auth_parse(cmd, args) < 0)
+            rc = refuse(why, whylen, SMTP_PARSE_SYNTAX,
+                        "5.5.4 Syntax: AUTH mechanism");
         break;
     case SMTP_CMD_BDAT:
         if (bdat_parse(cmd, args) < 0)

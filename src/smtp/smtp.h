@@ -229,6 +229,7 @@ enum smtp_verb {
     SMTP_CMD_HELP,
     SMTP_CMD_ETRN,
     SMTP_CMD_STARTTLS,
+    SMTP_CMD_AUTH,
 };
 
 /* What smtp_command_parse() returns when it refuses: the reply code. */
@@ -247,6 +248,8 @@ enum smtp_verb {
 #define SMTP_RET_FULL 1
 #define SMTP_RET_HDRS 2
 
+/* AUTH: arg is the mechanism, path the initial response as sent (base64
+ * or "="), or NULL. */
 struct smtp_command {
     enum smtp_verb verb;
     char *arg;       /* EHLO/HELO host, VRFY string, HELP topic, ETRN node */

@@ -14,7 +14,10 @@
  *	default, disconnect (client 127.0.0.1 of the first server);
  *	normalize (client 127.0.0.2, in that server's
  *	smtpd_forbid_bare_newline_exclusions); and reject (a second server,
- *	which also strips \001 and body NULs, message_strip_characters).
+ *	which also strips \001 and body NULs, message_strip_characters,
+ *	and offers AUTH without TLS against a passwd-file of {PLAIN} users,
+ *	with reject_sender_login_mismatch, no login map and no failure
+ *	delay).
  *	The server relays for the client, stores every
  *	message at once, flushes ETRN at once, and has small limits (3
  *	recipients, 2000 bytes, 2100 bytes held in memory, line length 512,
@@ -89,7 +92,9 @@ static void setup(void)
 {
     static const struct smtpd_ops ops = {.store = store, .flush = flush};
     struct smtpd_params p = {0};
-    char why[256];
+    static const char users[] = "alice:{PLAIN}wonderland\nbob:{CLEAR}x\n";
+    char why[256], passwd[] = "/tmp/fuzz_smtpd_passwd.XXXXXX";
+    int fd;
 
     base = event_base_new();
     p.bare_exempt = "127.0.0.2/32"; /* normalize */
@@ -110,7 +115,16 @@ static void setup(void)
     p.bare_newline = "reject";
     p.bare_code = 550;
     p.strip_chars = "\\001\\0";
+    /* the second server offers AUTH (PLAIN users: no worker thread) */
+    if ((fd = mkstemp(passwd)) < 0 ||
+        write(fd, users, sizeof(users) - 1) != (ssize_t)sizeof(users) - 1)
+        abort();
+    close(fd);
+    p.sasl_auth_enable = 1;
+    p.sasl_path = passwd;
+    p.sender_restrictions = "reject_sender_login_mismatch";
     servers[1] = smtpd_server_create(base, &p, &ops, why, sizeof(why));
+    unlink(passwd);
     if (servers[0] == NULL || servers[1] == NULL)
         abort();
 }

@@ -270,6 +270,21 @@ bad_config "a myhostname that cannot go into EHLO is refused" \
 bad_config "a per-transport HELO name that cannot go into EHLO is refused" \
     "relay_helo_name = -x-" \
     'sluice: relay_helo_name: bad value "-x-": EHLO, HELO and LHLO need a domain name or an address literal such as [192.0.2.1]'
+bad_config "an unknown relay restriction is refused" \
+    "smtpd_relay_restrictions = permit_mynetworks, reject_unauth_dest" \
+    'sluice: smtpd_relay_restrictions: unknown restriction "reject_unauth_dest" (sluice knows permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination, defer_unauth_destination, permit, reject)'
+printf 'alice:{PLAIN}x\nbob:{SSHA}abc\n' >"$tmp/passwd"
+printf '%s\n' "smtpd_sasl_auth_enable = yes" "smtpd_tls_auth_only = no" \
+    "smtpd_sasl_path = $tmp/passwd" >"$tmp/bad.cf"
+run -c "$tmp/bad.cf" config -n
+printf '%s\n' "sluice: smtpd_sasl_path: $tmp/passwd, line 2: unknown password scheme {SSHA} (sluice knows PLAIN, CLEAR, CRYPT, SHA512-CRYPT, SHA256-CRYPT, BLF-CRYPT)" >"$tmp/want.err"
+: >"$tmp/want.out"
+want_rc=1
+check "a passwd-file with an unknown scheme is refused with its line"
+bad_config "a submission override of another parameter is refused" \
+    "smtpd_submission_listen = 127.0.0.1:0
+smtpd_submission_options = queue_directory=/tmp" \
+    'sluice: smtpd_submission_options: queue_directory cannot be overridden for the submission listener'
 bad_config "a bad mynetworks is refused" \
     "mynetworks = 10.0.0.0/33" \
     'sluice: mynetworks: bad network "10.0.0.0/33": prefix longer than 32'

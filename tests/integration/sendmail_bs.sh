@@ -78,4 +78,13 @@ expect "with smtpd_tls_cert_file set: the session works" 1 \
     "$(grep -c '^221 ' "$tmp/out")"
 expect "and offers no STARTTLS" 0 "$(grep -c STARTTLS "$tmp/out")"
 
+# Nor are its AUTH files: with AUTH on and a passwd-file and login map
+# sendmail cannot read, -bs works and offers no AUTH.
+printf 'queue_directory = %s\nmyhostname = host.test\nsmtpd_sasl_auth_enable = yes\nsmtpd_sasl_path = %s/no-passwd\nsmtpd_sender_login_maps = %s/no-maps\nsmtpd_sender_restrictions = reject_sender_login_mismatch\n' \
+    "$q" "$tmp" "$tmp" >"$tmp/auth.conf"
+printf 'EHLO me.test\r\nQUIT\r\n' |
+    timeout 30 "$sluice" -c "$tmp/auth.conf" sendmail -bs >"$tmp/out" 2>&1
+expect "with AUTH on: the session works" 1 "$(grep -c '^221 ' "$tmp/out")"
+expect "and offers no AUTH" 0 "$(grep -c AUTH "$tmp/out")"
+
 tap_done

@@ -162,6 +162,9 @@ static const struct {
     {"smtpd_timeout", 300000, 's'},
     {"smtpd_stress_timeout", 10000, 's'},
     {"smtpd_starttls_timeout", 300000, 's'},
+    {"smtpd_sasl_service_timeout", 30000, 's'},
+    {"smtpd_sasl_failure_delay", 1000, 's'},
+    {"smtpd_sasl_failure_delay_limit", 30000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
     {"smtp_tls_report_period", 86400000, 's'},
@@ -216,6 +219,13 @@ static const struct {
     {"dkim_signing_table", CONF_STRING, ""},
     {"dkim_key_table", CONF_STRING, ""},
     {"dkim_internal_hosts", CONF_LIST, "$mynetworks"},
+    {"smtpd_sasl_path", CONF_STRING, ""},
+    {"smtpd_relay_restrictions", CONF_LIST,
+     "permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination"},
+    {"smtpd_sender_restrictions", CONF_LIST, ""},
+    {"smtpd_sender_login_maps", CONF_STRING, ""},
+    {"smtpd_submission_listen", CONF_LIST, ""},
+    {"smtpd_submission_options", CONF_LIST, "smtpd_tls_security_level=encrypt"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -300,6 +310,10 @@ static void test_table_has_every_parameter(void **state)
         "smtp_sasl_auth_enable",
         "dkim_canonicalization",
         "dkim_multiple_signatures",
+        "smtpd_sasl_auth_enable",
+        "smtpd_sasl_type",
+        "smtpd_tls_auth_only",
+        "smtpd_sasl_authenticated_header",
     };
     size_t i;
     size_t j;
@@ -325,9 +339,10 @@ static void test_table_has_every_parameter(void **state)
      * strings; the SMTP client's AUTH: 1 boolean, 1 string and 2 lists;
      * the daemon's HTTP listener: 1 list and 1 string (http_listen,
      * http_token_file); DKIM signing's 2 strings, 1 list, 1 choice and 1
-     * boolean.
+     * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
+     * lists (decisions 70 to 74).
      */
-    assert_int_equal(conf_param_count, 124);
+    assert_int_equal(conf_param_count, 137);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -712,6 +727,7 @@ static void test_suffixes_unambiguous(void **state)
         "qmgr_message_recipient_limit ends _recipient_limit",
         "smtpd_recipient_limit ends _recipient_limit",
         "smtpd_tls_security_level ends _tls_security_level",
+        "smtpd_sasl_auth_enable ends _sasl_auth_enable",
     };
     char found[NELEM(expected) + 1][128];
     const char *a;

@@ -91,6 +91,16 @@ static void test_simple_verbs(void **state)
     assert_int_equal(cmd.last, 1);
     assert_int_equal(parse("STARTTLS"), 0);
     assert_int_equal(cmd.verb, SMTP_CMD_STARTTLS);
+    /* RFC 4954: AUTH mechanism [initial-response] */
+    assert_int_equal(parse("AUTH PLAIN"), 0);
+    assert_int_equal(cmd.verb, SMTP_CMD_AUTH);
+    assert_string_equal(cmd.arg, "PLAIN");
+    assert_null(cmd.path);
+    assert_int_equal(parse("auth login  YWxpY2U= "), 0);
+    assert_string_equal(cmd.arg, "login");
+    assert_string_equal(cmd.path, "YWxpY2U=");
+    assert_int_equal(parse("AUTH PLAIN ="), 0);
+    assert_string_equal(cmd.path, "=");
 }
 
 static void test_verb_errors(void **state)
@@ -116,6 +126,8 @@ static void test_verb_errors(void **state)
     fails("BDAT 99999999999999999999", SMTP_PARSE_SYNTAX,
           "5.5.4 Syntax: BDAT size [LAST]");
     fails("STARTTLS now", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: STARTTLS");
+    fails("AUTH", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: AUTH mechanism");
+    fails("AUTH PLAIN a b", SMTP_PARSE_SYNTAX, "5.5.4 Syntax: AUTH mechanism");
 }
 
 static void test_mail(void **state)

@@ -1,0 +1,357 @@
+/*
+ * NAME
+ *	restrict 3 - who may relay, and who may send as whom
+ * SYNOPSIS
+ *	#include "ingress/smtpd_impl.h"
+ *
+ *	int	restrict_parse(const char *param, const char *list,
+ *			int relay, struct restrict_list *out, char *why,
+ *			size_t whylen)
+ *	int	login_maps_load(const char *value, struct login_map **out,
+ *			char *why, size_t whylen)
+ *	void	login_maps_free(struct login_map *m)
+ *	int	restrict_sender(struct smtpd_session *ss, const char *rcpt,
+ *			char *reply, size_t replylen)
+ *	int	restrict_relay(struct smtpd_session *ss, const char *rcpt,
+ *			char *reply, size_t replylen)
+ * DESCRIPTION
+ *	Postfix's restriction lists, as far as sluice has them: each
+ *	entry decides (permit, or a reply that refuses) or has no
+ *	opinion, and the first that decides wins; a list that ends
+ *	without a decision permits.
+ *
+ *	smtpd_relay_restrictions (applied at each RCPT):
+ *	permit_mynetworks        the client is in mynetworks: permit
+ *	permit_sasl_authenticated the client has logged in (AUTH): permit
+ *	reject_unauth_destination the recipient is not in relay_domains
+ *			         (or has a local part that routes on, "%",
+ *			         "!", "@"; a bare "postmaster" is always
+ *			         allowed): "554 5.7.1 <R>: Relay access
+ *			         denied"
+ *	defer_unauth_destination the same with "454 4.7.1"
+ *	permit, reject           always; reject is "554 5.7.1 <R>: Relay
+ *			         access denied"
+ *
+ *	restrict_parse() refuses an unknown name with the parameter's
+ *	name, and a relay list without reject_unauth_destination,
+ *	defer_unauth_destination or reject, which would make an open
+ *	relay (Postfix refuses the same at start). The default (decision
+ *	70) is "permit_mynetworks, permit_sasl_authenticated,
+ *	reject_unauth_destination": what sluice did before the list
+ *	existed.
+ *
+ *	smtpd_sender_restrictions (applied at each RCPT, before the relay
+ *	restrictions, as Postfix's smtpd_delay_reject = yes does):
+ *	permit_mynetworks, permit_sasl_authenticated, permit, and
+ *	reject_sender_login_mismatch: a client logged in as a user who
+ *	does not own the sender address (smtpd_sender_login_maps), or not
+ *	logged in while the address has an owner, gets "553 5.7.1 <S>:
+ *	Sender address rejected: not owned by user U" or "... not logged
+ *	in"; reject_authenticated_sender_login_mismatch and
+ *	reject_unauthenticated_sender_login_mismatch are each half of it.
+ *	An address no map entry names is owned by no one: a logged-in
+ *	client may use it (Postfix's rule, too).
+ *
+ *	smtpd_sender_login_maps is a table file (util/table.c: "hash:" or
+ *	"texthash:" prefixes, comments, continuation lines): "address
+ *	login, login..." or "@domain login...". The full address is
+ *	looked up, then "@domain", without regard to case; logins are
+ *	compared without case. login_maps_load() reads it (an empty
+ *	value is no table); -1 with the file and line of a bad entry.
+ *
+ *	restrict_sender() and restrict_relay() return 0 to go on, or -1
+ *	with the whole reply line in reply.
+ */
+
+#include "ingress/smtpd_impl.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+    const char *name;
+    enum restriction r;
+    int relay, sender; /* where it may be used */
+} names[] = {
+    {"permit_mynetworks", R_PERMIT_MYNETWORKS, 1, 1},
+    {"permit_sasl_authenticated", R_PERMIT_SASL, 1, 1},
+    {"reject_unauth_destination", R_REJECT_UNAUTH_DEST, 1, 0},
+    {"defer_unauth_destination", R_DEFER_UNAUTH_DEST, 1, 0},
+    {"permit", R_PERMIT, 1, 1},
+    {"reject", R_REJECT, 1, 0},
+    {"reject_sender_login_mismatch", R_SENDER_LOGIN_MISMATCH, 0, 1},
+    {"reject_authenticated_sender_login_mismatch", R_AUTH_SENDER_MISMATCH, 0,
+     1},
+    {"reject_unauthenticated_sender_login_mismatch", R_UNAUTH_SENDER_MISMATCH,
+     0, 1},
+};
+
+struct parse_ctx {
+    struct restrict_list *out;
+    int relay;
+    const char *bad;
+    char word[128];
+};
+
+static int add_name(void *arg, const char *word)
+{
+    struct parse_ctx *p = arg;
+    struct restrict_list *l = p->out;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcasecmp(word, names[i].name) == 0 &&
+            (p->relay ? names[i].relay : names[i].sender)) {
+            if (l->n < RESTRICT_MAX)
+                l->r[l->n++] = names[i].r;
+            return 0;
+        }
+    snprintf(p->word, sizeof(p->word), "%s", word);
+    return -1;
+}
+
+int restrict_parse(const char *param, const char *list, int relay,
+                   struct restrict_list *out, char *why, size_t whylen)
+{
+    struct parse_ctx p = {out, relay, NULL, ""};
+    int closed = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (smtpd_list_each(list, add_name, &p) < 0) {
+        snprintf(why, whylen, "%s: unknown restriction \"%s\"%s", param, p.word,
+                 relay ? " (sluice knows permit_mynetworks, "
+                         "permit_sasl_authenticated, reject_unauth_"
+                         "destination, defer_unauth_destination, permit, "
+                         "reject)"
+                       : " (sluice knows permit_mynetworks, permit_sasl_"
+                         "authenticated, permit, reject_sender_login_"
+                         "mismatch, reject_authenticated_sender_login_"
+                         "mismatch, reject_unauthenticated_sender_login_"
+                         "mismatch)");
+        return -1;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        closed |= out->r[i] == R_REJECT_UNAUTH_DEST ||
+                  out->r[i] == R_DEFER_UNAUTH_DEST || out->r[i] == R_REJECT;
+    if (relay && !closed) {
+        snprintf(why, whylen,
+                 "%s: specify at least one of reject_unauth_destination, "
+                 "defer_unauth_destination or reject (an open relay "
+                 "otherwise)",
+                 param);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------- smtpd_sender_login_maps */
+
+struct login_map {
+    char **key; /* lower case: "a@b.example" or "@b.example" */
+    char **logins;
+    size_t n;
+};
+
+static int map_line(void *ctx, int line, const char *text, char *why,
+                    size_t whylen)
+{
+    struct login_map *m = ctx;
+    size_t klen = strcspn(text, " \t");
+    const char *v = text + klen;
+
+    (void)line;
+    v += strspn(v, " \t");
+    if (*v == 0) {
+        snprintf(why, whylen, "\"%.*s\" has no login", (int)klen, text);
+        return -1;
+    }
+    m->key = xrealloc(m->key, (m->n + 1) * sizeof(*m->key));
+    m->logins = xrealloc(m->logins, (m->n + 1) * sizeof(*m->logins));
+    m->key[m->n] = xstrndup(text, klen);
+    for (char *c = m->key[m->n]; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    m->logins[m->n++] = xstrdup(v);
+    return 0;
+}
+
+int login_maps_load(const char *value, struct login_map **out, char *why,
+                    size_t whylen)
+{
+    char *path = NULL;
+    struct login_map *m;
+
+    *out = NULL;
+    if (util_table_path("smtpd_sender_login_maps", value ? value : "", &path,
+                        why, whylen) < 0)
+        return -1;
+    if (path == NULL)
+        return 0;
+    m = xcalloc(1, sizeof(*m));
+    if (util_table_read(path, map_line, m, why, whylen) < 0) {
+        login_maps_free(m);
+        free(path);
+        return -1;
+    }
+    free(path);
+    *out = m;
+    return 0;
+}
+
+void login_maps_free(struct login_map *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->key[i]);
+        free(m->logins[i]);
+    }
+    free(m->key);
+    free(m->logins);
+    free(m);
+}
+
+static const char *map_find(const struct login_map *m, const char *key)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcasecmp(m->key[i], key) == 0)
+            return m->logins[i];
+    return NULL;
+}
+
+/* The owners of sender: the address's entry, else its domain's. */
+static const char *owners(const struct login_map *m, const char *sender)
+{
+    const char *found, *at = strrchr(sender, '@');
+
+    if (*sender == 0)
+        return NULL;
+    if ((found = map_find(m, sender)) != NULL || at == NULL)
+        return found;
+    return map_find(m, at);
+}
+
+struct owner_ctx {
+    const char *user;
+    int found;
+};
+
+static int owner_is(void *arg, const char *word)
+{
+    struct owner_ctx *o = arg;
+
+    o->found |= strcasecmp(word, o->user) == 0;
+    return 0;
+}
+
+/* 0, or -1 with the reply: may this client send as its sender? */
+static int login_mismatch(struct smtpd_session *ss, int authed, int unauthed,
+                          char *reply, size_t replylen)
+{
+    const struct login_map *m = ss->s->cf.login_maps;
+    const char *who;
+
+    if (m == NULL || (who = owners(m, ss->sender)) == NULL)
+        return 0;
+    if (ss->sasl_username != NULL && authed) {
+        struct owner_ctx o = {ss->sasl_username, 0};
+
+        smtpd_list_each(who, owner_is, &o);
+        if (o.found)
+            return 0;
+        snprintf(reply, replylen,
+                 "553 5.7.1 <%s>: Sender address rejected: not owned by "
+                 "user %s",
+                 ss->sender, ss->sasl_username);
+        return -1;
+    }
+    if (ss->sasl_username == NULL && unauthed) {
+        snprintf(reply, replylen,
+                 "553 5.7.1 <%s>: Sender address rejected: not logged in",
+                 ss->sender);
+        return -1;
+    }
+    return 0;
+}
+
+int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
+                    size_t replylen)
+{
+    const struct restrict_list *l = &ss->s->cf.sender_restrictions;
+
+    (void)rcpt;
+    for (size_t i = 0; i < l->n; i++) {
+        switch (l->r[i]) {
+        case R_PERMIT_MYNETWORKS:
+            if (smtpd_client_trusted(ss))
+                return 0;
+            break;
+        case R_PERMIT_SASL:
+            if (ss->sasl_username != NULL)
+                return 0;
+            break;
+        case R_PERMIT:
+            return 0;
+        case R_SENDER_LOGIN_MISMATCH:
+        case R_AUTH_SENDER_MISMATCH:
+        case R_UNAUTH_SENDER_MISMATCH:
+            if (login_mismatch(ss, l->r[i] != R_UNAUTH_SENDER_MISMATCH,
+                               l->r[i] != R_AUTH_SENDER_MISMATCH, reply,
+                               replylen) < 0)
+                return -1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+/* May anyone send to address (relay_domains, postmaster)? */
+static int auth_destination(const struct smtpd_session *ss, const char *address)
+{
+    const char *at = strrchr(address, '@');
+
+    if (at == NULL)
+        return strcasecmp(address, "postmaster") == 0;
+    /* a local part that routes on would make us relay for anyone */
+    for (const char *p = address; p < at; p++)
+        if (*p == '%' || *p == '!' || *p == '@')
+            return 0;
+    return smtpd_relay_domain(ss->s, at + 1);
+}
+
+int restrict_relay(struct smtpd_session *ss, const char *rcpt, char *reply,
+                   size_t replylen)
+{
+    const struct restrict_list *l = &ss->s->cf.relay_restrictions;
+
+    for (size_t i = 0; i < l->n; i++) {
+        switch (l->r[i]) {
+        case R_PERMIT_MYNETWORKS:
+            if (smtpd_client_trusted(ss))
+                return 0;
+            break;
+        case R_PERMIT_SASL:
+            if (ss->sasl_username != NULL)
+                return 0;
+            break;
+        case R_PERMIT:
+            return 0;
+        case R_REJECT_UNAUTH_DEST:
+        case R_DEFER_UNAUTH_DEST:
+            if (auth_destination(ss, rcpt))
+                break;
+            /* fall through */
+        case R_REJECT:
+            snprintf(reply, replylen, "%s <%s>: Relay access denied",
+                     l->r[i] == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1",
+                     rcpt);
+            return -1;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
