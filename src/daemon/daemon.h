@@ -37,6 +37,11 @@
  *			size_t whylen)
  *	void	daemon_wake_send(const char *queue_directory)
  *
+ *	void	daemon_log_syslog(void)
+ *	int	daemon_log_file(const char *path, char *why, size_t whylen)
+ *	void	daemon_logv(int prio, const char *service, const char *fmt,
+ *			va_list ap)
+ *
  *	struct ops_control *daemon_control_create(struct event_base *base,
  *			const char *queue_directory, struct qmgr *q,
  *			daemon_control_log_fn *log, void *log_ctx,
@@ -84,6 +89,11 @@
  *	daemon_wake_send() sends it one datagram and ignores every error
  *	(no daemon: the mail waits for the next start or queue run).
  *
+ *	daemon_logv() (log.c) writes one log line tagged as Postfix tags
+ *	its own, "sluice/SERVICE[PID]", to standard error with an RFC 3339
+ *	time and the host name, or to syslog after daemon_log_syslog(),
+ *	and to maillog_file once daemon_log_file() has opened it.
+ *
  *	daemon_control_create() (control.c) opens the control socket
  *	(ops/, QUEUE_DIRECTORY/private/control, mode 0660) with sluiced's
  *	verbs: "status [--json] [--all | --destinations N]", the queue
@@ -101,6 +111,7 @@
 
 #include "conf/conf.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct event_base;
@@ -147,6 +158,10 @@ int daemon_pid_lock(const char *queue_directory, char *why, size_t whylen);
 long daemon_pid_running(const char *queue_directory);
 int daemon_wake_listen(const char *queue_directory, char *why, size_t whylen);
 void daemon_wake_send(const char *queue_directory);
+void daemon_log_syslog(void);
+int daemon_log_file(const char *path, char *why, size_t whylen);
+void daemon_logv(int prio, const char *service, const char *fmt, va_list ap);
+
 typedef void daemon_control_log_fn(void *ctx, const char *line);
 struct ops_control *
 daemon_control_create(struct event_base *base, const char *queue_directory,

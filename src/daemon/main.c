@@ -87,49 +87,37 @@ struct daemon {
     int64_t stop_deadline; /* monotonic ms */
 };
 
-static int foreground_log = 1;
-
-static void logv(int prio, const char *fmt, va_list ap)
-{
-    char line[4096];
-    int64_t now_us;
-    time_t sec;
-    struct tm tm;
-    char stamp[32];
-    /* in the text too, as Postfix writes it, for tools that grep */
-    const char *level = prio == LOG_WARNING ? "warning: "
-                        : prio == LOG_ERR   ? "fatal: "
-                                            : "";
-
-    vsnprintf(line, sizeof(line), fmt, ap);
-    if (!foreground_log) {
-        syslog(prio, "%s%s", level, line);
-        return;
-    }
-    now_us = util_clock_wall_us();
-    sec = (time_t)(now_us / 1000000);
-    localtime_r(&sec, &tm);
-    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ld sluiced[%ld]: %s%s\n", stamp,
-            (long)(now_us % 1000000) / 1000, (long)getpid(), level, line);
-}
-
 static void say(int prio, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static void say_as(int prio, const char *service, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
+/* A line of the process itself: "sluice/master". */
 static void say(int prio, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    logv(prio, fmt, ap);
+    daemon_logv(prio, "master", fmt, ap);
     va_end(ap);
 }
 
-static void qmgr_log(void *ctx, int level, const char *line)
+/* A line of one part of the daemon, under its service's name (log.c). */
+static void say_as(int prio, const char *service, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    daemon_logv(prio, service, fmt, ap);
+    va_end(ap);
+}
+
+static void qmgr_log(void *ctx, int level, const char *service,
+                     const char *line)
 {
     (void)ctx;
-    say(level == QMGR_LOG_WARNING ? LOG_WARNING : LOG_INFO, "%s", line);
+    say_as(level == QMGR_LOG_WARNING ? LOG_WARNING : LOG_INFO, service, "%s",
+           line);
 }
 
 /*
@@ -140,7 +128,7 @@ static void qmgr_log(void *ctx, int level, const char *line)
 static void sign_log(void *ctx, const char *line)
 {
     (void)ctx;
-    say(LOG_INFO, "%s", line);
+    say_as(LOG_INFO, "cleanup", "%s", line);
 }
 
 static int local_sign(struct daemon *d, struct spool_msg *m, char *why,
@@ -168,8 +156,8 @@ static int import_store(void *ctx, struct spool_msg *m, uid_t owner, char *why,
     if (local_sign(d, m, why, whylen) < 0 ||
         spool_store(d->sp, m, why, whylen) < 0)
         return -1;
-    say(LOG_INFO, "%s: uid=%lu from=<%s>", m->id, (unsigned long)owner,
-        m->sender);
+    say_as(LOG_INFO, "pickup", "%s: uid=%lu from=<%s>", m->id,
+           (unsigned long)owner, m->sender);
     return 0;
 }
 
@@ -245,9 +233,9 @@ static void smtpd_log(void *ctx, const char *line)
 {
     (void)ctx;
     if (strncmp(line, "warning: ", 9) == 0)
-        say(LOG_WARNING, "%s", line + 9);
+        say_as(LOG_WARNING, "smtpd", "%s", line + 9);
     else
-        say(LOG_INFO, "%s", line);
+        say_as(LOG_INFO, "smtpd", "%s", line);
 }
 
 /* "sluice flush [DOMAIN]" through the submission socket, and ETRN. */
@@ -262,7 +250,7 @@ static void local_flush_request(void *ctx, const struct smtp_node *node,
 static void local_log(void *ctx, const char *line)
 {
     (void)ctx;
-    say(LOG_WARNING, "%s", line);
+    say_as(LOG_WARNING, "pickup", "%s", line);
 }
 
 static void control_log(void *ctx, const char *line)
@@ -430,6 +418,10 @@ static void reload(struct daemon *d)
     }
     conf_free(sub);
     restart_only(d->conf, conf);
+    /* Opened again, so that a reload follows a rotated log. */
+    if (daemon_log_file(conf_str(conf, NULL, CONF_maillog_file), why,
+                        sizeof(why)) < 0)
+        say(LOG_WARNING, "reload: %s; logging on where it was", why);
     qmgr_reload(d->q, conf, routes);
     qmgr_tls_set(d->q, tls);
     lp.size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
@@ -529,6 +521,11 @@ static int start(struct daemon *d)
 
     if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim, &path,
                     why, sizeof(why)) < 0) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    if (daemon_log_file(conf_str(d->conf, NULL, CONF_maillog_file), why,
+                        sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -712,8 +709,7 @@ int main(int argc, char **argv)
         return usage();
     signal(SIGPIPE, SIG_IGN);
     if (!d.foreground) {
-        openlog("sluiced", LOG_PID, LOG_MAIL);
-        foreground_log = 0;
+        daemon_log_syslog();
         if (daemon(0, 0) < 0) {
             say(LOG_ERR, "cannot detach: %s", strerror(errno));
             return 1;

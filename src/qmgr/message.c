@@ -359,6 +359,10 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
     TAILQ_INSERT_TAIL(&q->msgs, m, link);
     q->active++;
     q->stats.loaded++;
+    /* Entering the active queue, as Postfix's qmgr logs it. */
+    qm_log(q, QMGR_LOG_INFO,
+           "%s: from=<%s>, size=%llu, nrcpt=%u (queue active)", m->id,
+           m->sm->sender, (unsigned long long)m->sm->size, m->sm->nrcpt);
     m->cm = core_message_create(q->core, ++q->next_id, qm_now_ms(), m);
     if (expire) {
         message_expired_log(m);

@@ -70,7 +70,8 @@ void qm_outcome_log(struct qm_msg *m, uint32_t i, const char *transport,
     e.conn_done = conn_done;
     e.done = qm_now_sec();
     deliver_log_line(line, sizeof(line), &e);
-    qm_log(m->q, QMGR_LOG_INFO, "%s", line);
+    /* A delivery's line is its agent's, as Postfix's smtp(8) writes it. */
+    qm_log_as(m->q, transport ? transport : "qmgr", QMGR_LOG_INFO, "%s", line);
     m->q->stats.delivered += st == DELIVER_OK;
     m->q->stats.deferred += st == DELIVER_DEFER;
     m->q->stats.bounced += st == DELIVER_BOUNCE;

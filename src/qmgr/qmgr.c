@@ -85,7 +85,20 @@ void qm_log(struct qmgr *q, int level, const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     if (q->log)
-        q->log(q->log_ctx, level, line);
+        q->log(q->log_ctx, level, "qmgr", line);
+}
+
+void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
+               ...)
+{
+    char line[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (q->log)
+        q->log(q->log_ctx, level, service, line);
 }
 
 static void core_log_cb(void *ctx, enum core_log_level level, const char *text)

@@ -230,7 +230,8 @@ enum qmgr_log_level {
     QMGR_LOG_WARNING,
 };
 
-typedef void qmgr_log_fn(void *ctx, int level, const char *line);
+typedef void qmgr_log_fn(void *ctx, int level, const char *service,
+                         const char *line);
 typedef void qmgr_submit_fn(void *ctx, int status, const char *id,
                             const char *why);
 typedef void qmgr_flush_fn(void *ctx, long messages, const char *why);

@@ -144,6 +144,8 @@ double qm_now_sec(void);
 core_time_t qm_now_ms(void);
 void qm_log(struct qmgr *q, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
+               ...) __attribute__((format(printf, 4, 5)));
 
 /* feed.c */
 void qm_feed_ask(struct qmgr *q, long delay_us);

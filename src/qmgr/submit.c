@@ -39,17 +39,23 @@ static void submit_seen(void *arg)
 
     q->submitting--;
     if (n->status == 0 && n->notice) {
-        qm_log(q, QMGR_LOG_INFO, "%s: sender %s: %s", n->about, n->notice,
-               n->id);
+        qm_log_as(q, "bounce", QMGR_LOG_INFO, "%s: sender %s: %s", n->about,
+                  n->notice, n->id);
         q->stats.notices++;
         qm_feed_ask(q, QM_FEED_COALESCE_US);
     } else if (n->status == 0) {
-        qm_log(q, QMGR_LOG_INFO, "%s: %s", n->id, n->origin);
+        /* Where it came from, as Postfix's smtpd and pickup say it. */
+        qm_log_as(q,
+                  strncmp(n->origin, "client=", 7) == 0 ? "smtpd"
+                  : strncmp(n->origin, "uid=", 4) == 0  ? "pickup"
+                  : strncmp(n->origin, "http=", 5) == 0 ? "http"
+                                                        : "qmgr",
+                  QMGR_LOG_INFO, "%s: %s", n->id, n->origin);
         q->stats.submitted++;
         qm_feed_ask(q, QM_FEED_COALESCE_US);
     } else if (n->notice) {
-        qm_log(q, QMGR_LOG_WARNING, "%s: sender %s not stored: %s", n->about,
-               n->notice, n->why);
+        qm_log_as(q, "bounce", QMGR_LOG_WARNING, "%s: sender %s not stored: %s",
+                  n->about, n->notice, n->why);
     } else {
         qm_log(q, QMGR_LOG_WARNING, "%s: not stored: %s", n->origin, n->why);
     }

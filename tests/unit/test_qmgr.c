@@ -39,12 +39,13 @@ struct world {
     size_t log_len;
 };
 
-static void log_cb(void *ctx, int level, const char *line)
+static void log_cb(void *ctx, int level, const char *service, const char *line)
 {
     struct world *w = ctx;
     size_t n = strlen(line);
 
     (void)level;
+    (void)service;
     w->log = realloc(w->log, w->log_len + n + 2);
     memcpy(w->log + w->log_len, line, n);
     w->log_len += n;
