@@ -403,7 +403,7 @@ queued_count() {
 }
 
 # stamp LINE: the epoch time, with milliseconds, of a sluiced log line
-# (its first field is the local time, 2026-11-22T02:11:52.798).
+# (its first field is the time, 2026-11-22T02:11:52.798+00:00).
 stamp() {
 	t=${1%% *}
 	date -d "${t%%T*} ${t#*T}" +%s.%3N

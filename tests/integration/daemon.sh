@@ -222,7 +222,7 @@ s reload >"$tmp/reload.out" 2>&1
 expect "sluice reload exits 0" 0 $?
 grep -q "^sluiced (pid $daemon) told to reload" "$tmp/reload.out" &&
     ok "sluice reload names the daemon" || not_ok "sluice reload names the daemon"
-wait_for 10 grep -q "sluiced\[$daemon\]: reloaded: $conf\$" "$tmp/log" &&
+wait_for 10 grep -q "sluice/master\[$daemon\]: reloaded: $conf\$" "$tmp/log" &&
     ok "the daemon logs the reload" || not_ok "the daemon logs the reload"
 printf 'Subject: reload-2\n\nbody\n' | s sendmail -f sender@host.test r2@reload.test
 wait_for 10 at_sink reload-2 d2 && ok "after the reload: reload.test goes to d2" ||

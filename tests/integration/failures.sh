@@ -105,7 +105,7 @@ submit() {
 # id_of SENDER: the queue id of the one message submitted from SENDER
 # ("none" if there is none: it matches nothing in the log).
 id_of() {
-    id=$(sed -n "s/^.* sluiced\[[0-9]*\]: \([0-9A-Z]*\): uid=[0-9]* from=<$1>\$/\1/p" \
+    id=$(sed -n "s/^.* sluice\/pickup\[[0-9]*\]: \([0-9A-Z]*\): uid=[0-9]* from=<$1>\$/\1/p" \
         "$tmp/log")
     echo "${id:-none}"
 }

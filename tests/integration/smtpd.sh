@@ -275,7 +275,7 @@ smtp-source -s 2 -m 12 -l 512 -f a@client.test -t b@far.test \
     "127.0.0.1:$port3" >/dev/null 2>&1
 expect "in_flow_delay: smtp-source's 12 messages are all accepted" 12 \
     "$(grep -c ': client=unknown' "$tmp/flow.log")"
-if grep -q "sluiced\[[0-9]*\]: warning: [0-9]* messages in the incoming queue, more than qmgr_message_active_limit (2): each new message waits in_flow_delay (1000 ms)$" "$tmp/flow.log"; then
+if grep -q "sluice/smtpd\[[0-9]*\]: warning: [0-9]* messages in the incoming queue, more than qmgr_message_active_limit (2): each new message waits in_flow_delay (1000 ms)$" "$tmp/flow.log"; then
     ok "in_flow_delay: acceptance slowed, with one warning"
 else
     not_ok "in_flow_delay: acceptance slowed, with one warning"
@@ -301,8 +301,8 @@ else
 fi
 start_daemon
 all_sent() {
-    grep -o '^[^ ]* [^ ]* [0-9A-Z]*: to=<r[0-9]*\.[0-9]*@far.test>.*status=sent' "$tmp/log" |
-        awk '{ sub(":", "", $3); print $3 }' | sort -u >"$tmp/sent"
+    grep -o '^[^ ]* [^ ]* [^ ]* [0-9A-Z]*: to=<r[0-9]*\.[0-9]*@far.test>.*status=sent' "$tmp/log" |
+        awk '{ sub(":", "", $4); print $4 }' | sort -u >"$tmp/sent"
     [ -z "$(sort -u "$tmp/acked" | comm -23 - "$tmp/sent")" ]
 }
 if wait_for 60 all_sent; then
