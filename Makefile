@@ -127,7 +127,7 @@ FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -D_POSIX_C_SOURCE=200809L
 FUZZ_SMTP    := $(wildcard src/smtp/*.c src/util/*.c)
 FUZZ_SMTPD   := $(FUZZ_SMTP) $(wildcard src/ingress/*.c src/spool/*.c \
-                src/tls/*.c src/sasl/*.c)
+                src/tls/*.c src/sasl/*.c src/dkim/*.c)
 FUZZ_STS     := src/sts/policy.c src/sts/txt.c src/sts/mx.c \
                 $(wildcard src/util/*.c)
 FUZZ_TARGETS := smtp_command smtp_data smtp_mime smtpd_session sts_policy \
@@ -160,7 +160,7 @@ build-fuzz/fuzz_util_%: tests/fuzz/fuzz_util_%.c $(wildcard src/util/*.c) \
 # message type: it links what ingress/ needs.
 build-fuzz/fuzz_smtpd_session: tests/fuzz/fuzz_smtpd_session.c $(FUZZ_SMTPD) \
 	    $(wildcard src/ingress/*.h src/spool/*.h src/smtp/*.h src/tls/*.h \
-	    src/sasl/*.h)
+	    src/sasl/*.h src/dkim/*.h)
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags $(LIB_PKGS)) \
 	    -o $@ $< $(FUZZ_SMTPD) \
