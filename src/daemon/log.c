@@ -12,7 +12,7 @@
  *	Every line is tagged as Postfix tags its own: "sluice/SERVICE[PID]"
  *	where SERVICE says which part of the daemon speaks, under the
  *	names Postfix's daemons have: smtpd (the SMTP server), pickup
- *	(local submissions), cleanup (DKIM signing), qmgr (the queue
+ *	(local submissions), cleanup (DKIM signing, message-id=), qmgr (the queue
  *	manager), the transport's name for a delivery's outcome (smtp,
  *	relay, lmtp, error, discard...), master (the process itself). A
  *	warning reads "warning: TEXT", a fatal error "fatal: TEXT", as

@@ -15,10 +15,12 @@
  */
 
 #include "qmgr/qmgr_impl.h"
+#include "smtp/smtp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct submit_note {
     struct qmgr *q;
@@ -30,7 +32,26 @@ struct submit_note {
     char id[SPOOL_ID_MAX + 1];
     char *origin; /* "uid=0 from=<S>", "client=NAME[ADDR]" */
     char why[256];
+    char msgid[256]; /* its Message-ID field, or "" */
 };
+
+#define MSGID_LOOK 16384 /* bytes of a message searched for Message-ID */
+
+/* Its Message-ID, as Postfix's cleanup logs it, from its start. */
+static void message_id(const struct spool_msg *m, char *out, size_t len)
+{
+    char head[MSGID_LOOK];
+    ssize_t n;
+
+    out[0] = 0;
+    if (m->body != NULL) {
+        smtp_header_value(m->body, m->size < MSGID_LOOK ? m->size : MSGID_LOOK,
+                          "Message-ID", out, len);
+    } else if (m->body_path != NULL &&
+               (n = pread(m->body_fd, head, sizeof(head), 0)) > 0) {
+        smtp_header_value(head, (size_t)n, "Message-ID", out, len);
+    }
+}
 
 static void submit_seen(void *arg)
 {
@@ -51,6 +72,9 @@ static void submit_seen(void *arg)
                   : strncmp(n->origin, "http=", 5) == 0 ? "http"
                                                         : "qmgr",
                   QMGR_LOG_INFO, "%s: %s", n->id, n->origin);
+        if (n->msgid[0])
+            qm_log_as(q, "cleanup", QMGR_LOG_INFO, "%s: message-id=%s", n->id,
+                      n->msgid);
         q->stats.submitted++;
         qm_feed_ask(q, QM_FEED_COALESCE_US);
     } else if (n->notice) {
@@ -80,6 +104,7 @@ static void submit_committed(void *ctx, struct spool_msg *m, int status,
 static void submit_store(struct qmgr *q, struct spool_msg *m,
                          struct submit_note *n)
 {
+    message_id(m, n->msgid, sizeof(n->msgid));
     q->submitting++;
     if (spool_submit(q->sp, m, submit_committed, n) < 0) {
         spool_msg_free(m);

@@ -10,6 +10,8 @@
  *	int	smtp_address_list_parse(const char *text, size_t len,
  *			struct smtp_addr_list *out, char *why, size_t whylen)
  *	int	smtp_address_valid(const char *addr)
+ *	int	smtp_header_value(const char *text, size_t len,
+ *			const char *name, char *out, size_t outlen)
  *	int	smtp_domain_valid(const char *domain)
  *	int	smtp_helo_name_valid(const char *name)
  *
@@ -92,6 +94,10 @@
  *	empty string (the null sender) is not an address: callers handle
  *	it before asking. It returns 1 or 0.
  *
+ *	smtp_header_value() (header.c) finds the first header field of a
+ *	name in a message's text (its start is enough) and gives its
+ *	value, unfolded and trimmed: 1, or 0 when there is none.
+ *
  *	smtp_domain_valid() applies the same rule to a domain alone (what
  *	follows "@"): labels of letters, digits, "-", "_" or 8-bit bytes,
  *	each 1 to 63 octets, at most 255 in all, or an address literal in
@@ -129,6 +135,8 @@ int smtp_address_list_parse(const char *text, size_t len,
                             struct smtp_addr_list *out, char *why,
                             size_t whylen);
 int smtp_address_valid(const char *addr);
+int smtp_header_value(const char *text, size_t len, const char *name,
+                      char *out, size_t outlen);
 int smtp_domain_valid(const char *domain);
 int smtp_helo_name_valid(const char *name);
 

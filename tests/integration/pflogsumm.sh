@@ -87,4 +87,6 @@ grep -q ' sluice/relay\[[0-9]*\]: [0-9A-Z]*: to=<a@ok.test>, relay=127.0.0.1\[12
 grep -q ' sluice/pickup\[[0-9]*\]: [0-9A-Z]*: uid=[0-9]* from=<s@host.test>' \
     "$tmp/maillog" && ok "sendmail's message is pickup's line" ||
     not_ok "sendmail's message is pickup's line"
+ids=$(grep -c ' sluice/cleanup\[[0-9]*\]: [0-9A-Z]*: message-id=<[^>]*@[^>]*>$' "$tmp/maillog")
+expect "cleanup: message-id= for every message received" 6 "$ids"
 tap_done
