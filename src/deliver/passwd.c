@@ -59,11 +59,10 @@
 #include <sys/mman.h>
 
 struct passwd_entry {
-    char *key;        /* lower case */
-    char *value;      /* "user\0password": one allocation, wiped */
-    size_t value_len; /* bytes of value, the NUL after it included */
+    struct util_table_key k; /* key lower case; first, for util_table_* */
+    char *value;             /* "user\0password": one allocation, wiped */
+    size_t value_len;        /* bytes of value, the NUL after it included */
     size_t user_len;
-    int line;
 };
 
 struct deliver_passwd {
@@ -94,29 +93,21 @@ static int table_line(void *ctx, int line, const char *text, char *why,
                  (int)(n > 60 ? 60 : n), text);
         return -1;
     }
-    e.key = xstrndup(text, n);
-    for (char *k = e.key; *k; k++)
+    e.k.key = xstrndup(text, n);
+    for (char *k = e.k.key; *k; k++)
         *k = (char)tolower((unsigned char)*k);
     e.value_len = strlen(value) + 1;
     e.value = xmalloc(e.value_len);
     memcpy(e.value, value, e.value_len);
     e.user_len = (size_t)(colon - value);
     e.value[e.user_len] = 0;
-    e.line = line;
+    e.k.line = line;
     if (m->count == m->alloc) {
         m->alloc = m->alloc ? 2 * m->alloc : 16;
         m->entries = xrealloc(m->entries, m->alloc * sizeof(*m->entries));
     }
     m->entries[m->count++] = e;
     return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-    const struct passwd_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-
-    return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
 /*
@@ -168,18 +159,12 @@ struct deliver_passwd *deliver_passwd_load(const char *param, const char *value,
         deliver_passwd_free(m);
         return NULL;
     }
-    qsort(m->entries, m->count, sizeof(*m->entries), entry_cmp);
-    for (size_t i = 1; i < m->count; i++)
-        if (strcmp(m->entries[i].key, m->entries[i - 1].key) == 0) {
-            snprintf(why, whylen,
-                     "%s, line %d: duplicate key \"%.60s\" "
-                     "(first on line %d)",
-                     path, m->entries[i].line, m->entries[i].key,
-                     m->entries[i - 1].line);
-            free(path);
-            deliver_passwd_free(m);
-            return NULL;
-        }
+    if (util_table_sort(m->entries, m->count, sizeof(*m->entries), path, why,
+                        whylen) < 0) {
+        free(path);
+        deliver_passwd_free(m);
+        return NULL;
+    }
     free(path);
     secrets_pack(m);
     return m;
@@ -201,7 +186,7 @@ void deliver_passwd_free(struct deliver_passwd *m)
             explicit_bzero(m->entries[i].value, m->entries[i].value_len);
             free(m->entries[i].value);
         }
-        free(m->entries[i].key);
+        free(m->entries[i].k.key);
     }
     if (m->secrets) {
         explicit_bzero(m->secrets, m->secrets_len);
@@ -214,25 +199,13 @@ void deliver_passwd_free(struct deliver_passwd *m)
 static const struct passwd_entry *find(const struct deliver_passwd *m,
                                        const char *name)
 {
-    size_t lo = 0, hi = m->count;
     char key[600];
 
     if (name == NULL || *name == 0 || strlen(name) >= sizeof(key))
         return NULL;
     for (size_t i = 0; (key[i] = (char)tolower((unsigned char)name[i])); i++)
         ;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(key, m->entries[mid].key);
-
-        if (c == 0)
-            return &m->entries[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    return util_table_find(m->entries, m->count, sizeof(*m->entries), key);
 }
 
 int deliver_passwd_find(const struct deliver_passwd *m, const char *host,
@@ -244,7 +217,7 @@ int deliver_passwd_find(const struct deliver_passwd *m, const char *host,
         return 0;
     if ((e = find(m, host)) == NULL && (e = find(m, nexthop)) == NULL)
         return 0;
-    out->key = e->key;
+    out->key = e->k.key;
     out->user = e->value;
     out->pass = e->value + e->user_len + 1;
     return 1;

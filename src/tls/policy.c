@@ -264,8 +264,7 @@ int tls_policy_parse(const char *text, struct tls_policy *p, char *why,
 }
 
 struct policy_entry {
-    char *key;
-    int line;
+    struct util_table_key k; /* first, for util_table_* */
     struct tls_policy policy;
 };
 
@@ -288,24 +287,16 @@ static int table_line(void *ctx, int line, const char *text, char *why,
     }
     if (tls_policy_parse(text + n, &e.policy, why, whylen) < 0)
         return -1;
-    e.key = xstrndup(text, n);
-    for (char *k = e.key; *k; k++)
+    e.k.key = xstrndup(text, n);
+    for (char *k = e.k.key; *k; k++)
         *k = (char)tolower((unsigned char)*k);
-    e.line = line;
+    e.k.line = line;
     if (m->count == m->alloc) {
         m->alloc = m->alloc ? 2 * m->alloc : 16;
         m->entries = xrealloc(m->entries, m->alloc * sizeof(*m->entries));
     }
     m->entries[m->count++] = e;
     return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-    const struct policy_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-
-    return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
 struct tls_policy_map *tls_policy_map_load(const char *param, const char *value,
@@ -323,18 +314,12 @@ struct tls_policy_map *tls_policy_map_load(const char *param, const char *value,
         tls_policy_map_free(m);
         return NULL;
     }
-    qsort(m->entries, m->count, sizeof(*m->entries), entry_cmp);
-    for (size_t i = 1; i < m->count; i++)
-        if (strcmp(m->entries[i].key, m->entries[i - 1].key) == 0) {
-            snprintf(why, whylen,
-                     "%s, line %d: duplicate key \"%.60s\" "
-                     "(first on line %d)",
-                     path, m->entries[i].line, m->entries[i].key,
-                     m->entries[i - 1].line);
-            free(path);
-            tls_policy_map_free(m);
-            return NULL;
-        }
+    if (util_table_sort(m->entries, m->count, sizeof(*m->entries), path, why,
+                        whylen) < 0) {
+        free(path);
+        tls_policy_map_free(m);
+        return NULL;
+    }
     free(path);
     return m;
 }
@@ -342,20 +327,7 @@ struct tls_policy_map *tls_policy_map_load(const char *param, const char *value,
 static const struct policy_entry *find(const struct tls_policy_map *m,
                                        const char *key)
 {
-    size_t lo = 0, hi = m->count;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(key, m->entries[mid].key);
-
-        if (c == 0)
-            return &m->entries[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    return util_table_find(m->entries, m->count, sizeof(*m->entries), key);
 }
 
 int tls_policy_map_find(const struct tls_policy_map *m, const char *nexthop,
@@ -384,7 +356,7 @@ void tls_policy_map_free(struct tls_policy_map *m)
     if (m == NULL)
         return;
     for (size_t i = 0; i < m->count; i++)
-        free(m->entries[i].key);
+        free(m->entries[i].k.key);
     free(m->entries);
     free(m);
 }

@@ -8,6 +8,10 @@
  *			char **path, char *why, size_t whylen)
  *	int	util_table_read(const char *path, util_table_line_fn *fn,
  *			void *ctx, char *why, size_t whylen)
+ *	int	util_table_sort(void *entries, size_t count, size_t size,
+ *			const char *path, char *why, size_t whylen)
+ *	void	*util_table_find(const void *entries, size_t count,
+ *			size_t size, const char *key)
  * DESCRIPTION
  *	The tables an operator writes for Postfix (transport_maps,
  *	smtp_tls_policy_maps) are text files that postmap would compile;
@@ -37,6 +41,13 @@
  *	is an error, as is one that is not a regular file (a FIFO would
  *	block, /dev/zero never ends; opened without blocking). It returns
  *	0 when every line was taken, -1 otherwise.
+ *
+ *	A table read into memory is an array of entries of size bytes,
+ *	each beginning with a struct util_table_key (its key and line).
+ *	util_table_sort() sorts it by key (the file's order among equal
+ *	keys) and refuses a key written twice: -1 with "PATH, line N:
+ *	duplicate key "KEY" (first on line M)". util_table_find() finds an
+ *	entry of a sorted array by its exact key (binary search), or NULL.
  */
 
 #include "util/util.h"
@@ -48,6 +59,57 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct util_table_key *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+int util_table_sort(void *entries, size_t count, size_t size, const char *path,
+                    char *why, size_t whylen)
+{
+    char *base = entries;
+
+    if (count == 0)
+        return 0;
+    qsort(base, count, size, key_cmp);
+    for (size_t i = 1; i < count; i++) {
+        const struct util_table_key *a = (const void *)(base + (i - 1) * size);
+        const struct util_table_key *b = (const void *)(base + i * size);
+
+        if (strcmp(a->key, b->key) == 0) {
+            snprintf(why, whylen,
+                     "%s, line %d: duplicate key \"%.60s\" (first on line %d)",
+                     path, b->line, b->key, a->line);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void *util_table_find(const void *entries, size_t count, size_t size,
+                      const char *key)
+{
+    const char *base = entries;
+    size_t lo = 0, hi = count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct util_table_key *e = (const void *)(base + mid * size);
+        int c = strcmp(key, e->key);
+
+        if (c == 0)
+            return (void *)e;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
 
 struct reader {
     const char *path;

@@ -116,7 +116,8 @@
  *	util_table_path() and util_table_read() (table.c) read a lookup
  *	table file in Postfix's text syntax (comments, continuation lines)
  *	and hand each logical line to the caller, with messages that name
- *	the file and the line.
+ *	the file and the line; util_table_sort() and util_table_find()
+ *	keep such a table in memory, sorted, duplicate keys refused.
  *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
@@ -253,6 +254,17 @@ int util_table_path(const char *param, const char *value, char **path,
                     char *why, size_t whylen);
 int util_table_read(const char *path, util_table_line_fn *fn, void *ctx,
                     char *why, size_t whylen);
+
+/* What every entry of a table in memory begins with. */
+struct util_table_key {
+    char *key;
+    int line; /* in the file */
+};
+
+int util_table_sort(void *entries, size_t count, size_t size, const char *path,
+                    char *why, size_t whylen);
+void *util_table_find(const void *entries, size_t count, size_t size,
+                      const char *key);
 
 struct util_blob;
 
