@@ -74,6 +74,7 @@
  *	int	core_queue_busy(const struct core_queue *q)
  *	int	core_queue_todo(const struct core_queue *q)
  *	int	core_queue_dead(const struct core_queue *q)
+ *	int	core_queue_cache_store(const struct core_queue *q)
  *	const char *core_queue_refusal(const struct core_queue *q)
  *	int	core_queue_release(struct core_queue *q, void **ctx)
  *	struct core_message *core_entry_message(const struct core_entry *e)
@@ -165,6 +166,9 @@
  *	core_entry_rcpts() gives an entry's recipients (the caller's
  *	numbers) and their count, core_entry_count() the count alone. core_queue_busy() and core_queue_todo()
  *	count a queue's entries in flight and waiting. core_queue_dead() says the queue is dead;
+ *	core_queue_cache_store() whether the delivery just started should
+ *	keep its connection for the queue's next one (on-demand session
+ *	caching, queue.c);
  *	core_queue_refusal() why core_message_add() refuses recipients for
  *	it: the dead queue's reason, else its transport's suspension
  *	reason, else NULL.
@@ -355,6 +359,7 @@ void core_queue_ctx_set(struct core_queue *q, void *ctx);
 int core_queue_busy(const struct core_queue *q);
 int core_queue_todo(const struct core_queue *q);
 int core_queue_dead(const struct core_queue *q);
+int core_queue_cache_store(const struct core_queue *q);
 const char *core_queue_refusal(const struct core_queue *q);
 int core_queue_release(struct core_queue *q, void **ctx);
 struct core_message *core_entry_message(const struct core_entry *e);

@@ -224,6 +224,8 @@ struct core_queue {
     int ready;                   /* counted in transport's ready_queues */
     unsigned blocker_tag;        /* = transport's: blocking a job */
     struct core_peer *last_peer; /* recipient assignment cache */
+    core_time_t last_done;       /* when a delivery last ended, or -1 */
+    int cache_store;             /* on-demand session caching is on */
     void *ctx;                   /* the caller's */
 };
 

@@ -15,6 +15,7 @@
  *			enum core_hop hop, const char *reason)
  *	void	core_queue_flush(struct core_queue *q, core_time_t now)
  *	int	core_queue_window_report(const struct core_queue *q)
+ *	int	core_queue_cache_store(const struct core_queue *q)
  *
  *	struct core_queue *core_queue_next(const struct core_transport *t,
  *			const struct core_queue *q)
@@ -63,6 +64,14 @@
  *
  *	core_queue_window_report() is the window as the reference shows
  *	it: 0 for a dead queue, -1 while paused by a rate delay.
+ *
+ *	core_queue_cache_store() says whether the delivery just started
+ *	(core_queue_start()) should keep its connection for the next one
+ *	when it ends: the reference's on-demand session caching. It turns
+ *	on when a delivery starts in the same or the next whole second as
+ *	the queue's last delivery ended (back to back), and off when one
+ *	starts with no other in flight and not back to back. A burst no
+ *	larger than the window thus leaves no idle connection behind.
  */
 
 #include "core/core.h"
@@ -136,6 +145,7 @@ struct core_queue *core_queue_create(struct core_transport *t, const char *key)
     q->transport = t;
     q->state = CORE_QUEUE_READY;
     q->window = queue_initial_window(q);
+    q->last_done = -1;
     q->timer.fire = queue_timer_fire;
     TAILQ_INIT(&q->todo);
     TAILQ_INIT(&q->busy_list);
@@ -228,16 +238,49 @@ int core_queue_can_start(const struct core_queue *q)
     return core_queue_open(q) && core_transport_can_start(q->transport);
 }
 
+/*
+ * The reference's deliveries back to back: one starts in the second a
+ * delivery of the queue ended, or in the next (its clock is whole
+ * seconds: "last_done + 1 >= event_time()").
+ */
+static int queue_back_to_back(const struct core_queue *q, core_time_t now)
+{
+    return q->last_done >= 0 && q->last_done / 1000 + 1 >= now / 1000;
+}
+
+/*
+ * On-demand session caching, as the reference's qmgr_entry_select()
+ * decides it for each delivery it starts (busy already counts that
+ * one). Caching turns on at a delivery back to back with the previous
+ * one, not merely at concurrent ones, so that a burst no larger than
+ * the initial window leaves no idle connections behind; it stays on
+ * while deliveries overlap or follow each other, and turns off when the
+ * queue runs out of steam, so that connections are kept only while its
+ * destination has more mail coming.
+ */
+static void queue_cache_update(struct core_queue *q, core_time_t now)
+{
+    if (!q->cache_store)
+        q->cache_store = queue_back_to_back(q, now);
+    else if (q->busy <= 1 && !queue_back_to_back(q, now))
+        q->cache_store = 0;
+}
+
 void core_queue_start(struct core_queue *q, core_time_t now)
 {
-    (void)now;
     if (!core_queue_can_start(q))
         core_panic(q->transport->core,
                    "queue %s:%s: start in state %d with busy %d, window %d",
                    q->transport->name, q->key, q->state, q->busy, q->window);
     q->busy++;
+    queue_cache_update(q, now);
     core_queue_ready_update(q);
     core_transport_start(q->transport);
+}
+
+int core_queue_cache_store(const struct core_queue *q)
+{
+    return q->cache_store;
 }
 
 static void queue_debug(const struct core_queue *q, int old_window,
@@ -370,6 +413,7 @@ void core_queue_done(struct core_queue *q, core_time_t now, enum core_hop hop,
         }
     }
     q->busy--;
+    q->last_done = now;
     core_transport_done(t, now);
     if (t->params.destination_rate_delay > 0 && q->state == CORE_QUEUE_READY) {
         q->state = CORE_QUEUE_RATE_WAIT;

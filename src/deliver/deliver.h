@@ -84,7 +84,10 @@
  *	destination: requests with the same key may share connections), a
  *	delivery first takes an idle connection cached under that key and
  *	goes straight to MAIL FROM; it counts as neither a session nor an
- *	address tried. A cached connection found dead (closed, reset or
+ *	address tried. Only a request with cache_store set keeps its
+ *	connection when it ends (the caller's on-demand decision: more
+ *	mail for the destination is coming); one without it still takes a
+ *	cached connection, but says QUIT at the end. A cached connection found dead (closed, reset or
  *	silent before the first reply, or answering 421 to its first
  *	command: the server's idle timeout crossing our MAIL) is closed and the delivery connects
  *	afresh, as if there had been none: not a failure of the
@@ -310,6 +313,7 @@ struct deliver_request {
     const char *reason; /* discard and error: the text, or NULL */
     struct deliver_cache *cache; /* connection reuse, or NULL */
     const char *cache_key;       /* the destination, or NULL: no reuse */
+    int cache_store; /* keep the connection at the end (on demand) */
     struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
     struct deliver_timeouts timeouts;         /* milliseconds */
     size_t line_limit;   /* smtp_line_length_limit: break longer; 0 none */

@@ -380,8 +380,8 @@ static void end_transaction(struct deliver_session *s)
     const struct deliver_cache_params *limits;
     char *key;
 
-    if (s->req.cache == NULL || starttls_out_cache_key(s, s->tls_on) == NULL ||
-        s->auth_long ||
+    if (s->req.cache == NULL || !s->req.cache_store ||
+        starttls_out_cache_key(s, s->tls_on) == NULL || s->auth_long ||
         !deliver_cache_may_keep(limits =
                                     deliver_cache_limits(s->req.cache, &s->req),
                                 s->born_us, s->uses)) {

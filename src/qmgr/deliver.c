@@ -11,7 +11,10 @@
  *	and sets the timer for core/'s next event. A delivery resolves its
  *	destination (MX or host) unless the route needs none, runs the
  *	agent, records each recipient's outcome and tells core/ the hop
- *	status. qm_delivery_free() forgets a delivery (the caller has
+ *	status. The agent keeps its connection for the next delivery when
+ *	core/ says the destination's mail comes back to back (on-demand
+ *	caching) or the next hop is one of
+ *	smtp_connection_cache_destinations. qm_delivery_free() forgets a delivery (the caller has
  *	cancelled its session, if any).
  */
 
@@ -108,6 +111,18 @@ static void delivery_dns_failed(struct qm_delivery *d,
     qm_dispatch(q);
 }
 
+/* Is r's next hop one of smtp_connection_cache_destinations? */
+static int delivery_cache_always(const struct route_result *r,
+                                 const struct qmgr_deliver_settings *set)
+{
+    char nexthop[ROUTE_NEXTHOP_MAX + 16];
+
+    if (set->cache_always[0] == 0)
+        return 0;
+    route_nexthop_format(r, nexthop, sizeof(nexthop));
+    return util_list_has(set->cache_always, nexthop);
+}
+
 static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
                          const struct deliver_dane *dane, size_t ndane)
 {
@@ -201,6 +216,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
         req.cache = q->cache;
         req.cache_key = r->key.cache;
         req.cache_limits = set.cache;
+        req.cache_store = d->cache_store || delivery_cache_always(r, &set);
     }
     d->session = deliver_start(q->base, &req, delivery_done, d);
     free(rcpt);
@@ -266,6 +282,7 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     d->m = core_message_ctx(core_entry_message(e));
     d->m->deliveries++;
     d->dest = core_queue_ctx(d->queue);
+    d->cache_store = core_queue_cache_store(d->queue);
     d->handoff = qm_now_sec();
     LIST_INSERT_HEAD(&q->deliveries, d, link);
     r = &d->dest->route;

@@ -165,8 +165,10 @@
  *	connection cache limits and HELO name, or their <transport>_*
  *	overrides (an lmtp transport named "lmtp" thus reads lmtp_* first,
  *	then smtp_*). With smtp_connection_cache_on_demand off, connections
- *	are not cached (cache.idle_ms is 0). Times are milliseconds; the
- *	HELO name points into conf.
+ *	are not cached (cache.idle_ms is 0); cache_always lists the next
+ *	hops whose connections are kept whatever the demand
+ *	(smtp_connection_cache_destinations). Times are milliseconds; the
+ *	HELO name and the list point into conf.
  *
  *	qmgr_addresses() lists the addresses a delivery tries from a DNS
  *	answer: every exchanger's addresses in the answer's order (by MX
@@ -291,7 +293,8 @@ struct qmgr_deliver_settings {
     int address_limit; /* smtp_mx_address_limit, 0 = no limit */
     int session_limit; /* smtp_mx_session_limit, 0 = no limit */
     struct deliver_cache_params cache;
-    const char *helo_name; /* smtp_helo_name */
+    const char *cache_always; /* smtp_connection_cache_destinations */
+    const char *helo_name;    /* smtp_helo_name */
     size_t line_limit;     /* smtp_line_length_limit, 0 = none */
     int mime_conversion;   /* not disable_mime_output_conversion */
 };

@@ -83,6 +83,7 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
+    int cache_store;           /* keep the connection: more is coming */
     size_t line_limit;         /* smtp_line_length_limit it was sent with */
     enum deliver_sts sts_mode; /* the recipient domain's MTA-STS policy */
     struct sts_policy sts;     /* its copy, when sts_mode is not none */

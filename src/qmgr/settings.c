@@ -44,6 +44,8 @@ void qmgr_deliver_settings(const struct conf *conf, const char *transport,
     d->cache.reuse_ms = ms(conf, t, CONF_smtp_connection_reuse_time_limit);
     d->cache.reuse_count_limit =
         (int)conf_int(conf, t, CONF_smtp_connection_reuse_count_limit);
+    d->cache_always =
+        conf_str(conf, t, CONF_smtp_connection_cache_destinations);
     d->helo_name = conf_str(conf, t, CONF_smtp_helo_name);
     d->line_limit = (size_t)conf_int(conf, t, CONF_smtp_line_length_limit);
     d->mime_conversion =

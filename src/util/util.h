@@ -8,6 +8,8 @@
  *	#include "util/util.h"
  *
  *	int	util_host_name(char *buf, size_t len)
+ *	const char *util_list_next(const char **cursor, size_t *len)
+ *	int	util_list_has(const char *list, const char *word)
  *
  *	void	*xmalloc(size_t size), *xcalloc(size_t n, size_t size)
  *	void	*xrealloc(void *ptr, size_t size)
@@ -119,6 +121,10 @@
  *	the file and the line; util_table_sort() and util_table_find()
  *	keep such a table in memory, sorted, duplicate keys refused.
  *
+ *	util_list_next() (list.c) walks the words of a list parameter
+ *	(separated by commas and white space); util_list_has() says
+ *	whether a word is one of them, ignoring case.
+ *
  *	util_host_name() writes this system's host name into buf, as
  *	Postfix finds the default of myhostname: gethostname(), and when
  *	that name has no dot, the canonical name getaddrinfo() gives for
@@ -139,6 +145,8 @@
 #endif
 
 int util_host_name(char *buf, size_t len);
+const char *util_list_next(const char **cursor, size_t *len);
+int util_list_has(const char *list, const char *word);
 
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);

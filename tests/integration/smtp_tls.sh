@@ -176,7 +176,8 @@ done
 d=$tmp/policy_run
 sluiced_start "$d" "smtp_tls_security_level = none
 smtp_tls_CAfile = $tmp/ca/ca.pem
-smtp_tls_policy_maps = texthash:$tmp/policy" ||
+smtp_tls_policy_maps = texthash:$tmp/policy
+smtp_connection_cache_destinations = [127.0.0.1]:$port_good" ||
     { not_ok "sluiced starts with a policy table"; sed 's/^/#   /' "$d/log"; tap_done; }
 for i in 1 2; do
     printf 'Subject: policy %s\n\npolicy\n' "$i" |

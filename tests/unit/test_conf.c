@@ -183,6 +183,7 @@ static const struct {
     {"transport_maps", CONF_STRING, ""},
     {"smtp_helo_name", CONF_STRING, "$myhostname"},
     {"dns_servers", CONF_LIST, ""},
+    {"smtp_connection_cache_destinations", CONF_LIST, ""},
     {"queue_directory", CONF_STRING, "/var/spool/sluice"},
     {"myhostname", CONF_STRING, ""},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
@@ -257,6 +258,7 @@ static const struct {
     {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
     {"default_scheduler", "_scheduler"},
     {"smtp_connection_cache_on_demand", "_connection_cache_on_demand"},
+    {"smtp_connection_cache_destinations", "_connection_cache_destinations"},
     {"smtp_connection_cache_time_limit", "_connection_cache_time_limit"},
     {"smtp_connection_reuse_time_limit", "_connection_reuse_time_limit"},
     {"smtp_connection_reuse_count_limit", "_connection_reuse_count_limit"},
@@ -341,9 +343,10 @@ static void test_table_has_every_parameter(void **state)
      * the daemon's HTTP listener: 1 list and 1 string (http_listen,
      * http_token_file); maillog_file; DKIM signing's 2 strings, 1 list, 1 choice and 1
      * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
-     * lists (decisions 70 to 74).
+     * lists (decisions 70 to 74); the connection cache's list
+     * (smtp_connection_cache_destinations).
      */
-    assert_int_equal(conf_param_count, 138);
+    assert_int_equal(conf_param_count, 139);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -223,6 +223,53 @@ static void test_transport_rate_delay(void **state)
 }
 
 /* default_process_limit caps deliveries across the transport's queues. */
+/*
+ * On-demand session caching, as the reference's qmgr_entry_select()
+ * decides it (postfix-reference-notes: smtp_connection_cache_on_demand,
+ * "reuse connections when a destination has a backlog"): "Turn on
+ * session caching after we get up to speed. Don't enable session caching
+ * just because we have concurrent deliveries", i.e. at a delivery back to
+ * back with the last one ("last_done + 1 >= event_time()", whole
+ * seconds); "Turn off session caching when concurrency drops and we're
+ * running out of steam": at a start with no other in flight that is not
+ * back to back.
+ */
+static void test_cache_on_demand(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q;
+
+    (void)state;
+    fx->params.initial_concurrency = 5;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "demand.example");
+    /* a burst within the initial window: concurrent, never back to back */
+    fixture_start(q, 3, 10 * SEC);
+    assert_false(core_queue_cache_store(q));
+    core_queue_done(q, 10 * SEC + 400, CORE_HOP_OK, NULL);
+    /* 11.9 s: the second after the last end, back to back: on */
+    core_queue_start(q, 11 * SEC + 900);
+    assert_true(core_queue_cache_store(q));
+    core_queue_done(q, 12 * SEC, CORE_HOP_OK, NULL);
+    core_queue_done(q, 12 * SEC, CORE_HOP_OK, NULL);
+    core_queue_done(q, 12 * SEC, CORE_HOP_OK, NULL);
+    /* it stays on while deliveries follow each other... */
+    core_queue_start(q, 13 * SEC + 999);
+    assert_true(core_queue_cache_store(q));
+    /* ...or overlap, even long after the last end */
+    core_queue_start(q, 30 * SEC);
+    assert_true(core_queue_cache_store(q));
+    core_queue_done(q, 31 * SEC, CORE_HOP_OK, NULL);
+    core_queue_done(q, 31 * SEC, CORE_HOP_OK, NULL);
+    /* alone and two whole seconds after the last end: off */
+    core_queue_start(q, 33 * SEC);
+    assert_false(core_queue_cache_store(q));
+    /* and a concurrent start alone does not turn it on again */
+    core_queue_start(q, 40 * SEC);
+    assert_false(core_queue_cache_store(q));
+    fixture_free(fx);
+}
+
 static void test_process_limit(void **state)
 {
     struct fixture *fx = fixture_new();
@@ -523,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_destination_rate_delay),
         cmocka_unit_test(test_transport_rate_delay),
         cmocka_unit_test(test_process_limit),
+        cmocka_unit_test(test_cache_on_demand),
         cmocka_unit_test(test_transport_update),
         cmocka_unit_test(test_transport_suspend),
         cmocka_unit_test(test_queue_suspend),

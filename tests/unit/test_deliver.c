@@ -427,6 +427,8 @@ static void reuse_done_cb(void *ctx, struct deliver_result *res)
 /* The transport's cache limits a request brings (zero: the cache's). */
 static struct deliver_cache_params req_limits;
 
+static int reuse_store = 1; /* the requests' cache_store */
+
 static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              struct deliver_cache *cache)
 {
@@ -445,6 +447,7 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              5000, 5000, 5000, 5000};
     req.cache = cache;
     req.cache_key = "smtp:x.test";
+    req.cache_store = reuse_store;
     req.cache_limits = req_limits;
     result = NULL;
     deliver_start(reuse_base, &req, reuse_done_cb, NULL);
@@ -536,6 +539,45 @@ static void test_reuse(void **state)
     assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
     assert_int_equal(sv.accepted, 0);
     assert_true(strcmp(sv.got + strlen(sv.got) - 6, "QUIT\r\n") == 0);
+}
+
+/* On demand: a delivery the caller does not ask to keep its connection
+ * takes a cached one all the same, and then says QUIT instead of putting
+ * it back; so does one that connects afresh. */
+static void test_reuse_not_stored(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},      {1, EHLO_PIPE},     TXN_STEPS,     TXN_STEPS,
+        {1, "221 Bye\r\n"}, {-1, ""},           {0, GREETING}, {1, EHLO_PIPE},
+        TXN_STEPS,          {1, "221 Bye\r\n"}, {-1, ""},      {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    r = deliver_cached(&a, cache);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    reuse_store = 0;
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 2);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 1);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 0);
+    reuse_store = 1;
+    run_for(100);
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 2);
+    assert_int_equal(count_of(sv.got, "QUIT"), 2);
 }
 
 /* A cached connection the server closed is replaced by a new one; that is
@@ -720,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_error),
         cmocka_unit_test(test_local_cancel),
         cmocka_unit_test(test_reuse),
+        cmocka_unit_test(test_reuse_not_stored),
         cmocka_unit_test(test_reuse_dead_connection),
         cmocka_unit_test(test_reuse_limits),
         cmocka_unit_test(test_reuse_421_on_first_command),

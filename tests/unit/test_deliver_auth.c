@@ -83,6 +83,7 @@ static struct deliver_result *deliver(const struct deliver_addr *a,
     if (cache) {
         req.cache = cache;
         req.cache_key = "smtp:[relay.test]:587";
+        req.cache_store = 1;
         req.cache_limits = (struct deliver_cache_params){5000, 300000, 0};
     }
     result = NULL;

@@ -70,6 +70,7 @@ static struct deliver_result *deliver_on(struct event_base *base,
                                              5000, 5000, 5000, 5000};
     req.cache = cache;
     req.cache_key = "smtp:sink.test";
+    req.cache_store = 1;
     result = NULL;
     deliver_start(base, &req, done_cb, base);
     util_blob_unref(req.body); /* the session holds its own */

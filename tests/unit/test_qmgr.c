@@ -185,6 +185,59 @@ static int queue_count(struct world *w, enum spool_index index)
     return n;
 }
 
+/* The idle connections the metrics count now (sluice_connections_idle). */
+static long idle_connections(struct world *w)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+    const char *p;
+    long idle = -1;
+
+    qmgr_metrics(w->q, &b);
+    p = strstr(b.data, "\nsluice_connections_idle ");
+    if (p != NULL)
+        idle = strtol(p + strlen("\nsluice_connections_idle "), NULL, 10);
+    util_buf_free(&b);
+    return idle;
+}
+
+/*
+ * On-demand session caching (the reference's qmgr_entry_select(): "Don't
+ * enable session caching just because we have concurrent deliveries.
+ * This prevents unnecessary session caching when we have a burst of mail
+ * <= the initial concurrency limit"): three messages to one destination
+ * at once leave no idle connection holding a slot at the receiver; a
+ * stream of forty, delivered back to back, reuses connections and keeps
+ * some for more.
+ */
+static void test_cache_on_demand(void **state)
+{
+    struct world w;
+    struct sink sk;
+    char relay[64];
+    const char *r[1] = {"u@d.test"};
+
+    (void)state;
+    NEED_SINK(&sk, NULL, NULL);
+    snprintf(relay, sizeof(relay), "[127.0.0.1]:%d", sk.port);
+    world_start(&w, "relayhost", relay, "myhostname", "client.test",
+                "smtp_connection_cache_time_limit", "30s", NULL);
+    for (int i = 0; i < 3; i++)
+        store(&w, "sender@client.test", 1, r);
+    run_until_idle(&w, 60);
+    assert_int_equal(count_of(w.log, "status=sent (250"), 3);
+    assert_int_equal(count_of(w.log, ", conn_use="), 0);
+    assert_int_equal(idle_connections(&w), 0);
+    for (int i = 0; i < 40; i++)
+        store(&w, "sender@client.test", 1, r);
+    qmgr_wake(w.q);
+    run_until_idle(&w, 60);
+    assert_int_equal(count_of(w.log, "status=sent (250"), 43);
+    assert_true(count_of(w.log, ", conn_use=") > 0);
+    assert_true(idle_connections(&w) > 0);
+    world_stop(&w);
+    sink_stop(&sk);
+}
+
 /* 100 messages of 3 recipients in different domains, through a relay
  * host: each delivered once, every recipient logged as sent, the spool
  * empty at the end. */
@@ -1221,6 +1274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivers_everything),
+        cmocka_unit_test(test_cache_on_demand),
         cmocka_unit_test(test_active_limit),
         cmocka_unit_test(test_bodies_only_while_delivered),
         cmocka_unit_test(test_recipient_batches),
