@@ -8,6 +8,10 @@
  *	void	core_free(struct core *core)
  *	core_time_t core_next_timer(const struct core *core)
  *	void	core_run_timers(struct core *core, core_time_t now)
+ *
+ *	#include "core/core_impl.h"
+ *
+ *	size_t	core_hash(const char *key, size_t size)
  * DESCRIPTION
  *	core_create() makes an empty scheduler whose outside effects go
  *	through cb (any member may be NULL) with ctx as first argument.
@@ -18,6 +22,10 @@
  *	CORE_TIME_NEVER. core_run_timers() fires every timer due at or
  *	before now, oldest first; a timer armed while firing for a time
  *	not after now fires in the same call.
+ *
+ *	core_hash() is the slot of a string key in a table of size slots
+ *	(FNV-1a: keys are short strings chosen by the caller), for the
+ *	destination queues and destdb's hosts.
  */
 
 #include "core/core.h"
@@ -28,6 +36,15 @@
 #include <string.h>
 
 #include "core/core_impl.h"
+
+size_t core_hash(const char *key, size_t size)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    while (*key)
+        h = (h ^ (unsigned char)*key++) * 1099511628211ULL;
+    return (size_t)(h % size);
+}
 
 struct core *core_create(const struct core_callbacks *cb, void *ctx)
 {

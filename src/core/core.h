@@ -418,4 +418,133 @@ int core_queue_window_report(const struct core_queue *q);
 /* Value of feedback fb at concurrency n. */
 double core_feedback_value(const struct core_feedback *fb, int n);
 
+/*
+ * Finch's delivery scheduler (../shared/seeds/finch-mta-scheduling.txt):
+ * destdb, the database of delivery hosts (destdb.c), and the choice of
+ * the connection a delivery job goes to (finch.c). A host is whatever
+ * key the caller connects to (an address and port); a connection is
+ * the caller's number for it.
+ *
+ * destdb is a vtable, so that a cluster can keep it elsewhere
+ * (core_destdb_memory() is the one in this process's memory):
+ * conn_open() records a connection just made to host, conn_jobs() the
+ * jobs it carries now (queued and in progress; 0: idle),
+ * conn_close() its end (the host keeps the time of its last close);
+ * host_fail() says not to bother connecting to host before retry_at,
+ * host_ok() forgets that. host_get() fills v with what is known of host
+ * and up to max of its open connections (most recently opened first),
+ * and returns 0 when host has no record. gc() removes the records of
+ * hosts with no open connection whose last close and retry time are
+ * both older than the database's record lifetime: a host whose
+ * retry record is collected is "unused" again. count() is the number
+ * of host records, free() frees the database.
+ */
+struct core_destdb;
+
+struct core_conn_view {
+    uint64_t conn;
+    core_time_t opened;     /* when it was made */
+    core_time_t idle_since; /* when its jobs last went to 0 */
+    int jobs;               /* queued and in progress; 0: idle */
+};
+
+struct core_host_view {
+    core_time_t last_close; /* -1: never closed */
+    core_time_t retry_at;   /* -1: no failure on record */
+    size_t nconns;          /* open connections (all of them) */
+};
+
+struct core_destdb_ops {
+    void (*conn_open)(struct core_destdb *db, const char *host,
+                      uint64_t conn, core_time_t now);
+    void (*conn_jobs)(struct core_destdb *db, const char *host,
+                      uint64_t conn, int jobs, core_time_t now);
+    void (*conn_close)(struct core_destdb *db, const char *host,
+                       uint64_t conn, core_time_t now);
+    void (*host_fail)(struct core_destdb *db, const char *host,
+                      core_time_t retry_at);
+    void (*host_ok)(struct core_destdb *db, const char *host);
+    int (*host_get)(struct core_destdb *db, const char *host,
+                    struct core_host_view *v, struct core_conn_view *conns,
+                    size_t max);
+    void (*gc)(struct core_destdb *db, core_time_t now);
+    size_t (*count)(const struct core_destdb *db);
+    void (*free)(struct core_destdb *db);
+};
+
+struct core_destdb {
+    const struct core_destdb_ops *ops;
+};
+
+struct core_destdb *core_destdb_memory(core_time_t record_lifetime);
+
+/*
+ * The seed's allowed_new_worker(): a message may have another worker
+ * while its concurrency is below max_message_concurrency, or below
+ * scale_max_concurrency times the free workers (an idle system lets a
+ * big envelope use most of it). core_finch_next_router_job() is the
+ * seed's next_router_job() over jobs in order (their messages'
+ * concurrency in concurrency[]): the index of the first that may have
+ * another worker, or -1.
+ */
+struct core_finch_limits {
+    int max_message_concurrency;
+    int scale_max_concurrency;
+};
+
+int core_finch_allowed_new_worker(const struct core_finch_limits *l,
+                                  int message_concurrency, int free_workers);
+int core_finch_next_router_job(const struct core_finch_limits *l,
+                               const int *concurrency, size_t n,
+                               int free_workers);
+
+/*
+ * core_finch_choose(): where one delivery job goes. hosts[] are the
+ * job's possible hosts with their MX preference in pref[], most
+ * preferred first; allowed_new is allowed_new_worker() for its
+ * message, free_workers whether the system can have another
+ * connection (a free worker, or an idle connection it may close).
+ * rand() gives random numbers for the random picks. The answer names
+ * a connection to queue the job on (ACTIVE: a recent one under the
+ * backlog threshold; FREE_RIDE: an active one though over it; IDLE),
+ * or a host to open a connection to (UNUSED, CLOSED, RETRY, MORE: one
+ * more to a busy host), or says to WAIT for a worker or to DEFER the
+ * job (no host of any preference works now).
+ */
+enum core_finch_how {
+    CORE_FINCH_ACTIVE,
+    CORE_FINCH_FREE_RIDE,
+    CORE_FINCH_IDLE,
+    CORE_FINCH_UNUSED,
+    CORE_FINCH_CLOSED,
+    CORE_FINCH_RETRY,
+    CORE_FINCH_MORE,
+    CORE_FINCH_WAIT,
+    CORE_FINCH_DEFER,
+};
+
+struct core_finch_request {
+    struct core_destdb *db;
+    const char *const *hosts;
+    const int *pref; /* MX preference of each host, ascending */
+    size_t nhosts;
+    int allowed_new;
+    int free_workers;
+    int backlog_threshold; /* jobs per connection before another */
+    int host_limit;        /* connections per host, 0: no limit */
+    unsigned (*rand)(void *ctx);
+    void *rand_ctx;
+    core_time_t now;
+};
+
+struct core_finch_choice {
+    enum core_finch_how how;
+    size_t host;   /* index into hosts[], but for WAIT and DEFER */
+    uint64_t conn; /* ACTIVE, FREE_RIDE and IDLE */
+};
+
+void core_finch_choose(const struct core_finch_request *r,
+                       struct core_finch_choice *out);
+const char *core_finch_how_name(enum core_finch_how how);
+
 #endif

@@ -10,6 +10,7 @@
  *	void	core_log(struct core *core, enum core_log_level level,
  *			const char *fmt, ...)
  *	void	core_panic(struct core *core, const char *fmt, ...)
+ *	size_t	core_hash(const char *key, size_t size)
  *	void	core_timer_arm(struct core *core, struct core_timer *timer,
  *			core_time_t when)
  *	void	core_timer_disarm(struct core *core, struct core_timer *timer)
@@ -86,6 +87,7 @@ struct core_timer;
 
 void core_log(struct core *core, enum core_log_level level, const char *fmt,
               ...) __attribute__((format(printf, 3, 4)));
+size_t core_hash(const char *key, size_t size);
 void core_panic(struct core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 void core_timer_arm(struct core *core, struct core_timer *timer,

@@ -85,16 +85,6 @@
 #define QUEUE_OF_TIMER(timer)                                                  \
     ((struct core_queue *)((char *)(timer)-offsetof(struct core_queue, timer)))
 
-/* FNV-1a: keys are short strings chosen by the caller. */
-static size_t queue_hash(const char *key, size_t size)
-{
-    uint64_t h = 14695981039346656037ULL;
-
-    while (*key)
-        h = (h ^ (unsigned char)*key++) * 1099511628211ULL;
-    return (size_t)(h % size);
-}
-
 static void queue_hash_grow(struct core_transport *t)
 {
     size_t size = t->hash_size * 2;
@@ -102,7 +92,7 @@ static void queue_hash_grow(struct core_transport *t)
     struct core_queue *q;
 
     TAILQ_FOREACH(q, &t->queues, link) {
-        size_t slot = queue_hash(q->key, size);
+        size_t slot = core_hash(q->key, size);
 
         q->hash_next = hash[slot];
         hash[slot] = q;
@@ -150,7 +140,7 @@ struct core_queue *core_queue_create(struct core_transport *t, const char *key)
     TAILQ_INIT(&q->todo);
     TAILQ_INIT(&q->busy_list);
     TAILQ_INSERT_TAIL(&t->queues, q, link);
-    slot = queue_hash(key, t->hash_size);
+    slot = core_hash(key, t->hash_size);
     q->hash_next = t->hash[slot];
     t->hash[slot] = q;
     t->queue_count++;
@@ -161,7 +151,7 @@ struct core_queue *core_queue_find(struct core_transport *t, const char *key)
 {
     struct core_queue *q;
 
-    for (q = t->hash[queue_hash(key, t->hash_size)]; q; q = q->hash_next)
+    for (q = t->hash[core_hash(key, t->hash_size)]; q; q = q->hash_next)
         if (strcmp(q->key, key) == 0)
             return q;
     return NULL;
@@ -192,7 +182,7 @@ void core_queue_destroy(struct core_queue *q)
     struct core_queue **pp;
 
     core_queue_drop_entries(q);
-    for (pp = &t->hash[queue_hash(q->key, t->hash_size)]; *pp != q;
+    for (pp = &t->hash[core_hash(q->key, t->hash_size)]; *pp != q;
          pp = &(*pp)->hash_next)
         ;
     *pp = q->hash_next;
