@@ -419,7 +419,7 @@ int core_queue_window_report(const struct core_queue *q);
 double core_feedback_value(const struct core_feedback *fb, int n);
 
 /*
- * Finch's delivery scheduler (../shared/seeds/finch-mta-scheduling.txt):
+ * Finch's delivery scheduler (the seed finch-mta-scheduling.txt):
  * destdb, the database of delivery hosts (destdb.c), and the choice of
  * the connection a delivery job goes to (finch.c). A host is whatever
  * key the caller connects to (an address and port); a connection is
