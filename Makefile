@@ -9,7 +9,10 @@
 #   make valgrind   the unit tests under valgrind's memcheck, leaks included
 #   make fuzz       the libFuzzer targets (clang), FUZZ_SECONDS each
 #   make plots      draw the simulator's window-over-time plots into doc/
-#   make install    install programs and manual pages (PREFIX, DESTDIR)
+#   make man        write doc/sluice.conf.5 and the README's parameter table
+#                   from src/conf/params.def (and doc/sluice.conf.5.in)
+#   make install    install programs, manual pages, a default configuration
+#                   and a systemd unit (PREFIX, DESTDIR; see below)
 #   make format     clang-format every source file
 #
 # Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
@@ -46,8 +49,8 @@ PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
-.PHONY: all check asan valgrind demo sim-demo bench fuzz plots install format \
-	clean
+.PHONY: all check asan valgrind demo sim-demo bench fuzz plots man install \
+	format clean
 all: $(PROGS) $(TESTS) $(TOOLS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -212,6 +215,14 @@ fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc
+
+# The parameters' documents come from the table (decision 88): the
+# manual page from its template, the README's table in place.
+man: $(BUILD)/tools/params_man
+	$(BUILD)/tools/params_man man doc/sluice.conf.5.in >doc/sluice.conf.5.new
+	mv doc/sluice.conf.5.new doc/sluice.conf.5
+	$(BUILD)/tools/params_man readme README.md >README.md.new
+	mv README.md.new README.md
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
