@@ -12,6 +12,11 @@
  *	configuration: -c FILE, else $SLUICE_CONFIG, else the default file
  *	if it exists, else the built-in defaults (conf_path()).
  *
+ *	privileges: started as root, it becomes mail_owner before it reads
+ *	anything else (privilege.c), keeping only CAP_NET_BIND_SERVICE
+ *	until the listeners are bound; systemd hears READY=1 once it takes
+ *	mail and STOPPING=1 at a stop (notify.c).
+ *
  *	logging: with -f, to stderr, one line per event, prefixed with the
  *	time and "sluiced[PID]:"; without -f the daemon detaches and logs
  *	to syslog (facility mail).
