@@ -26,7 +26,8 @@
  *	did. For an existing user it makes queue_directory (mode 0755) if
  *	missing and hands it to the user (the whole tree, when the
  *	directory itself belongs to someone else: a spool a root daemon
- *	made), creates a missing maillog_file for the user, then sets the
+ *	made; symbolic links in it are changed, never followed; the
+ *	directory itself may be one), creates a missing maillog_file for the user, then sets the
  *	groups to the user's primary group, the gid and the uid, keeping
  *	only CAP_NET_BIND_SERVICE so that the listeners of the start may
  *	still bind ports below 1024. It writes "USER (uid U, gid G)" into
@@ -73,13 +74,15 @@ static int chown_entry(const char *path, const struct stat *st, int flag,
 static int queue_prepare(const char *dir, const struct passwd *pw, char *why,
                          size_t whylen)
 {
+    char top[4096];
     struct stat st;
 
     if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
         snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
         return -1;
     }
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+    errno = 0;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
         snprintf(why, whylen, "queue_directory %s: %s", dir,
                  errno ? strerror(errno) : "not a directory");
         return -1;
@@ -88,7 +91,9 @@ static int queue_prepare(const char *dir, const struct passwd *pw, char *why,
         return 0;
     tree_uid = pw->pw_uid;
     tree_gid = pw->pw_gid;
-    if (nftw(dir, chown_entry, 16, FTW_PHYS) != 0) {
+    /* "DIR/": the directory a symbolic link names, nothing it holds */
+    snprintf(top, sizeof(top), "%s/", dir);
+    if (nftw(top, chown_entry, 16, FTW_PHYS) != 0) {
         snprintf(why, whylen, "cannot hand %s to mail_owner %s: %s", dir,
                  pw->pw_name, strerror(errno));
         return -1;

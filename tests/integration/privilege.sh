@@ -3,7 +3,8 @@
 # (decision 89): a system user made for the test (removed at the end);
 # the daemon's real, effective, saved and file-system uid and gid are
 # that user's, with no capability left once started, the spool is the
-# user's (started with only the capabilities that the systemd unit
+# user's (a root-owned queue handed over, a symbolic link in it changed,
+# not followed; started with only the capabilities that the systemd unit
 # leaves it), an SMTP listener on port 25 (below 1024: bound before the
 # last capability goes) takes mail that reaches an smtp-sink, "sluice
 # status" answers on the control socket, a reload works without root.
@@ -41,6 +42,12 @@ s() { "$build/sluice" -c "$conf" "$@"; }
 delivered() { ls "$tmp/sink" | wc -l; }
 delivered_at_least() { [ "$(delivered)" -ge "$1" ]; }
 
+# A queue that a daemon running as root made, with a symbolic link that
+# the hand-over must change, not follow.
+mkdir -p "$d/q"
+echo x >"$d/q/left-by-root"
+echo secret >"$tmp/victim"
+ln -s "$tmp/victim" "$d/q/link"
 # With no capability but those the systemd unit leaves it.
 sluiced_wrap="setpriv --bounding-set -all,+net_bind_service,+setuid,+setgid,+chown --no-new-privs"
 sluiced_start "$d" "mail_owner = $owner
@@ -62,6 +69,8 @@ grep -q "running as mail_owner $owner (uid $uid, gid $gid)" "$d/log" &&
     ok "the drop is logged" || not_ok "the drop is logged"
 expect "the queue directory, spool and maildrop are mail_owner's" "" \
     "$(find "$d/q" ! -user "$owner" -print | head -3)"
+expect "... a symbolic link in it changed, not followed" root \
+    "$(stat -c %U "$tmp/victim")"
 expect "maillog_file was made for mail_owner" "$owner" \
     "$(stat -c %U "$d/maillog")"
 

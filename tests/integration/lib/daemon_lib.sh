@@ -19,7 +19,9 @@
 #   sluiced_start DIR [LINE]      sluiced -f on a queue in DIR/q, with
 #                                 transport_maps $tmp/transport, no SMTP
 #                                 server and LINE (a parameter) added to
-#                                 DIR/sluice.conf; logs to DIR/log, its
+#                                 DIR/sluice.conf (and mail_owner = root,
+#                                 so that a user sluice on the machine
+#                                 changes nothing); logs to DIR/log, its
 #                                 pid in $sluiced_pid; fails unless it
 #                                 starts within 10 s; $sluiced_wrap, if
 #                                 set, is a command that runs it
@@ -99,6 +101,7 @@ queue_directory = $1/q
 myhostname = sluice.test
 smtpd_listen =
 transport_maps = $tmp/transport
+mail_owner = root
 ${2:-}
 _DL_CONF
     # shellcheck disable=SC2086
