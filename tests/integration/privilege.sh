@@ -7,11 +7,12 @@
 # not followed; started with only the capabilities that the systemd unit
 # leaves it), an SMTP listener on port 25 (below 1024: bound before the
 # last capability goes) takes mail that reaches an smtp-sink, "sluice
-# status" answers on the control socket, a reload works without root.
+# status" answers on the control socket, the HTTP listener on port 80
+# serves /metrics, a reload works without root.
 # An ordinary user (nobody) submits with "sluice sendmail" through the
 # daemon and, with the daemon stopped, through the maildrop (decision
 # 90), which the next start imports and delivers. A mail_owner that
-# does not exist refuses the start with a clear message. About 5 s;
+# does not exist refuses the start with a clear message. About 2 s;
 # stops only the processes it started. Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -52,6 +53,7 @@ ln -s "$tmp/victim" "$d/q/link"
 sluiced_wrap="setpriv --bounding-set -all,+net_bind_service,+setuid,+setgid,+chown --no-new-privs"
 sluiced_start "$d" "mail_owner = $owner
 smtpd_listen = $smtp_addr:25
+http_listen = $smtp_addr:80
 maillog_file = $d/maillog" ||
     { not_ok "sluiced starts as root with mail_owner = $owner"; cat "$d/log"; tap_done; }
 status_field() { awk -v k="$1:" '$1 == k { print $2, $3, $4, $5 }' \
@@ -86,6 +88,8 @@ wait_for 10 delivered_at_least 3
 expect "all three messages reach the smtp-sink" 3 "$(delivered)"
 s status >/dev/null 2>&1
 expect "sluice status answers on the control socket" 0 $?
+python3 -c "import urllib.request as u; print(u.urlopen('http://$smtp_addr:80/metrics', timeout=5).status)" >"$tmp/http.out" 2>&1
+expect "the HTTP listener on port 80 answers /metrics" 200 "$(cat "$tmp/http.out")"
 grep -q "uid=65534 from=<n@client.test>" "$d/maillog" &&
     ok "maillog_file is written by mail_owner, the submitter's uid in it" ||
     not_ok "maillog_file is written by mail_owner, the submitter's uid in it"
