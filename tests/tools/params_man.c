@@ -209,13 +209,22 @@ static int template_check(const char *path, char **lines, size_t count)
     return problems;
 }
 
+static void lines_free(char **lines, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        free(lines[k]);
+    free(lines);
+}
+
 static int man(const char *path)
 {
     size_t count;
     char **lines = lines_read(path, &count);
 
-    if (template_check(path, lines, count) != 0)
+    if (template_check(path, lines, count) != 0) {
+        lines_free(lines, count);
         return 1;
+    }
     for (size_t k = 0; k < count; k++) {
         if (strncmp(lines[k], "@PARAM ", 7) == 0)
             entry_head(param_named(lines[k] + 7));
@@ -226,6 +235,7 @@ static int man(const char *path)
                    "and src/conf/params.def:\n.\\\" edit those, not this "
                    "file.\n");
     }
+    lines_free(lines, count);
     return 0;
 }
 
@@ -270,6 +280,7 @@ static int readme(const char *path)
         printf("%s\n", lines[k++]);
     if (k == count) {
         fprintf(stderr, "%s: no line \"%s\"\n", path, README_BEGIN);
+        lines_free(lines, count);
         return 1;
     }
     printf("%s\n", lines[k++]);
@@ -277,11 +288,13 @@ static int readme(const char *path)
         k++;
     if (k == count) {
         fprintf(stderr, "%s: no line \"%s\"\n", path, README_END);
+        lines_free(lines, count);
         return 1;
     }
     readme_table();
     while (k < count)
         printf("%s\n", lines[k++]);
+    lines_free(lines, count);
     return 0;
 }
 
