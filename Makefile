@@ -9,7 +9,10 @@
 #   make valgrind   the unit tests under valgrind's memcheck, leaks included
 #   make fuzz       the libFuzzer targets (clang), FUZZ_SECONDS each
 #   make plots      draw the simulator's window-over-time plots into doc/
-#   make install    install programs and manual pages (PREFIX, DESTDIR)
+#   make man        write doc/sluice.conf.5 and the README's parameter table
+#                   from src/conf/params.def (and doc/sluice.conf.5.in)
+#   make install    install programs, manual pages, a default configuration
+#                   and a systemd unit (PREFIX, DESTDIR; see below)
 #   make format     clang-format every source file
 #
 # Every src/<layer>/*.c except a layer's main.c goes into build/libsluice.a;
@@ -46,8 +49,8 @@ PROGS    := $(BUILD)/sluice $(BUILD)/sluice-sim $(BUILD)/sluiced
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
-.PHONY: all check asan valgrind demo sim-demo bench fuzz plots install format \
-	clean
+.PHONY: all check asan valgrind demo sim-demo bench fuzz plots man install \
+	format clean
 all: $(PROGS) $(TESTS) $(TOOLS)
 
 $(BUILD)/obj/%.o: src/%.c
@@ -213,13 +216,52 @@ fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 plots: $(BUILD)/sluice-sim
 	sh sim/plots.sh $(BUILD)/sluice-sim doc
 
+# The parameters' documents come from the table (decision 88): the
+# manual page from its template, the README's table in place.
+man: $(BUILD)/tools/params_man
+	$(BUILD)/tools/params_man man doc/sluice.conf.5.in >doc/sluice.conf.5.new
+	mv doc/sluice.conf.5.new doc/sluice.conf.5
+	$(BUILD)/tools/params_man readme README.md >README.md.new
+	mv README.md.new README.md
+
+# make install: programs, manual pages, the configuration file (never
+# over an existing one), the systemd unit and the spool directory, all
+# under DESTDIR; run as root with no DESTDIR it also creates the system
+# user sluice (mail_owner's default) when it is missing (decision 91).
+BINDIR  ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SPOOLDIR ?= /var/spool/sluice
+MAIL_OWNER ?= sluice
+
 install: $(PROGS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-	    $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
-	install -m 644 $(wildcard doc/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/sluice \
+	    $(DESTDIR)$(UNITDIR)
+	install -d -m 755 $(DESTDIR)$(SPOOLDIR)
+	install -m 755 $(BUILD)/sluice $(BUILD)/sluice-sim $(DESTDIR)$(BINDIR)/
+	install -m 755 $(BUILD)/sluiced $(DESTDIR)$(SBINDIR)/
+	ln -sf $$(realpath -m --relative-to=$(SBINDIR) $(BINDIR)/sluice) \
+	    $(DESTDIR)$(SBINDIR)/sendmail
+	ln -sf sluice $(DESTDIR)$(BINDIR)/mailq
+	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(wildcard doc/*.8) $(DESTDIR)$(MANDIR)/man8/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf ] || \
+	    install -m 644 etc/sluice.conf $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf
+	sed 's|@SBINDIR@|$(SBINDIR)|g' etc/sluice.service.in \
+	    >$(DESTDIR)$(UNITDIR)/sluice.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/sluice.service
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    ! getent passwd $(MAIL_OWNER) >/dev/null; then \
+	    echo "useradd --system --user-group $(MAIL_OWNER)"; \
+	    useradd --system --user-group --home-dir $(SPOOLDIR) \
+	        --no-create-home --shell /usr/sbin/nologin $(MAIL_OWNER); \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+	    chown $(MAIL_OWNER): $(SPOOLDIR); fi
 
 format:
 	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h \

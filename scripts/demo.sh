@@ -31,6 +31,9 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# Run as root on a machine where "make install" made the user sluice,
+# sluiced runs as that user (mail_owner): it must reach its queue.
+chmod 755 "$tmp"
 : >"$tmp/transport"
 # Receivers that take a second to accept each message (-w 1), as a busy
 # server does, so that the flow can be watched.

@@ -37,6 +37,12 @@
  *			size_t whylen)
  *	void	daemon_wake_send(const char *queue_directory)
  *
+ *	int	daemon_privilege_drop(const struct conf *conf,
+ *			conf_warn_fn *warn, void *ctx, char *note,
+ *			size_t notelen, char *why, size_t whylen)
+ *	void	daemon_privilege_done(void)
+ *	void	daemon_notify(const char *state)
+ *
  *	void	daemon_log_syslog(void)
  *	int	daemon_log_file(const char *path, char *why, size_t whylen)
  *	void	daemon_logv(int prio, const char *service, const char *fmt,
@@ -89,6 +95,14 @@
  *	daemon_wake_send() sends it one datagram and ignores every error
  *	(no daemon: the mail waits for the next start or queue run).
  *
+ *	daemon_privilege_drop() (privilege.c) makes a daemon started as
+ *	root run as mail_owner, queue_directory its own, keeping only the
+ *	right to bind ports below 1024 until daemon_privilege_done();
+ *	a mail_owner that does not exist is an error when the
+ *	configuration names it, a warning at the built-in default
+ *	(decision 89). daemon_notify() (notify.c) sends systemd a state
+ *	("READY=1") on $NOTIFY_SOCKET, if set.
+ *
  *	daemon_logv() (log.c) writes one log line tagged as Postfix tags
  *	its own, "sluice/SERVICE[PID]", to standard error with an RFC 3339
  *	time and the host name, or to syslog after daemon_log_syslog(),
@@ -138,6 +152,11 @@ struct daemon_config {
 struct conf *daemon_conf_create(void);
 struct conf *daemon_conf_open(const char *opt_path, char *why, size_t whylen);
 void daemon_spool_config(const struct conf *conf, struct spool_config *cf);
+int daemon_privilege_drop(const struct conf *conf, conf_warn_fn *warn,
+                          void *ctx, char *note, size_t notelen, char *why,
+                          size_t whylen);
+void daemon_privilege_done(void);
+void daemon_notify(const char *state);
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
                        conf_warn_fn *warn, void *ctx, char *why, size_t whylen);
 void daemon_config_free(struct daemon_config *cf);

@@ -12,6 +12,11 @@
  *	configuration: -c FILE, else $SLUICE_CONFIG, else the default file
  *	if it exists, else the built-in defaults (conf_path()).
  *
+ *	privileges: started as root, it becomes mail_owner before it reads
+ *	anything else (privilege.c), keeping only CAP_NET_BIND_SERVICE
+ *	until the listeners are bound; systemd hears READY=1 once it takes
+ *	mail and STOPPING=1 at a stop (notify.c).
+ *
  *	logging: with -f, to stderr, one line per event, prefixed with the
  *	time and "sluiced[PID]:"; without -f the daemon detaches and logs
  *	to syslog (facility mail).
@@ -337,6 +342,7 @@ static int load_config(const char *config, struct conf **conf,
 static void restart_only(const struct conf *old, const struct conf *new)
 {
     static const enum conf_param_id strs[] = {CONF_queue_directory,
+                                              CONF_mail_owner,
                                               CONF_dns_servers,
                                               CONF_smtpd_listen,
                                               CONF_smtpd_submission_listen,
@@ -452,6 +458,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
         return; /* already stopping */
     say(LOG_INFO, "stopping on signal %d: draining deliveries in flight",
         (int)sig);
+    daemon_notify("STOPPING=1");
     local_server_close(d->local);
     smtpd_server_close(d->smtpd);
     smtpd_server_close(d->submission);
@@ -502,6 +509,33 @@ static int submission_start(struct daemon *d, const struct smtpd_ops *ops,
     return 0;
 }
 
+/*
+ * Started as root: become mail_owner before anything else is read, so
+ * that the start reads every file as a reload will (decision 89). The
+ * file is read once here for mail_owner and queue_directory alone.
+ */
+static int privilege_drop(struct daemon *d)
+{
+    struct conf *conf;
+    char why[1024], note[256];
+    int rc;
+
+    if (geteuid() != 0)
+        return 0;
+    if ((conf = daemon_conf_open(d->config, why, sizeof(why))) == NULL) {
+        say(LOG_ERR, "%s", why);
+        return -1;
+    }
+    rc = daemon_privilege_drop(conf, config_warn, NULL, note, sizeof(note), why,
+                               sizeof(why));
+    conf_free(conf);
+    if (rc < 0)
+        say(LOG_ERR, "%s", why);
+    else if (note[0] != 0)
+        say(LOG_INFO, "running as mail_owner %s", note);
+    return rc;
+}
+
 static int start(struct daemon *d)
 {
     struct daemon_inject_ops inject = {inject_conf, inject_store, d};
@@ -519,6 +553,8 @@ static int start(struct daemon *d)
     const char *path;
     char *servers;
 
+    if (privilege_drop(d) < 0)
+        return -1;
     if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim, &path,
                     why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
@@ -606,6 +642,7 @@ static int start(struct daemon *d)
     d->wake_ev =
         event_new(d->base, d->wake_fd, EV_READ | EV_PERSIST, wake_cb, d);
     event_add(d->wake_ev, NULL);
+    daemon_privilege_done(); /* every listener is bound */
     return 0;
 }
 
@@ -723,6 +760,7 @@ int main(int argc, char **argv)
     }
     say(LOG_INFO, "started: queue %s", d.queue_directory);
     import_and_wake(&d);
+    daemon_notify("READY=1");
     for (int i = 0; signals[i]; i++) {
         sig[i] = evsignal_new(d.base, signals[i], signal_cb, &d);
         event_add(sig[i], NULL);

@@ -215,6 +215,7 @@ static const struct {
     {"http_listen", CONF_LIST, ""},
     {"http_token_file", CONF_STRING, ""},
     {"maillog_file", CONF_STRING, ""},
+    {"mail_owner", CONF_STRING, "sluice"},
     {"smtp_sasl_security_options", CONF_LIST, "noplaintext, noanonymous"},
     {"smtp_sasl_tls_security_options", CONF_LIST,
      "$smtp_sasl_security_options"},
@@ -341,12 +342,12 @@ static void test_table_has_every_parameter(void **state)
      * string and 1 integer; TLS reporting's 1 boolean, 1 time and 2
      * strings; the SMTP client's AUTH: 1 boolean, 1 string and 2 lists;
      * the daemon's HTTP listener: 1 list and 1 string (http_listen,
-     * http_token_file); maillog_file; DKIM signing's 2 strings, 1 list, 1 choice and 1
+     * http_token_file); maillog_file; mail_owner; DKIM signing's 2 strings, 1 list, 1 choice and 1
      * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
      * lists (decisions 70 to 74); the connection cache's list
      * (smtp_connection_cache_destinations).
      */
-    assert_int_equal(conf_param_count, 139);
+    assert_int_equal(conf_param_count, 140);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -19,9 +19,12 @@
 #   sluiced_start DIR [LINE]      sluiced -f on a queue in DIR/q, with
 #                                 transport_maps $tmp/transport, no SMTP
 #                                 server and LINE (a parameter) added to
-#                                 DIR/sluice.conf; logs to DIR/log, its
+#                                 DIR/sluice.conf (and mail_owner = root,
+#                                 so that a user sluice on the machine
+#                                 changes nothing); logs to DIR/log, its
 #                                 pid in $sluiced_pid; fails unless it
-#                                 starts within 10 s
+#                                 starts within 10 s; $sluiced_wrap, if
+#                                 set, is a command that runs it
 # Names used inside start with _dl_, so that a caller's variables (say
 # $limit) are never overwritten.
 
@@ -98,9 +101,11 @@ queue_directory = $1/q
 myhostname = sluice.test
 smtpd_listen =
 transport_maps = $tmp/transport
+mail_owner = root
 ${2:-}
 _DL_CONF
-    "$build/sluiced" -f -c "$1/sluice.conf" >"$1/log" 2>&1 &
+    # shellcheck disable=SC2086
+    $sluiced_wrap "$build/sluiced" -f -c "$1/sluice.conf" >"$1/log" 2>&1 &
     sluiced_pid=$!
     pids="$pids $sluiced_pid"
     wait_for 10 grep -q "started: queue" "$1/log"
