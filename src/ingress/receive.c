@@ -17,7 +17,7 @@
  *	the session is receiving (RFC 5321 4.4), in Postfix's layout, so
  *	that tools that read Postfix's headers read ours:
  *
- *	    Received: from HELO (unknown [ADDRESS])
+ *	    Received: from HELO (NAME [ADDRESS])
  *		by HOSTNAME (sluice) with ESMTP id QUEUEID
  *		for <RECIPIENT>; DATE
  *
@@ -31,7 +31,8 @@
  *	QUEUEID;" and the date on a line of its own. The HELO name and the
  *	recipient are the client's words: bytes outside printable ASCII,
  *	and parentheses in the HELO name (which would end the comment),
- *	become "?". ADDRESS is "IPv6:..." for IPv6 (RFC 5321 4.1.3).
+ *	become "?". NAME is the client's forward-confirmed host name, or
+ *	"unknown" (peer.c). ADDRESS is "IPv6:..." for IPv6 (RFC 5321 4.1.3).
  *
  *	receive_head() sets in to the start of the content, where its
  *	header section is: the content itself when it is in memory; for a
@@ -92,7 +93,7 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
     safe_copy(helo, sizeof(helo), ss->helo ? ss->helo : "", "()");
     if (smtp_date(date, sizeof(date), now) < 0)
         snprintf(date, sizeof(date), "Thu, 1 Jan 1970 00:00:00 +0000");
-    util_buf_printf(b, "Received: from %s (unknown [%s])\r\n", helo,
+    util_buf_printf(b, "Received: from %s (%s [%s])\r\n", helo, ss->name,
                     ss->addr_text);
     starttls_received(b, ss);
     if (ss->sasl_username != NULL && ss->s != NULL && ss->s->cf.auth_header) {

@@ -165,6 +165,7 @@ static const struct {
     {"smtpd_sasl_service_timeout", 30000, 's'},
     {"smtpd_sasl_failure_delay", 1000, 's'},
     {"smtpd_sasl_failure_delay_limit", 30000, 's'},
+    {"smtpd_peername_lookup_timeout", 5000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
     {"smtp_tls_report_period", 86400000, 's'},
@@ -315,6 +316,7 @@ static void test_table_has_every_parameter(void **state)
         "smtpd_sasl_type",
         "smtpd_tls_auth_only",
         "smtpd_sasl_authenticated_header",
+        "smtpd_peername_lookup",
     };
     size_t i;
     size_t j;
@@ -341,9 +343,10 @@ static void test_table_has_every_parameter(void **state)
      * the daemon's HTTP listener: 1 list and 1 string (http_listen,
      * http_token_file); maillog_file; DKIM signing's 2 strings, 1 list, 1 choice and 1
      * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
-     * lists (decisions 70 to 74).
+     * lists (decisions 70 to 74); the SMTP server's client names: 1
+     * boolean and 1 time (decision 84).
      */
-    assert_int_equal(conf_param_count, 138);
+    assert_int_equal(conf_param_count, 140);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
