@@ -434,6 +434,7 @@ struct smtpd_params {
     int auth_required;              /* MAIL only after AUTH (submission) */
     /* smtpd_sender_restrictions */
     const char *sender_restrictions;
+    int smtputf8_enable;             /* smtputf8_enable */
     int peername_lookup;             /* smtpd_peername_lookup */
     long peername_lookup_timeout_ms; /* smtpd_peername_lookup_timeout */
 };

@@ -22,7 +22,9 @@
  *		for <RECIPIENT>; DATE
  *
  *	"with SMTP" after HELO, "ESMTPS" or "SMTPS" in TLS, "ESMTPA" after
- *	AUTH, "ESMTPSA" for both (RFC 3848), with
+ *	AUTH, "ESMTPSA" for both (RFC 3848), "UTF8SMTP" (and UTF8SMTPS,
+ *	UTF8SMTPA, UTF8SMTPSA) for a transaction with SMTPUTF8 (RFC 6531,
+ *	3.7.3; the reference writes UTF8SMTP alone), with
  *	smtpd_sasl_authenticated_header the comment
  *	"(Authenticated sender: USER)" of a logged-in client before "by", and
  *	with smtpd_tls_received_header the TLS comment of starttls.c on
@@ -102,10 +104,12 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
         safe_copy(user, sizeof(user), ss->sasl_username, "()");
         util_buf_printf(b, "\t(Authenticated sender: %s)\r\n", user);
     }
-    /* RFC 3848: ESMTPS, ESMTPA, ESMTPSA */
+    /* RFC 3848: ESMTPS, ESMTPA, ESMTPSA; RFC 6531 3.7.3: UTF8SMTP... */
     util_buf_printf(b, "\tby %s (sluice) with %s%s%s id %s", hostname,
-                    ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "",
-                    ss->sasl_username ? "A" : "", ss->id);
+                    ss->smtputf8 ? "UTF8SMTP"
+                    : ss->esmtp  ? "ESMTP"
+                                 : "SMTP",
+                    ss->tls ? "S" : "", ss->sasl_username ? "A" : "", ss->id);
     if (ss->nrcpt == 1) {
         safe_copy(rcpt, sizeof(rcpt), ss->rcpt[0].address, "<>");
         util_buf_printf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);
@@ -203,6 +207,7 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
     m->envid = ss->envid;
     ss->envid = NULL;
     m->ret = (enum spool_ret)ss->ret;
+    m->smtputf8 = ss->smtputf8;
     m->body = ss->msg.data;
     m->size = ss->msg.len;
     memset(&ss->msg, 0, sizeof(ss->msg));

@@ -172,6 +172,7 @@ void session_transaction_reset(struct smtpd_session *ss)
     free(ss->envid);
     ss->sender = ss->envid = NULL;
     ss->ret = 0;
+    ss->smtputf8 = 0;
     ss->declared_size = 0;
     for (size_t i = 0; i < ss->nrcpt; i++) {
         free(ss->rcpt[i].address);

@@ -435,6 +435,7 @@ static int conf_parse(struct smtpd_conf *cf, struct event_base *base,
     cf->memory_limit = p->memory_limit;
     cf->staging_threshold = p->staging_threshold;
     cf->add_missing_headers = p->add_missing_headers;
+    cf->smtputf8 = p->smtputf8_enable;
     cf->peername_lookup = p->peername_lookup;
     cf->peername_timeout_ms = p->peername_lookup_timeout_ms > 0
                                   ? p->peername_lookup_timeout_ms

@@ -259,6 +259,7 @@ struct smtpd_conf {
     struct login_map *login_maps; /* smtpd_sender_login_maps, or NULL */
     int peername_lookup;          /* smtpd_peername_lookup */
     long peername_timeout_ms;     /* smtpd_peername_lookup_timeout */
+    int smtputf8;                 /* smtputf8_enable */
 };
 
 struct smtpd_server {
@@ -349,6 +350,7 @@ struct smtpd_session {
     char *sender;
     char *envid;
     int ret;
+    int smtputf8; /* MAIL ... SMTPUTF8 */
     uint64_t declared_size;
     struct smtpd_rcpt *rcpt;
     size_t nrcpt, rcpt_size;

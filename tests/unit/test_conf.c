@@ -317,6 +317,7 @@ static void test_table_has_every_parameter(void **state)
         "smtpd_tls_auth_only",
         "smtpd_sasl_authenticated_header",
         "smtpd_peername_lookup",
+        "smtputf8_enable",
     };
     size_t i;
     size_t j;
@@ -344,9 +345,9 @@ static void test_table_has_every_parameter(void **state)
      * http_token_file); maillog_file; DKIM signing's 2 strings, 1 list, 1 choice and 1
      * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
      * lists (decisions 70 to 74); the SMTP server's client names: 1
-     * boolean and 1 time (decision 84).
+     * boolean and 1 time (decision 84); smtputf8_enable (decision 85).
      */
-    assert_int_equal(conf_param_count, 140);
+    assert_int_equal(conf_param_count, 141);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -1354,6 +1354,92 @@ static void test_peer_name_client_gone(void **state)
     assert_int_equal(smtpd_server_sessions(server), 0);
 }
 
+/* ---- SMTPUTF8 (RFC 6531) ---- */
+
+#define EHLO_UTF8                                                              \
+    "250-mx.test\r\n250-PIPELINING\r\n250-SIZE 1000\r\n250-ETRN\r\n"           \
+    "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"                   \
+    "250-SMTPUTF8\r\n250 CHUNKING\r\n"
+
+static int utf8_hello(void)
+{
+    int fd;
+
+    params.smtputf8_enable = 1;
+    fd = connect_from("127.0.0.1");
+    expect(fd, greeting);
+    chat(fd, "EHLO client.test\r\n", EHLO_UTF8);
+    return fd;
+}
+
+/* Offered; declared, a UTF-8 envelope is taken, and the flag kept. */
+static void test_smtputf8_accepted(void **state)
+{
+    int fd = utf8_hello();
+    const char *rcvd;
+
+    (void)state;
+    chat(fd, "MAIL FROM:<\xc3\xa9l\xc3\xa8ve@x.test> SMTPUTF8\r\n",
+         "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<j\xc3\xb6rg@relay.test>\r\n", "250 2.1.5 Ok\r\n");
+    chat(fd, "DATA\r\n", "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: gr\xc3\xbc\xc3\x9f"
+            "e\r\n\r\nhi\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    assert_int_equal(stored[0]->smtputf8, 1);
+    assert_string_equal(stored[0]->sender, "\xc3\xa9l\xc3\xa8ve@x.test");
+    assert_string_equal(stored[0]->rcpt[0].address, "j\xc3\xb6rg@relay.test");
+    rcvd = strstr(stored[0]->body, "with UTF8SMTP id ");
+    assert_non_null(rcvd);
+    /* the next transaction starts without it */
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<j\xc3\xb6rg@relay.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    close(fd);
+}
+
+/* Not declared: a UTF-8 sender or recipient is refused, 553 5.6.7. */
+static void test_smtputf8_undeclared(void **state)
+{
+    int fd = utf8_hello();
+
+    (void)state;
+    chat(fd, "MAIL FROM:<\xc3\xa9@x.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<\xc3\xa9@relay.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    chat(fd, "RCPT TO:<a@relay.test>\r\n", "250 2.1.5 Ok\r\n");
+    chat(fd, "DATA\r\n", "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: x\r\n\r\nhi\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(stored[0]->smtputf8, 0);
+    assert_non_null(strstr(stored[0]->body, "with ESMTP id "));
+    close(fd);
+}
+
+/* A command line that is not UTF-8; SMTPUTF8 where it is not offered. */
+static void test_smtputf8_refusals(void **state)
+{
+    int fd = utf8_hello();
+
+    (void)state;
+    chat(fd, "MAIL FROM:<caf\xe9@x.test> SMTPUTF8\r\n",
+         "500 5.5.2 Error: bad UTF-8 syntax\r\n");
+    chat(fd, "NOOP \xed\xa0\x80\r\n", "500 5.5.2 Error: bad UTF-8 syntax\r\n");
+    close(fd);
+    smtpd_server_free(server);
+    server = NULL;
+    params.smtputf8_enable = 0;
+    fd = hello("127.0.0.1"); /* no SMTPUTF8 in its EHLO */
+    chat(fd, "MAIL FROM:<s@x.test> SMTPUTF8\r\n",
+         "555 5.5.4 Unsupported parameter SMTPUTF8\r\n");
+    close(fd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1366,6 +1452,9 @@ int main(void)
         T(test_peer_name_off),
         T(test_peer_name_shutdown),
         T(test_peer_name_client_gone),
+        T(test_smtputf8_accepted),
+        T(test_smtputf8_undeclared),
+        T(test_smtputf8_refusals),
         T(test_transaction),
         T(test_answer_waits_for_store),
         T(test_store_failure),
