@@ -8,7 +8,8 @@
 # aiosmtpd without it and Postfix smtpd with smtputf8_enable = no cost
 # the UTF-8 recipients a bounce, dsn 5.6.7, while a message that asked
 # for SMTPUTF8 but is all ASCII reaches them without it (the reference's
-# rule); sendmail marks a message with a UTF-8 recipient itself. Bounded
+# rule), and the bounce notice to the UTF-8 sender keeps the request;
+# sendmail marks a message with a UTF-8 recipient itself. Bounded
 # in time; stops only what it started.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -56,7 +57,7 @@ u.test relay:[127.0.0.1]:$port_u
 a.test relay:[127.0.0.1]:$port_a
 py.test relay:[127.0.0.1]:$port_py
 pn.test relay:[127.0.0.1]:$port_pn
-b.test discard:
+b.test relay:[127.0.0.1]:$port_a
 EOF
 port=$(free_port)
 d=$tmp/s
@@ -129,6 +130,11 @@ for dest in "a.test:$port_a" "pn.test:$port_pn"; do
         ok "$dom without SMTPUTF8: bounced, 5.6.7" ||
         { not_ok "$dom without SMTPUTF8: bounced, 5.6.7"; grep -F "jörg@$dom" "$d/log" | sed 's/^/#   /'; }
 done
+# The notices to élève@b.test keep the request: bounced there too.
+wait_for 20 sh -c "grep -F 'to=<élève@b.test>' '$d/log' | grep -q status=" &&
+    grep -F "to=<élève@b.test>" "$d/log" | grep -qF "dsn=5.6.7, status=bounced (SMTPUTF8 is required" &&
+    ok "the bounce notice keeps SMTPUTF8: 5.6.7 where it is not offered" ||
+    { not_ok "the bounce notice keeps SMTPUTF8: 5.6.7 where it is not offered"; grep -F "élève@b.test" "$d/log" | sed 's/^/#   /'; }
 expect "nothing reached aiosmtpd without SMTPUTF8" 0 \
     "$(ls "$tmp/a"/*.eml 2>/dev/null | wc -l)"
 
