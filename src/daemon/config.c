@@ -196,6 +196,10 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->relay_restrictions = conf_str(conf, NULL, CONF_smtpd_relay_restrictions);
     p->sender_restrictions =
         conf_str(conf, NULL, CONF_smtpd_sender_restrictions);
+    p->peername_lookup = conf_bool(conf, NULL, CONF_smtpd_peername_lookup);
+    p->smtputf8_enable = conf_bool(conf, NULL, CONF_smtputf8_enable);
+    p->peername_lookup_timeout_ms =
+        (long)conf_time_ms(conf, NULL, CONF_smtpd_peername_lookup_timeout);
     p->sender_login_maps = conf_str(conf, NULL, CONF_smtpd_sender_login_maps);
 }
 

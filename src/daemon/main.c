@@ -243,6 +243,49 @@ static void smtpd_log(void *ctx, const char *line)
         say_as(LOG_INFO, "smtpd", "%s", line);
 }
 
+/*
+ * The SMTP server's client names (smtpd_peername_lookup), from the
+ * daemon's resolver (dns_lookup_peer()). A session that ends or times
+ * out first cancels its request; the resolver's answer then only
+ * frees it.
+ */
+struct peer_request {
+    ingress_peer_fn *done; /* NULL once cancelled */
+    void *conn;
+};
+
+static void peer_answer(void *ctx, struct dns_peer_result *res)
+{
+    struct peer_request *q = ctx;
+
+    if (q->done != NULL)
+        q->done(q->conn, res->status == DNS_OK ? res->name : NULL,
+                res->why[0] ? res->why : NULL);
+    dns_peer_result_free(res);
+    free(q);
+}
+
+static void *peer_lookup(void *ctx, const struct sockaddr *sa, socklen_t salen,
+                         ingress_peer_fn *done, void *conn)
+{
+    struct daemon *d = ctx;
+    struct peer_request *q = xmalloc(sizeof(*q));
+
+    q->done = done;
+    q->conn = conn;
+    if (dns_lookup_peer(d->dns, sa, salen, peer_answer, q) < 0) {
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+static void peer_cancel(void *ctx, void *lookup)
+{
+    (void)ctx;
+    ((struct peer_request *)lookup)->done = NULL;
+}
+
 /* "sluice flush [DOMAIN]" through the submission socket, and ETRN. */
 static void local_flush_request(void *ctx, const struct smtp_node *node,
                                 ingress_flushed_fn *done, void *conn)
@@ -545,7 +588,9 @@ static int start(struct daemon *d)
                             .flush = local_flush_request,
                             .backlog = smtpd_backlog,
                             .spool_free = smtpd_spool_free,
-                            .log = smtpd_log};
+                            .log = smtpd_log,
+                            .peer_lookup = peer_lookup,
+                            .peer_cancel = peer_cancel};
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};

@@ -319,6 +319,7 @@ struct deliver_request {
     size_t line_limit;   /* smtp_line_length_limit: break longer; 0 none */
     int mime_conversion; /* 8-bit MIME to 7-bit for servers without
                             8BITMIME (not disable_mime_output_conversion) */
+    int smtputf8;        /* the sender asked for SMTPUTF8 (RFC 6531) */
     struct deliver_tls tls;
     struct deliver_sasl sasl;
 };

@@ -27,7 +27,13 @@
  *	the server needs credentials (auth.c), then
  *	protocol_handshake_passed(). That follows AUTH, or a connection
  *	taken from the cache: a message larger than the server's SIZE is
- *	refused (552 5.3.4), else the transaction starts. After the end of
+ *	refused (552 5.3.4); a message whose sender asked for SMTPUTF8
+ *	and that needs it (a UTF-8 sender, recipient of this delivery or
+ *	header field: the reference's smtputf8 rule) is refused by a
+ *	server that does not offer SMTPUTF8 ("SMTPUTF8 is required, but
+ *	was not offered by host NAME[ADDR]", 5.6.7), else the transaction
+ *	starts, with SMTPUTF8 on MAIL when the sender asked and the server
+ *	offers it. After the end of
  *	data the connection goes back to the cache when its limits allow,
  *	else QUIT. A reply's code classifies it: 2xx delivered, 4xx
  *	deferred, 5xx bounced. protocol_rcpt_set_rest() gives every
@@ -140,7 +146,9 @@ static void send_mail(struct deliver_session *s)
         n += snprintf(extra + n, sizeof(extra) - n, " RET=%s",
                       s->req.ret == 1 ? "FULL" : "HDRS");
     if ((s->features & SMTP_EXT_DSN) && s->req.envid)
-        snprintf(extra + n, sizeof(extra) - n, " ENVID=%s", s->req.envid);
+        n += snprintf(extra + n, sizeof(extra) - n, " ENVID=%s", s->req.envid);
+    if ((s->features & SMTP_EXT_SMTPUTF8) && s->req.smtputf8)
+        snprintf(extra + n, sizeof(extra) - n, " SMTPUTF8");
     /* The server takes NOTIFY on: success reports are its to send. */
     s->res->dsn_passed =
         s->req.proto == DELIVER_SMTP && (s->features & SMTP_EXT_DSN);
@@ -231,23 +239,62 @@ static void on_greeting(struct deliver_session *s)
  * The handshake is done (or skipped, on a cached connection): refuse a
  * message the server said it cannot take, or start the transaction.
  */
+/*
+ * Does this delivery need SMTPUTF8? The reference's rule (smtp.h,
+ * DELIVERY_REQUIRES_SMTPUTF8): the sender asked for it, and the
+ * sender, a recipient of this delivery or a header field is not
+ * ASCII. Otherwise it goes to a server without SMTPUTF8 as it is.
+ */
+static int utf8_required(const struct deliver_session *s)
+{
+    const char *body = util_blob_data(s->req.body);
+
+    if (!s->req.smtputf8)
+        return 0;
+    if (!smtp_ascii(s->req.sender, strlen(s->req.sender)))
+        return 1;
+    for (size_t i = 0; i < s->req.nrcpt; i++)
+        if (!smtp_ascii(s->req.rcpt[i].address, strlen(s->req.rcpt[i].address)))
+            return 1;
+    return body != NULL && !smtp_header_ascii(body, util_blob_len(s->req.body));
+}
+
+/* The handshake is over: a transaction, or why this server cannot. */
+static int server_unfit(struct deliver_session *s, char *reason, size_t len)
+{
+    int code = 552;
+    const char *dsn = "5.3.4";
+
+    if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
+        util_blob_len(s->req.body) > s->size_limit) {
+        snprintf(reason, len,
+                 "message size %zu exceeds size limit %llu of server %s",
+                 util_blob_len(s->req.body), (unsigned long long)s->size_limit,
+                 s->peer);
+    } else if (!(s->features & SMTP_EXT_SMTPUTF8) && utf8_required(s)) {
+        /* RFC 6531, 3.2: no downgrade; the reference's words (3.10) */
+        snprintf(reason, len,
+                 "SMTPUTF8 is required, but was not offered by host %s",
+                 s->peer);
+        code = 550;
+        dsn = "5.6.7";
+    } else {
+        return 0;
+    }
+    s->handshake_us = util_clock_mono_us();
+    s->handshake_ok = 1;
+    s->res->hop_ok = 1;
+    protocol_rcpt_set_rest(s, DELIVER_BOUNCE, code, dsn, reason);
+    send_quit(s);
+    return 1;
+}
+
 void protocol_handshake_passed(struct deliver_session *s)
 {
     char reason[600];
 
-    if ((s->features & SMTP_EXT_SIZE) && s->size_limit &&
-        util_blob_len(s->req.body) > s->size_limit) {
-        snprintf(reason, sizeof(reason),
-                 "message size %zu exceeds size limit %llu of server %s",
-                 util_blob_len(s->req.body), (unsigned long long)s->size_limit,
-                 s->peer);
-        s->handshake_us = util_clock_mono_us();
-        s->handshake_ok = 1;
-        s->res->hop_ok = 1;
-        protocol_rcpt_set_rest(s, DELIVER_BOUNCE, 552, "5.3.4", reason);
-        send_quit(s);
+    if (server_unfit(s, reason, sizeof(reason)))
         return;
-    }
     start_transaction(s);
 }
 

@@ -27,6 +27,15 @@
  *			dns_txt_fn *done, void *ctx)
  *	void	dns_txt_result_free(struct dns_txt_result *res)
  *
+ *	int	dns_lookup_peer(struct dns_resolver *r,
+ *			const struct sockaddr *sa, socklen_t salen,
+ *			dns_peer_fn *done, void *ctx)
+ *	void	dns_peer_result_free(struct dns_peer_result *res)
+ *	int	dns_reverse_name(const struct sockaddr *sa, char *out,
+ *			size_t len)
+ *	int	dns_addr_match(const struct dns_addr *a,
+ *			const struct sockaddr *sa)
+ *
  *	int	dns_servers_loopback(const struct dns_resolver *r)
  *	void	dns_set_clock(struct dns_resolver *r, dns_clock_fn *now,
  *			void *ctx)
@@ -97,6 +106,13 @@
  *	no data are DNS_PERMFAIL with n = 0 and the reason in the
  *	reference's words ("... type=TXT: Host not found"), failures as for
  *	the other lookups.
+ *
+ *	dns_lookup_peer() finds an SMTP client's host name as the
+ *	reference's smtpd does: the PTR record of its address, accepted
+ *	only when that name's A or AAAA records include the address
+ *	(forward confirmation); "unknown" otherwise, with the reference's
+ *	warning. peer.c describes it, and dns_reverse_name() (the
+ *	in-addr.arpa or ip6.arpa name of an address) and dns_addr_match().
  *
  *	DNSSEC: sluice validates nothing itself; it trusts the AD bit of
  *	its resolver, as the reference does (smtp_dns_support_level =
@@ -193,7 +209,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define DNS_MAX_HOSTS 64 /* exchangers kept per domain, at most */
+#define DNS_MAX_HOSTS  64 /* exchangers kept per domain, at most */
+#define DNS_PEER_NAMES 4  /* PTR names of a client checked, at most */
 
 struct dns_config {
     const char *servers; /* "ip[:port],..."; NULL or "": resolv.conf */
@@ -260,6 +277,14 @@ struct dns_txt_result {
     char **txt; /* each record's strings joined; NULL when n = 0 */
 };
 
+struct dns_peer_result {
+    enum dns_status status; /* DNS_OK: name is forward-confirmed */
+    char *addr;             /* the client's address, as text */
+    char *name;             /* the confirmed name, or "unknown" */
+    char *reverse_name;     /* the first PTR host name, or "unknown" */
+    char *why;              /* a warning for the log, or "" */
+};
+
 struct dns_stats {
     uint64_t queries;    /* questions sent to name servers */
     uint64_t cache_hits; /* answers taken from the cache */
@@ -272,6 +297,7 @@ struct dns_resolver;
 typedef void dns_done_fn(void *ctx, struct dns_result *res);
 typedef void dns_tlsa_fn(void *ctx, struct dns_tlsa_result *res);
 typedef void dns_txt_fn(void *ctx, struct dns_txt_result *res);
+typedef void dns_peer_fn(void *ctx, struct dns_peer_result *res);
 typedef int64_t dns_clock_fn(void *ctx);
 
 struct dns_resolver *dns_create(struct event_base *base,
@@ -292,6 +318,12 @@ void dns_tlsa_result_free(struct dns_tlsa_result *res);
 int dns_lookup_txt(struct dns_resolver *r, const char *name, dns_txt_fn *done,
                    void *ctx);
 void dns_txt_result_free(struct dns_txt_result *res);
+
+int dns_lookup_peer(struct dns_resolver *r, const struct sockaddr *sa,
+                    socklen_t salen, dns_peer_fn *done, void *ctx);
+void dns_peer_result_free(struct dns_peer_result *res);
+int dns_reverse_name(const struct sockaddr *sa, char *out, size_t len);
+int dns_addr_match(const struct dns_addr *a, const struct sockaddr *sa);
 
 int dns_servers_loopback(const struct dns_resolver *r);
 

@@ -57,6 +57,8 @@
  *	void	dns_rearm(struct dns_resolver *r)
  *
  *	Lookups (lookup.c):
+ *	int	dns_lookup_ptr(struct dns_resolver *r, const char *name,
+ *			dns_txt_fn *done, void *ctx)
  *	void	dns_lookups_abort(struct dns_resolver *r)
  *	void	dns_lookups_deliver(struct dns_resolver *r)
  * DESCRIPTION
@@ -107,6 +109,11 @@
  *	one. dns_literal() recognizes an IPv4 or IPv6 address, also in
  *	brackets and as "[IPv6:...]", and returns 1 with a filled.
  *
+ *	dns_lookup_ptr() asks for the PTR records of name (an in-addr.arpa
+ *	or ip6.arpa name), as dns_lookup_txt() asks for TXT records: the
+ *	result's txt[] holds the names the records point to (lower case,
+ *	no final dot), failures as for TXT. It is peer.c's first step.
+ *
  *	dns_lookups_abort() ends every lookup that has no result yet with
  *	"resolver shut down"; dns_lookups_deliver() calls the callbacks of
  *	every lookup with a result not yet delivered, then frees them. The
@@ -126,6 +133,7 @@
 #define DNS_TYPE_A     1
 #define DNS_TYPE_CNAME 5
 #define DNS_TYPE_SOA   6
+#define DNS_TYPE_PTR   12
 #define DNS_TYPE_MX    15
 #define DNS_TYPE_TXT   16
 #define DNS_TYPE_AAAA  28
@@ -166,7 +174,7 @@ struct dns_answer {
     struct dns_mx *mx;     /* type MX */
     struct dns_addr *addr; /* type A or AAAA */
     struct dns_tlsa *tlsa; /* type TLSA */
-    char **txt;            /* type TXT */
+    char **txt;            /* type TXT; type PTR: the names */
 };
 
 struct dns_wait {
@@ -206,7 +214,7 @@ struct dns_reply {
     struct dns_mx *mx;
     struct dns_addr *addr;
     struct dns_tlsa *tlsa;
-    char **txt;
+    char **txt; /* TXT strings, or PTR names */
     int nullmx;
     int ad;       /* the header's AD bit */
     uint32_t ttl; /* of the records and CNAMEs used */
@@ -281,6 +289,8 @@ int64_t dns_now(struct dns_resolver *r);
 uint32_t dns_random(struct dns_resolver *r);
 void dns_rearm(struct dns_resolver *r);
 
+int dns_lookup_ptr(struct dns_resolver *r, const char *name, dns_txt_fn *done,
+                   void *ctx);
 void dns_lookups_abort(struct dns_resolver *r);
 void dns_lookups_deliver(struct dns_resolver *r);
 

@@ -24,7 +24,7 @@
  *	answer, LOOKUP_ADDR for the A and AAAA answers of every exchanger
  *	(all asked at once: the slowest answer, not the sum, is the
  *	wait), LOOKUP_RECORD for the one answer of a TLSA or TXT lookup,
- *	LOOKUP_DONE holds the result until the loop delivers it.
+ *	(PTR too, for peer.c), LOOKUP_DONE holds the result until the loop delivers it.
  *	pending counts the answers awaited; it is held one higher while
  *	questions are being asked, because an answer from the cache
  *	comes back before dns_fetch() returns, and the lookup must not
@@ -68,6 +68,7 @@ enum lookup_kind {
     LOOKUP_KIND_MX, /* dns_lookup_mx() and dns_lookup_host() */
     LOOKUP_KIND_TLSA,
     LOOKUP_KIND_TXT,
+    LOOKUP_KIND_PTR, /* a TXT result holding the names */
 };
 
 struct lookup_host;
@@ -228,6 +229,7 @@ static void lookup_fail(struct dns_lookup *l, enum dns_status status,
         l->tlsa_res = dns_tlsa_result_new(l->asked, status, why, dsn);
         break;
     case LOOKUP_KIND_TXT:
+    case LOOKUP_KIND_PTR:
         l->txt_res = dns_txt_result_new(l->asked, status, why, dsn);
         break;
     default:
@@ -659,6 +661,23 @@ int dns_lookup_txt(struct dns_resolver *r, const char *name, dns_txt_fn *done,
         return 0;
     }
     lookup_ask_record(l, DNS_TYPE_TXT);
+    return 0;
+}
+
+int dns_lookup_ptr(struct dns_resolver *r, const char *name, dns_txt_fn *done,
+                   void *ctx)
+{
+    struct dns_lookup *l;
+
+    if (r->closing)
+        return -1;
+    l = lookup_new(r, name, LOOKUP_KIND_PTR, ctx);
+    l->txt_done = done;
+    if (dns_name_norm(name, l->name) < 0) {
+        lookup_invalid(l);
+        return 0;
+    }
+    lookup_ask_record(l, DNS_TYPE_PTR);
     return 0;
 }
 

@@ -130,6 +130,8 @@ const char *dns_type_name(int type)
         return "SOA";
     case DNS_TYPE_TXT:
         return "TXT";
+    case DNS_TYPE_PTR:
+        return "PTR";
     case DNS_TYPE_TLSA:
         return "TLSA";
     default:

@@ -32,6 +32,11 @@
  *	NUL byte is skipped (a C string cannot carry it, and no MTA-STS or
  *	TLS-RPT record can contain one).
  *
+ *	A PTR record's name (RFC 1035, 3.3.12) is kept as the other names
+ *	are, lower case without the final dot, among the strings a TXT
+ *	record would give; a name that runs past its record makes the
+ *	reply malformed.
+ *
  *	The AD bit (RFC 4035, 3.2.3; RFC 6840, 5.7) is read from the
  *	header as it came: what it is worth is the resolver's business
  *	(see dns.h).
@@ -218,7 +223,17 @@ static int take_record(const unsigned char *buf, int len, const struct rr *rr,
     size_t n = rep->count;
     int took;
 
-    if (rr->type == DNS_TYPE_TLSA || rr->type == DNS_TYPE_TXT) {
+    if (rr->type == DNS_TYPE_PTR) {
+        long enclen;
+        char *name = name_at(buf, len, rr->data, &enclen);
+
+        if (name == NULL || enclen > rr->len) {
+            free(name);
+            return -1;
+        }
+        rep->txt = xrealloc(rep->txt, (n + 1) * sizeof(*rep->txt));
+        rep->txt[n] = name;
+    } else if (rr->type == DNS_TYPE_TLSA || rr->type == DNS_TYPE_TXT) {
         took =
             rr->type == DNS_TYPE_TLSA ? take_tlsa(rr, rep) : take_txt(rr, rep);
         if (took <= 0)

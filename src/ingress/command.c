@@ -26,6 +26,15 @@
  *	starts the count again. Relay permission (mynetworks) is looked up
  *	at each RCPT and ETRN, so that a reload applies to open sessions.
  *
+ *	SMTPUTF8 (RFC 6531), with smtputf8_enable: EHLO offers it, MAIL
+ *	may declare it, and only then may the sender and the recipients
+ *	of the transaction be UTF-8 ("553 5.6.7 Must declare SMTPUTF8 to
+ *	send unicode address" otherwise, the reference's strict reply);
+ *	MAIL with SMTPUTF8 where it is not offered is "555 5.5.4"; a
+ *	command line that is not well-formed UTF-8 is "500 5.5.2 Error:
+ *	bad UTF-8 syntax", as in the reference. The message keeps the
+ *	declaration (the spool's smtputf8) for its delivery.
+ *
  *	MAIL checks the size the client announces against
  *	message_size_limit (552 5.3.4) and asks the server about storage
  *	and flow (452 4.3.1, or a delayed answer). RCPT counts recipients
@@ -85,10 +94,11 @@ static void cmd_hello(struct smtpd_session *ss, struct smtp_command *cmd,
     snprintf(text, sizeof(text),
              "250-%s\r\n250-PIPELINING\r\n250-%s\r\n%s%s%s"
              "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"
-             "250 CHUNKING\r\n",
+             "%s250 CHUNKING\r\n",
              s->cf.hostname, size, s->ops.flush ? "250-ETRN\r\n" : "",
              starttls_offered(ss) ? "250-STARTTLS\r\n" : "",
-             auth_offered(ss) ? "250-AUTH " SASL_MECHANISMS "\r\n" : "");
+             auth_offered(ss) ? "250-AUTH " SASL_MECHANISMS "\r\n" : "",
+             s->cf.smtputf8 ? "250-SMTPUTF8\r\n" : "");
     session_reply_raw(ss, text);
     ss->last_code = 250;
 }
@@ -101,6 +111,26 @@ static void cmd_ehlo(struct smtpd_session *ss, struct smtp_command *cmd)
 static void cmd_helo(struct smtpd_session *ss, struct smtp_command *cmd)
 {
     cmd_hello(ss, cmd, 0);
+}
+
+/*
+ * RFC 6531: SMTPUTF8 on MAIL only where EHLO offered it (555), and an
+ * address in UTF-8 only in a transaction that declared it (553 5.6.7,
+ * the reference's reply with strict_smtputf8).
+ */
+static int utf8_refused(struct smtpd_session *ss, int declared,
+                        const char *path)
+{
+    if (declared && !ss->s->cf.smtputf8) {
+        session_reply(ss, "555 5.5.4 Unsupported parameter SMTPUTF8");
+        return 1;
+    }
+    if (!declared && !smtp_ascii(path, strlen(path))) {
+        session_reply(ss, "553 5.6.7 Must declare SMTPUTF8 to send unicode "
+                          "address");
+        return 1;
+    }
+    return 0;
 }
 
 static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
@@ -123,6 +153,8 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
         session_reply(ss, "503 5.5.1 Error: nested MAIL command");
         return;
     }
+    if (utf8_refused(ss, cmd->smtputf8, cmd->path))
+        return;
     if (s->cf.size_limit > 0 && cmd->has_size && cmd->size > s->cf.size_limit) {
         session_reply(ss, "552 5.3.4 Message size exceeds fixed limit");
         return;
@@ -140,6 +172,7 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
     ss->envid = cmd->envid;
     cmd->envid = NULL;
     ss->ret = cmd->ret;
+    ss->smtputf8 = cmd->smtputf8;
     ss->declared_size = cmd->size;
     if (delay == 0) {
         session_reply(ss, "250 2.1.0 Ok");
@@ -164,6 +197,8 @@ static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
         session_reply(ss, "503 5.5.1 Error: RCPT after BDAT");
         return;
     }
+    if (utf8_refused(ss, ss->smtputf8, cmd->path))
+        return;
     if ((long)ss->nrcpt >= ss->s->cf.recipient_limit) {
         session_reply(ss, "452 4.5.3 Error: too many recipients");
         return;
@@ -360,7 +395,11 @@ void command_run(struct smtpd_session *ss, const char *line, size_t len)
     enum session_count c = COUNT_UNKNOWN;
     int rc = smtp_command_parse(line, len, &cmd, why, sizeof(why));
 
-    if (rc == SMTP_PARSE_UNKNOWN && unimplemented(line)) {
+    if (ss->s->cf.smtputf8 && cmd.verb != SMTP_CMD_BDAT &&
+        !smtp_utf8_valid(line, len)) { /* BDAT's size decides below */
+        session_reply(ss, "500 5.5.2 Error: bad UTF-8 syntax");
+        ss->last_verb = "UNKNOWN";
+    } else if (rc == SMTP_PARSE_UNKNOWN && unimplemented(line)) {
         session_reply(ss, "502 5.5.1 Error: command not implemented");
         ss->last_verb = "UNIMPLEMENTED";
     } else if (rc != 0 && cmd.verb == SMTP_CMD_BDAT) {

@@ -68,7 +68,7 @@
  *	void	local_server_free(struct local_server *s)
  *
  *	The SMTP server (smtpd.c, listener.c, session.c, command.c,
- *	starttls.c, content.c, deadline.c, receive.c):
+ *	starttls.c, content.c, deadline.c, receive.c, peer.c):
  *
  *	struct smtpd_server *smtpd_server_create(struct event_base *base,
  *			const struct smtpd_params *p,
@@ -141,6 +141,7 @@
  *	session waits for its client; receive.c what is added to a message
  *	(Received:, missing headers); auth.c SMTP AUTH (RFC 4954, through
  *	sasl/), failures.c the delay of failed logins per client address,
+ *	peer.c the client's host name, looked up before the greeting,
  *	restrict.c smtpd_relay_restrictions, smtpd_sender_restrictions and
  *	smtpd_sender_login_maps. With auth_required (the submission
  *	listener's server) MAIL waits for AUTH.
@@ -341,6 +342,12 @@ int ingress_sign(const struct dkim_keys *k, struct spool_msg *m, time_t now,
 
 struct smtpd_server;
 
+/*
+ * The answer to a client name lookup: the forward-confirmed name, or
+ * NULL (unknown); a warning to log (without "warning: "), or NULL.
+ */
+typedef void ingress_peer_fn(void *conn, const char *name, const char *warning);
+
 /* What the server needs from the daemon; set once, at creation. */
 struct smtpd_ops {
     /*
@@ -360,6 +367,16 @@ struct smtpd_ops {
      * the file system does not count as free; NULL: none. */
     int64_t (*spool_free)(void *ctx);
     void (*log)(void *ctx, const char *line);
+    /*
+     * The client's host name (smtpd_peername_lookup): start a lookup
+     * for the client at sa and return a handle, or NULL when none was
+     * started (the client stays unknown). done(conn, ...) is called
+     * once, never from inside peer_lookup(), unless peer_cancel()
+     * was called first with the handle. NULL: no lookups.
+     */
+    void *(*peer_lookup)(void *ctx, const struct sockaddr *sa, socklen_t salen,
+                         ingress_peer_fn *done, void *conn);
+    void (*peer_cancel)(void *ctx, void *lookup);
     void *ctx;
 };
 
@@ -417,6 +434,9 @@ struct smtpd_params {
     int auth_required;              /* MAIL only after AUTH (submission) */
     /* smtpd_sender_restrictions */
     const char *sender_restrictions;
+    int smtputf8_enable;             /* smtputf8_enable */
+    int peername_lookup;             /* smtpd_peername_lookup */
+    long peername_lookup_timeout_ms; /* smtpd_peername_lookup_timeout */
 };
 
 struct smtpd_server *smtpd_server_create(struct event_base *base,

@@ -42,6 +42,8 @@
  *	    sender VALUE		empty VALUE: the null sender
  *	    envid VALUE			optional: DSN ENVID
  *	    ret full|hdrs		optional: DSN RET
+ *	    smtputf8 yes		optional: the sender asked for
+ *					SMTPUTF8 (RFC 6531)
  *	    rcpts N			number of recipients, at least 1
  *	    rcpt VALUE			N times this group of lines:
  *	    orig VALUE			  optional: original recipient
@@ -123,6 +125,8 @@ int maildrop_envelope_format(const struct spool_msg *m, struct util_buf *b,
     if (m->ret == SPOOL_RET_FULL || m->ret == SPOOL_RET_HDRS)
         util_buf_printf(b, "ret %s\n",
                         m->ret == SPOOL_RET_FULL ? "full" : "hdrs");
+    if (m->smtputf8)
+        util_buf_printf(b, "smtputf8 yes\n");
     util_buf_printf(b, "rcpts %" PRIu32 "\n", m->nrcpt);
     for (i = 0; i < m->nrcpt; i++) {
         if (m->rcpt[i].address == NULL || *m->rcpt[i].address == 0) {
@@ -363,6 +367,18 @@ static int read_magic(struct reader *r)
     return 0;
 }
 
+static int read_smtputf8(struct reader *r, struct spool_msg *m)
+{
+    if (!peek(r, "smtputf8"))
+        return 0;
+    if (expect(r, "smtputf8") < 0)
+        return -1;
+    if (r->vlen != 3 || memcmp(r->val, "yes", 3) != 0)
+        return bad_value(r, "smtputf8");
+    m->smtputf8 = 1;
+    return 0;
+}
+
 static int read_ret(struct reader *r, struct spool_msg *m)
 {
     if (!peek(r, "ret"))
@@ -456,7 +472,8 @@ static int read_envelope(struct reader *r, struct spool_msg *m, uid_t owner,
     m->arrival = (int64_t)v;
     if (expect(r, "sender") < 0 || value(r, "sender", 1, &m->sender) < 0 ||
         optional_value(r, "envid", &m->envid) < 0 || read_ret(r, m) < 0 ||
-        expect(r, "rcpts") < 0 || number(r, "rcpts", UINT32_MAX, &nrcpt) < 0)
+        read_smtputf8(r, m) < 0 || expect(r, "rcpts") < 0 ||
+        number(r, "rcpts", UINT32_MAX, &nrcpt) < 0)
         return -1;
     if (nrcpt == 0)
         return bad(r, "line %d: no recipients", r->line - 1);

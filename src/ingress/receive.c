@@ -17,12 +17,14 @@
  *	the session is receiving (RFC 5321 4.4), in Postfix's layout, so
  *	that tools that read Postfix's headers read ours:
  *
- *	    Received: from HELO (unknown [ADDRESS])
+ *	    Received: from HELO (NAME [ADDRESS])
  *		by HOSTNAME (sluice) with ESMTP id QUEUEID
  *		for <RECIPIENT>; DATE
  *
  *	"with SMTP" after HELO, "ESMTPS" or "SMTPS" in TLS, "ESMTPA" after
- *	AUTH, "ESMTPSA" for both (RFC 3848), with
+ *	AUTH, "ESMTPSA" for both (RFC 3848), "UTF8SMTP" (and UTF8SMTPS,
+ *	UTF8SMTPA, UTF8SMTPSA) for a transaction with SMTPUTF8 (RFC 6531,
+ *	3.7.3; the reference writes UTF8SMTP alone), with
  *	smtpd_sasl_authenticated_header the comment
  *	"(Authenticated sender: USER)" of a logged-in client before "by", and
  *	with smtpd_tls_received_header the TLS comment of starttls.c on
@@ -31,7 +33,8 @@
  *	QUEUEID;" and the date on a line of its own. The HELO name and the
  *	recipient are the client's words: bytes outside printable ASCII,
  *	and parentheses in the HELO name (which would end the comment),
- *	become "?". ADDRESS is "IPv6:..." for IPv6 (RFC 5321 4.1.3).
+ *	become "?". NAME is the client's forward-confirmed host name, or
+ *	"unknown" (peer.c). ADDRESS is "IPv6:..." for IPv6 (RFC 5321 4.1.3).
  *
  *	receive_head() sets in to the start of the content, where its
  *	header section is: the content itself when it is in memory; for a
@@ -92,7 +95,7 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
     safe_copy(helo, sizeof(helo), ss->helo ? ss->helo : "", "()");
     if (smtp_date(date, sizeof(date), now) < 0)
         snprintf(date, sizeof(date), "Thu, 1 Jan 1970 00:00:00 +0000");
-    util_buf_printf(b, "Received: from %s (unknown [%s])\r\n", helo,
+    util_buf_printf(b, "Received: from %s (%s [%s])\r\n", helo, ss->name,
                     ss->addr_text);
     starttls_received(b, ss);
     if (ss->sasl_username != NULL && ss->s != NULL && ss->s->cf.auth_header) {
@@ -101,10 +104,12 @@ void receive_received(struct util_buf *b, const struct smtpd_session *ss,
         safe_copy(user, sizeof(user), ss->sasl_username, "()");
         util_buf_printf(b, "\t(Authenticated sender: %s)\r\n", user);
     }
-    /* RFC 3848: ESMTPS, ESMTPA, ESMTPSA */
+    /* RFC 3848: ESMTPS, ESMTPA, ESMTPSA; RFC 6531 3.7.3: UTF8SMTP... */
     util_buf_printf(b, "\tby %s (sluice) with %s%s%s id %s", hostname,
-                    ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "",
-                    ss->sasl_username ? "A" : "", ss->id);
+                    ss->smtputf8 ? "UTF8SMTP"
+                    : ss->esmtp  ? "ESMTP"
+                                 : "SMTP",
+                    ss->tls ? "S" : "", ss->sasl_username ? "A" : "", ss->id);
     if (ss->nrcpt == 1) {
         safe_copy(rcpt, sizeof(rcpt), ss->rcpt[0].address, "<>");
         util_buf_printf(b, "\r\n\tfor <%s>; %s\r\n", rcpt, date);
@@ -202,6 +207,7 @@ struct spool_msg *receive_message(struct smtpd_session *ss,
     m->envid = ss->envid;
     ss->envid = NULL;
     m->ret = (enum spool_ret)ss->ret;
+    m->smtputf8 = ss->smtputf8;
     m->body = ss->msg.data;
     m->size = ss->msg.len;
     memset(&ss->msg, 0, sizeof(ss->msg));

@@ -29,6 +29,8 @@
  *	(6152), ENHANCEDSTATUSCODES (2034, 3463), DSN (3461), CHUNKING
  *	(3030) and ETRN (1985). It is in one of these states:
  *
+ *	LOOKUP	nothing is read: the client's name is being looked up
+ *		(peer.c), before "connect from" and the greeting;
  *	COMMAND	reading command lines, each handed to command_run()
  *		(command.c: the verbs and their order);
  *	DATA	after "354", the content, through smtp_data_feed() in DOT
@@ -59,9 +61,10 @@
  *	smtpd_timeout, shorter under stress ("421 4.4.2 ... timeout
  *	exceeded").
  *
- *	session_create() starts a session on fd and greets the client; with
- *	tls set (implicit TLS) it starts the TLS handshake instead, and the
- *	greeting (session_greet()) follows it. session_tls_begin() turns
+ *	session_create() starts a session on fd: it looks up the client's
+ *	name (peer.c), then (session_connected()) logs "connect from" and
+ *	greets the client; with tls set (implicit TLS) it starts the TLS
+ *	handshake instead, and the greeting (session_greet()) follows it. session_tls_begin() turns
  *	the connection to TLS: reading stops, and once the replies so far
  *	are out (STARTTLS's 220) the socket's bufferevent goes under a TLS
  *	filter (tls/) with the session's callbacks; the handshake's end
@@ -92,8 +95,8 @@
  *	mail=1 rcpt=1 data=1 quit=1 commands=5" (Postfix's form: ok/total
  *	where some failed), "timeout after VERB from CLIENT", "lost
  *	connection after VERB from CLIENT", "too many errors after VERB
- *	from CLIENT". CLIENT is "unknown[ADDRESS]": sluice does not look up
- *	client names.
+ *	from CLIENT". CLIENT is "NAME[ADDRESS]", NAME the client's
+ *	forward-confirmed host name (peer.c) or "unknown".
  */
 
 #include "ingress/smtpd_impl.h"
@@ -169,6 +172,7 @@ void session_transaction_reset(struct smtpd_session *ss)
     free(ss->envid);
     ss->sender = ss->envid = NULL;
     ss->ret = 0;
+    ss->smtputf8 = 0;
     ss->declared_size = 0;
     for (size_t i = 0; i < ss->nrcpt; i++) {
         free(ss->rcpt[i].address);
@@ -241,6 +245,10 @@ static void delay_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (ss->state == SESSION_TLS) { /* the same timer starts TLS */
         tls_start(ss);
+        return;
+    }
+    if (ss->state == SESSION_LOOKUP) { /* and ends a name lookup */
+        peer_timeout(ss);
         return;
     }
     session_reply(ss, "250 2.1.0 Ok");
@@ -375,7 +383,8 @@ static void write_cb(struct bufferevent *bev, void *arg)
     if (!ss->output_full)
         return;
     ss->output_full = 0;
-    if (ss->state != SESSION_WAIT && ss->state != SESSION_TLS) {
+    if (ss->state != SESSION_WAIT && ss->state != SESSION_TLS &&
+        ss->state != SESSION_LOOKUP) {
         bufferevent_enable(bev, EV_READ);
         session_input(ss);
     }
@@ -508,6 +517,23 @@ static void bev_setup(struct smtpd_session *ss)
     bufferevent_enable(ss->bev, EV_READ | EV_WRITE);
 }
 
+/*
+ * The client is known (its name looked up, or not): "connect from",
+ * then the greeting, or the TLS handshake that comes before it.
+ */
+void session_connected(struct smtpd_session *ss)
+{
+    ss->state = SESSION_COMMAND;
+    smtpd_log(ss->s, "connect from %s", ss->client);
+    if (ss->wrapped) {
+        session_tls_begin(ss);
+        return;
+    }
+    session_greet(ss);
+    bufferevent_enable(ss->bev, EV_READ);
+    deadline_start(ss);
+}
+
 void session_greet(struct smtpd_session *ss)
 {
     char greeting[SESSION_REPLY_MAX];
@@ -569,6 +595,7 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
     memcpy(&ss->addr, sa, salen);
     smtpd_client_text(sa, salen, ss->addr_text, sizeof(ss->addr_text),
                       ss->client, sizeof(ss->client));
+    snprintf(ss->name, sizeof(ss->name), "unknown");
     ss->last_verb = "CONNECT";
     /* the timers first: once the bufferevent has fd, it closes it */
     ss->delay_ev = evtimer_new(s->base, delay_cb, ss);
@@ -582,13 +609,9 @@ struct smtpd_session *session_create(struct smtpd_server *s, int fd,
         return NULL; /* fd is still the caller's */
     }
     bev_setup(ss);
-    if (tls) {
-        ss->wrapped = 1;
-        session_tls_begin(ss);
-        return ss;
-    }
-    session_greet(ss);
-    deadline_start(ss);
+    ss->wrapped = tls;
+    if (!peer_start(ss))
+        session_connected(ss);
     return ss;
 }
 
@@ -599,6 +622,10 @@ void session_shutdown(struct smtpd_session *ss)
     if (ss->state == SESSION_TLS) { /* a reply could not be read */
         session_free(ss);
         return;
+    }
+    if (ss->state == SESSION_LOOKUP) {
+        peer_cancel(ss);
+        evtimer_del(ss->delay_ev);
     }
     if (ss->state == SESSION_WAIT) {
         evtimer_del(ss->delay_ev);

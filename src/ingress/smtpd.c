@@ -435,6 +435,11 @@ static int conf_parse(struct smtpd_conf *cf, struct event_base *base,
     cf->memory_limit = p->memory_limit;
     cf->staging_threshold = p->staging_threshold;
     cf->add_missing_headers = p->add_missing_headers;
+    cf->smtputf8 = p->smtputf8_enable;
+    cf->peername_lookup = p->peername_lookup;
+    cf->peername_timeout_ms = p->peername_lookup_timeout_ms > 0
+                                  ? p->peername_lookup_timeout_ms
+                                  : 5000;
     cf->bare_code =
         p->bare_code >= 500 && p->bare_code <= 599 ? p->bare_code : 550;
     return 0;
@@ -648,6 +653,7 @@ void smtpd_session_gone(struct smtpd_session *ss)
 
     if (s == NULL)
         return;
+    peer_cancel(ss); /* its answer must not find the session gone */
     LIST_REMOVE(ss, link);
     ss->s = NULL;
     s->nsessions--;
@@ -758,7 +764,6 @@ int smtpd_session_open(struct smtpd_server *s, int fd,
     if (++s->nsessions >= SMTPD_SESSION_MAX && !s->paused)
         listener_enable(s, 0);
     stress_update(s);
-    smtpd_log(s, "connect from %s", ss->client);
     return 0;
 }
 

@@ -57,6 +57,13 @@
  *	int	session_callback_orphaned(struct smtpd_session *ss)
  *	void	session_greet(struct smtpd_session *ss)
  *	void	session_tls_begin(struct smtpd_session *ss)
+ *	void	session_connected(struct smtpd_session *ss)
+ *
+ *	The client's name (peer.c), for the sessions:
+ *
+ *	int	peer_start(struct smtpd_session *ss)
+ *	void	peer_timeout(struct smtpd_session *ss)
+ *	void	peer_cancel(struct smtpd_session *ss)
  *
  *	STARTTLS and implicit TLS (starttls.c), for the commands, the
  *	sessions and what goes into a message:
@@ -149,7 +156,8 @@
  * DESCRIPTION
  *	Nothing outside the SMTP server's files includes this header.
  *	smtpd.c, listener.c, session.c, command.c, starttls.c, auth.c,
- *	failures.c, restrict.c, content.c, deadline.c, receive.c and sign.c
+ *	failures.c, restrict.c, content.c, deadline.c, receive.c, peer.c
+ *	and sign.c
  *	describe their functions (staging.c's are in ingress_private.h).
  *	SESSION_REPLY_MAX bounds one reply; RECEIVE_HEAD_MAX the start of
  *	a staged message read back for its header checks (receive.c).
@@ -249,6 +257,9 @@ struct smtpd_conf {
     struct restrict_list relay_restrictions;
     struct restrict_list sender_restrictions;
     struct login_map *login_maps; /* smtpd_sender_login_maps, or NULL */
+    int peername_lookup;          /* smtpd_peername_lookup */
+    long peername_timeout_ms;     /* smtpd_peername_lookup_timeout */
+    int smtputf8;                 /* smtputf8_enable */
 };
 
 struct smtpd_server {
@@ -277,6 +288,7 @@ struct smtpd_server {
 /* Where a session is. */
 enum session_state {
     SESSION_COMMAND, /* reading command lines */
+    SESSION_LOOKUP,  /* nothing read: the client's name (peer.c) */
     SESSION_DATA,    /* reading message content after DATA */
     SESSION_BDAT,    /* reading a BDAT chunk */
     SESSION_WAIT,    /* waiting: a store, a flush, in_flow_delay */
@@ -316,8 +328,10 @@ struct smtpd_session {
     struct bufferevent *bev;
     LIST_ENTRY(smtpd_session) link;
     struct sockaddr_storage addr;
-    char addr_text[64]; /* "127.0.0.1", "IPv6:::1" in Received: */
-    char client[80];    /* "unknown[127.0.0.1]", for the log */
+    char addr_text[64];             /* "127.0.0.1", "IPv6:::1" in Received: */
+    char name[SMTP_DOMAIN_MAX + 1]; /* the client's name, or "unknown" */
+    char client[SMTP_DOMAIN_MAX + 80]; /* "unknown[127.0.0.1]", for the log */
+    void *peer; /* the name lookup under way (peer.c), or NULL */
     enum session_state state;
     int output_full; /* replies back up: reading waits */
     int skip_line;   /* discarding a command line that is too long */
@@ -336,6 +350,7 @@ struct smtpd_session {
     char *sender;
     char *envid;
     int ret;
+    int smtputf8; /* MAIL ... SMTPUTF8 */
     uint64_t declared_size;
     struct smtpd_rcpt *rcpt;
     size_t nrcpt, rcpt_size;
@@ -413,6 +428,11 @@ void session_wait_end(struct smtpd_session *ss);
 int session_callback_orphaned(struct smtpd_session *ss);
 void session_greet(struct smtpd_session *ss);
 void session_tls_begin(struct smtpd_session *ss);
+void session_connected(struct smtpd_session *ss);
+
+int peer_start(struct smtpd_session *ss);
+void peer_timeout(struct smtpd_session *ss);
+void peer_cancel(struct smtpd_session *ss);
 
 int starttls_offered(const struct smtpd_session *ss);
 int starttls_required(struct smtpd_session *ss);

@@ -153,6 +153,9 @@ static void notice_send(struct qm_msg *m, enum qmgr_notice kind,
     p.retry_until = m->sm->arrival + q->retry.lifetime;
     nm->sender = xstrdup("");
     nm->arrival = p.now;
+    /* SMTPUTF8 stays with the mail it was asked for, notices included
+     * (the reference keeps the flag when mail is bounced) */
+    nm->smtputf8 = m->sm->smtputf8;
     /* The original goes into the notice; without it, the notice still
      * goes, with its headers and text only. */
     if (qm_message_body(m, why, sizeof(why)) == NULL)

@@ -169,6 +169,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     req.sender = sm->sender;
     req.envid = sm->envid;
     req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
+    req.smtputf8 = sm->smtputf8;
     req.rcpt = rcpt;
     req.nrcpt = (size_t)d->nrcpt;
     req.session_limit = set.session_limit;

@@ -16,7 +16,10 @@
  *	in order of first appearance), DSN NOTIFY, RET and ENVID, and the
  *	content, read by submit_read() within message_size_limit, with
  *	Bcc removed (-t) and the missing From, Date and Message-ID
- *	headers added. It returns 0, or an exit status (EX_USAGE,
+ *	headers added. The message asks for SMTPUTF8 with -SMTPUTF8, or
+ *	when its sender, a recipient or a header field is not ASCII (the
+ *	reference's autodetection for sendmail). It returns 0, or an exit
+ *	status (EX_USAGE,
  *	EX_DATAERR, EX_TEMPFAIL) after one line with the reason on
  *	standard error.
  */
@@ -101,6 +104,22 @@ static int add_rcpts(struct spool_msg *m, struct smtp_addr_list *list,
     return 0;
 }
 
+/*
+ * SMTPUTF8 autodetection, as Postfix's smtputf8_autodetect_classes
+ * default does for its sendmail: a UTF-8 sender, recipient or header
+ * field makes the message ask for SMTPUTF8 (decision 86).
+ */
+static int utf8_detected(const struct spool_msg *m,
+                         const struct submit_input *in)
+{
+    if (!smtp_ascii(m->sender, strlen(m->sender)))
+        return 1;
+    for (uint32_t i = 0; i < m->nrcpt; i++)
+        if (!smtp_ascii(m->rcpt[i].address, strlen(m->rcpt[i].address)))
+            return 1;
+    return !smtp_header_ascii(in->data, in->len);
+}
+
 /* Read, check and prepare the message; 0 or an exit status. */
 int sendmail_message_prepare(const struct sendmail_opts *o, int argc,
                              char **argv, int first, const struct conf *conf,
@@ -159,6 +178,7 @@ int sendmail_message_prepare(const struct sendmail_opts *o, int argc,
     }
     m->envid = o->envid ? xstrdup(o->envid) : NULL;
     m->ret = o->ret;
+    m->smtputf8 = o->smtputf8 || utf8_detected(m, &in);
     m->arrival = spool_now();
     m->body = in.data; /* taken over */
     m->size = in.len;

@@ -26,7 +26,10 @@
  *	comma-separated list of success, failure, delay), -R the RET
  *	(full, hdrs), -V the ENVID. -bm, the default mode, is accepted; -C
  *	names the configuration file (as -c does for the sluice command);
- *	-bs speaks SMTP on standard input and output instead of reading one
+ *	-SMTPUTF8 asks for SMTPUTF8 delivery (RFC 6531), as Postfix's
+ *	sendmail does; a message whose sender, a recipient or a header
+ *	field is not ASCII asks for it anyway (message.c); -bs speaks SMTP
+ *	on standard input and output instead of reading one
  *	message (stdio_smtp.c); -bp lists the queue, as mailq (cli/main.c
  *	runs sluice queue for it);
  *	other -o options and -v, -B are accepted and ignored, as other
@@ -73,6 +76,10 @@ static int sendmail_options(int argc, char **argv, struct sendmail_opts *o,
         if (strcmp(opt, "--") == 0) {
             i++;
             break;
+        }
+        if (strcmp(opt, "-SMTPUTF8") == 0) { /* Postfix's, not a cluster */
+            o->smtputf8 = 1;
+            continue;
         }
         if (strchr("fFNRVC", opt[1]) && opt[1]) {
             val = opt[2] ? opt + 2 : (i + 1 < argc ? argv[++i] : NULL);

@@ -30,6 +30,7 @@ struct sendmail_opts {
     int extract;  /* -t */
     int dot_ends; /* not -i */
     int smtp;     /* -bs */
+    int smtputf8; /* -SMTPUTF8 */
     const char *sender, *full_name, *envid, *config;
     unsigned notify;
     enum spool_ret ret;

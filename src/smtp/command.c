@@ -28,8 +28,11 @@
  *			    the null path, a source route dropped (RFC 5321
  *			    4.1.1.3 and appendix C); a space after the colon
  *			    is accepted, as clients send one. Parameters
- *			    SIZE=n, BODY=7BIT|8BITMIME, RET=FULL|HDRS and
- *			    ENVID=xtext (decoded into cmd->envid).
+ *			    SIZE=n, BODY=7BIT|8BITMIME, RET=FULL|HDRS,
+ *			    ENVID=xtext (decoded into cmd->envid) and
+ *			    SMTPUTF8 (RFC 6531 3.4, no value:
+ *			    cmd->smtputf8; repeated, as Python's smtplib
+ *			    may send it, is taken once).
  *	RCPT TO:<path>      the same, not null; NOTIFY=NEVER or a list of
  *			    SUCCESS, FAILURE, DELAY (cmd->notify,
  *			    SMTP_NOTIFY_* bits) and ORCPT=type;xtext
@@ -269,6 +272,13 @@ static int mail_param(struct params *ps, const char *key, const char *val,
         else
             return refuse(why, whylen, SMTP_PARSE_SYNTAX,
                           "5.5.4 Bad RET parameter");
+    } else if (strcasecmp(key, "SMTPUTF8") == 0) {
+        /* given twice is harmless, and Python's smtplib sends it twice
+         * when told to and the message needs it: taken, as Postfix does */
+        if (val != NULL)
+            return refuse(why, whylen, SMTP_PARSE_SYNTAX,
+                          "5.5.4 Bad SMTPUTF8 parameter");
+        c->smtputf8 = 1;
     } else if (strcasecmp(key, "ENVID") == 0) {
         if (ps->seen_envid++)
             return refuse(why, whylen, SMTP_PARSE_SYNTAX,

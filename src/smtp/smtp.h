@@ -52,6 +52,10 @@
  *			struct smtp_command *cmd, char *why, size_t whylen)
  *	void	smtp_command_free(struct smtp_command *cmd)
  *
+ *	int	smtp_utf8_valid(const char *s, size_t len)
+ *	int	smtp_ascii(const char *s, size_t len)
+ *	int	smtp_header_ascii(const char *msg, size_t len)
+ *
  *	void	smtp_data_init(struct smtp_data_reader *r, int mode,
  *			uint64_t limit)
  *	int	smtp_data_feed(struct smtp_data_reader *r, const char *p,
@@ -74,7 +78,8 @@
  *	subdomains (node.c, described there); 8-bit MIME content made 7-bit
  *	for a server without 8BITMIME (mime.c, described there); the SMTP
  *	AUTH mechanisms an EHLO offers, PLAIN's response and a 334
- *	challenge decoded (auth.c, described there).
+ *	challenge decoded (auth.c, described there); well-formed UTF-8 and
+ *	what needs SMTPUTF8 (utf8.c, described there).
  *
  *	smtp_address_list_parse() reads an RFC 5322 address-list, the body
  *	of a To:, Cc: or Bcc: header field (folded or not), and appends
@@ -135,8 +140,8 @@ int smtp_address_list_parse(const char *text, size_t len,
                             struct smtp_addr_list *out, char *why,
                             size_t whylen);
 int smtp_address_valid(const char *addr);
-int smtp_header_value(const char *text, size_t len, const char *name,
-                      char *out, size_t outlen);
+int smtp_header_value(const char *text, size_t len, const char *name, char *out,
+                      size_t outlen);
 int smtp_domain_valid(const char *domain);
 int smtp_helo_name_valid(const char *name);
 
@@ -265,6 +270,7 @@ struct smtp_command {
     int has_size;    /* MAIL SIZE= given: */
     uint64_t size;   /*   its value */
     int body_8bit;   /* MAIL BODY=8BITMIME */
+    int smtputf8;    /* MAIL SMTPUTF8 (RFC 6531 3.4) */
     int ret;         /* MAIL RET=: 0, SMTP_RET_FULL, SMTP_RET_HDRS */
     char *envid;     /* MAIL ENVID=, decoded, or NULL */
     unsigned notify; /* RCPT NOTIFY=: SMTP_NOTIFY_* bits, 0 if not given */
@@ -276,6 +282,10 @@ struct smtp_command {
 int smtp_command_parse(const char *line, size_t len, struct smtp_command *cmd,
                        char *why, size_t whylen);
 void smtp_command_free(struct smtp_command *cmd);
+
+int smtp_utf8_valid(const char *s, size_t len);
+int smtp_ascii(const char *s, size_t len);
+int smtp_header_ascii(const char *msg, size_t len);
 
 /* Message content as a server reads it (data.c). */
 #define SMTP_DATA_DOT 1 /* after DATA: dot-stuffed, ends at CRLF.CRLF */

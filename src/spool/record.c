@@ -19,7 +19,12 @@
  *	every length against the record's end, every number's encoding,
  *	that strings hold no NUL, that enumerations are in range and that
  *	the required fields are there; it fills the structure only from
- *	what it checked, and on failure leaves nothing allocated.
+ *	what it checked, and on failure leaves nothing allocated. Fields
+ *	added later are optional, written only when they say something
+ *	(ENV_SMTPUTF8, a message that asked for SMTPUTF8): a record
+ *	written before them reads as it did, and one written after them
+ *	by a version that knows them is read by an older one, which skips
+ *	tags it does not know.
  */
 
 #include "spool/spool_impl.h"
@@ -43,6 +48,7 @@ enum envelope_tag {
     ENV_SIZE,
     ENV_NRCPT,
     ENV_CORRUPT_REASON,
+    ENV_SMTPUTF8, /* only when set: older records lack it */
 };
 
 enum rcpt_tag {
@@ -114,6 +120,8 @@ void spool_envelope_encode(struct util_buf *b, const struct spool_msg *m)
     field_num(b, ENV_SIZE, m->size);
     field_num(b, ENV_NRCPT, m->nrcpt);
     field_str(b, ENV_CORRUPT_REASON, m->corrupt_reason);
+    if (m->smtputf8)
+        field_num(b, ENV_SMTPUTF8, 1);
 }
 
 void spool_rcpt_encode(struct util_buf *b, const struct spool_rcpt *r)
@@ -248,6 +256,12 @@ int spool_envelope_decode(const void *p, size_t len, struct spool_msg *m,
 
             if (field_to_str(&r, tag, data, flen, dst) < 0)
                 goto bad;
+        } else if (tag == ENV_SMTPUTF8) {
+            if (field_to_num(&r, tag, data, flen, &v) < 0)
+                goto bad;
+            if (v > 1)
+                goto range;
+            m->smtputf8 = (int)v;
         } else if (tag >= ENV_RET && tag <= ENV_NRCPT) {
             if (field_to_num(&r, tag, data, flen, &v) < 0)
                 goto bad;

@@ -243,6 +243,7 @@ struct spool_msg {
     int64_t next_attempt;       /* due time, while DEFERRED */
     uint32_t attempts;
     uint64_t size;        /* body bytes */
+    int smtputf8;         /* the sender asked for SMTPUTF8 (RFC 6531) */
     char *corrupt_reason; /* while CORRUPT */
     uint32_t nrcpt;
     struct spool_rcpt *rcpt; /* with SPOOL_GET_RCPTS or when submitting */

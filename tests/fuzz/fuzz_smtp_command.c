@@ -9,7 +9,8 @@
  *	AddressSanitizer and UBSan: a crash, a leak, an overrun or undefined
  *	behaviour is a bug. It also checks the contract: a refusal is one of
  *	the documented reply codes with a reply text, a success names a
- *	verb. The seed corpus is tests/fuzz/corpus/smtp_command/.
+ *	verb, SMTPUTF8 only on MAIL; and that smtp_utf8_valid() takes
+ *	every ASCII line. The seed corpus is tests/fuzz/corpus/smtp_command/.
  */
 
 #include "smtp/smtp.h"
@@ -37,6 +38,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (rc == 0 && (cmd.verb == SMTP_CMD_MAIL || cmd.verb == SMTP_CMD_RCPT) &&
         cmd.path == NULL)
+        abort();
+    if (rc == 0 && cmd.smtputf8 && cmd.verb != SMTP_CMD_MAIL)
+        abort(); /* RFC 6531 3.4: a MAIL parameter only */
+    /* ASCII is UTF-8; the server's check of a line must not overrun */
+    if (smtp_ascii((const char *)data, size) &&
+        !smtp_utf8_valid((const char *)data, size))
         abort();
     smtp_command_free(&cmd);
     return 0;

@@ -77,7 +77,7 @@ expect "swaks over IPv6 ::1: exit status" 0 $?
 
 # smtplib: what EHLO announces; a message with DSN parameters.
 expect "smtplib sees the EHLO keywords" \
-    "8bitmime chunking dsn enhancedstatuscodes etrn pipelining size 100000" \
+    "8bitmime chunking dsn enhancedstatuscodes etrn pipelining size 100000 smtputf8" \
     "$($clients features 127.0.0.1 "$port" | tr '\n' ' ' | sed 's/ $//')"
 out=$($clients send 127.0.0.1 "$port" a@client.test b@far.test \
     --subject smtplib --mail-opt RET=HDRS --mail-opt ENVID=e1 \

@@ -165,6 +165,7 @@ static const struct {
     {"smtpd_sasl_service_timeout", 30000, 's'},
     {"smtpd_sasl_failure_delay", 1000, 's'},
     {"smtpd_sasl_failure_delay_limit", 30000, 's'},
+    {"smtpd_peername_lookup_timeout", 5000, 's'},
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
     {"smtp_tls_report_period", 86400000, 's'},
@@ -318,6 +319,8 @@ static void test_table_has_every_parameter(void **state)
         "smtpd_sasl_type",
         "smtpd_tls_auth_only",
         "smtpd_sasl_authenticated_header",
+        "smtpd_peername_lookup",
+        "smtputf8_enable",
     };
     size_t i;
     size_t j;
@@ -345,9 +348,11 @@ static void test_table_has_every_parameter(void **state)
      * http_token_file); maillog_file; mail_owner; DKIM signing's 2 strings, 1 list, 1 choice and 1
      * boolean; SMTP AUTH's 3 booleans, 1 choice, 3 times, 2 strings and 4
      * lists (decisions 70 to 74); the connection cache's list
-     * (smtp_connection_cache_destinations).
+     * (smtp_connection_cache_destinations); the SMTP server's client
+     * names: 1 boolean and 1 time (decision 84); smtputf8_enable
+     * (decision 85).
      */
-    assert_int_equal(conf_param_count, 140);
+    assert_int_equal(conf_param_count, 143);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/un.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,18 @@
 
 static const char *local_records[] = {
     "--local=/test/",
+    "--local=/127.in-addr.arpa/",
+    "--local=/ip6.arpa/",
+    /* client names (peer.c): confirmed, a liar, an address, two, gone */
+    "--host-record=good.peer.test,127.0.0.2,fd00::2",
+    "--ptr-record=3.0.0.127.in-addr.arpa,liar.peer.test",
+    "--host-record=liar.peer.test,127.0.0.33",
+    "--ptr-record=5.0.0.127.in-addr.arpa,127.0.0.5",
+    "--ptr-record=6.0.0.127.in-addr.arpa,two.peer.test",
+    "--ptr-record=6.0.0.127.in-addr.arpa,nope.peer.test",
+    "--host-record=two.peer.test,127.0.0.6",
+    "--host-record=nope.peer.test,127.0.0.66",
+    "--ptr-record=7.0.0.127.in-addr.arpa,gone.peer.test",
     "--local-ttl=300",
     "--mx-host=pref.test,mx2.pref.test,20",
     "--mx-host=pref.test,mx1.pref.test,10",
@@ -1777,6 +1790,193 @@ static void test_create_errors(void **state)
     dns_free(r);
 }
 
+/* ---- client names (peer.c) ---- */
+
+struct peer_outcome {
+    int calls;
+    struct dns_peer_result *res;
+};
+
+static void on_peer(void *ctx, struct dns_peer_result *res)
+{
+    struct peer_outcome *o = ctx;
+
+    assert_false(in_call);
+    o->calls++;
+    dns_peer_result_free(o->res);
+    o->res = res;
+}
+
+static struct dns_peer_result *lookup_peer(struct dns_resolver *r,
+                                           const char *addr)
+{
+    struct peer_outcome o = {0, NULL};
+    struct sockaddr_storage ss;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+    memset(&ss, 0, sizeof(ss));
+    if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(4321);
+    } else {
+        assert_int_equal(inet_pton(AF_INET6, addr, &s6->sin6_addr), 1);
+        s6->sin6_family = AF_INET6;
+    }
+    in_call = 1;
+    assert_int_equal(
+        dns_lookup_peer(r, (struct sockaddr *)&ss, sizeof(ss), on_peer, &o), 0);
+    in_call = 0;
+    assert_int_equal(o.calls, 0);
+    run_until(&o.calls, 1, 5000);
+    assert_int_equal(o.calls, 1);
+    return o.res;
+}
+
+static void expect_peer(struct dns_peer_result *res, enum dns_status status,
+                        const char *name, const char *reverse, const char *why)
+{
+    assert_non_null(res);
+    assert_int_equal(res->status, status);
+    assert_string_equal(res->name, name);
+    assert_string_equal(res->reverse_name, reverse);
+    assert_string_equal(res->why, why);
+    dns_peer_result_free(res);
+}
+
+/* RFC 1035, 3.5 and RFC 3596, 2.5: the names of the PTR records. */
+static void test_reverse_name(void **state)
+{
+    struct sockaddr_in s4 = {0};
+    struct sockaddr_in6 s6 = {0};
+    struct sockaddr_un su = {0};
+    char out[128];
+
+    (void)state;
+    s4.sin_family = AF_INET;
+    inet_pton(AF_INET, "192.0.2.1", &s4.sin_addr);
+    assert_int_equal(dns_reverse_name((struct sockaddr *)&s4, out, sizeof(out)),
+                     0);
+    assert_string_equal(out, "1.2.0.192.in-addr.arpa");
+    assert_int_equal(dns_reverse_name((struct sockaddr *)&s4, out, 22), -1);
+    s6.sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "2001:db8::567:89ab", &s6.sin6_addr);
+    assert_int_equal(dns_reverse_name((struct sockaddr *)&s6, out, sizeof(out)),
+                     0);
+    assert_string_equal(out, "b.a.9.8.7.6.5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0."
+                             "8.b.d.0.1.0.0.2.ip6.arpa");
+    assert_int_equal(dns_reverse_name((struct sockaddr *)&s6, out, 72), -1);
+    su.sun_family = AF_UNIX;
+    assert_int_equal(dns_reverse_name((struct sockaddr *)&su, out, sizeof(out)),
+                     -1);
+}
+
+/* The address, not the port; families apart. */
+static void test_addr_match(void **state)
+{
+    struct dns_addr a;
+    struct sockaddr_in s4 = {0};
+    struct sockaddr_in6 s6 = {0};
+
+    (void)state;
+    memset(&a, 0, sizeof(a));
+    a.sa.ss_family = AF_INET;
+    inet_pton(AF_INET, "192.0.2.1", &((struct sockaddr_in *)&a.sa)->sin_addr);
+    s4.sin_family = AF_INET;
+    s4.sin_port = htons(25);
+    inet_pton(AF_INET, "192.0.2.1", &s4.sin_addr);
+    assert_true(dns_addr_match(&a, (struct sockaddr *)&s4));
+    inet_pton(AF_INET, "192.0.2.2", &s4.sin_addr);
+    assert_false(dns_addr_match(&a, (struct sockaddr *)&s4));
+    s6.sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "::ffff:192.0.2.1", &s6.sin6_addr);
+    assert_false(dns_addr_match(&a, (struct sockaddr *)&s6));
+    a.sa.ss_family = AF_INET6;
+    inet_pton(AF_INET6, "2001:db8::1",
+              &((struct sockaddr_in6 *)&a.sa)->sin6_addr);
+    inet_pton(AF_INET6, "2001:db8::1", &s6.sin6_addr);
+    assert_true(dns_addr_match(&a, (struct sockaddr *)&s6));
+}
+
+/*
+ * The reference's smtpd_peer.c: the PTR name only when its addresses
+ * include the client's; "unknown" and its warning otherwise.
+ */
+static void test_peer_names(void **state)
+{
+    struct dns_resolver *r;
+
+    (void)state;
+    NEED_DNSMASQ();
+    r = local_resolver();
+    expect_peer(lookup_peer(r, "127.0.0.2"), DNS_OK, "good.peer.test",
+                "good.peer.test", "");
+    expect_peer(lookup_peer(r, "fd00::2"), DNS_OK, "good.peer.test",
+                "good.peer.test", "");
+    expect_peer(lookup_peer(r, "::ffff:127.0.0.2"), DNS_OK, "good.peer.test",
+                "good.peer.test", "");
+    expect_peer(lookup_peer(r, "127.0.0.3"), DNS_PERMFAIL, "unknown",
+                "liar.peer.test",
+                "hostname liar.peer.test does not resolve to address "
+                "127.0.0.3");
+    expect_peer(lookup_peer(r, "127.0.0.4"), DNS_PERMFAIL, "unknown", "unknown",
+                "");
+    expect_peer(lookup_peer(r, "127.0.0.5"), DNS_PERMFAIL, "unknown", "unknown",
+                "numeric hostname: 127.0.0.5");
+    /* the second PTR name is the one that confirms */
+    expect_peer(lookup_peer(r, "127.0.0.6"), DNS_OK, "two.peer.test",
+                "nope.peer.test", "");
+    expect_peer(lookup_peer(r, "127.0.0.7"), DNS_PERMFAIL, "unknown",
+                "gone.peer.test",
+                "hostname gone.peer.test does not resolve to address "
+                "127.0.0.7: Host or domain name not found. Name service "
+                "error for name=gone.peer.test type=A: Host not found");
+    dns_free(r);
+}
+
+/* A server that never answers: a temporary failure, no name. */
+static void test_peer_timeout(void **state)
+{
+    struct fake f;
+    struct dns_resolver *r;
+
+    (void)state;
+    fake_start(&f, FAKE_SILENT);
+    r = resolver(f.servers, 100, 1, 0, 1);
+    expect_peer(lookup_peer(r, "192.0.2.1"), DNS_TEMPFAIL, "unknown", "unknown",
+                "");
+    dns_free(r);
+    fake_stop(&f);
+}
+
+/* Not an address; a resolver going away ends a lookup under way. */
+static void test_peer_refused_and_shutdown(void **state)
+{
+    struct fake f;
+    struct dns_resolver *r;
+    struct sockaddr_un su = {0};
+    struct sockaddr_in s4 = {0};
+    struct peer_outcome o = {0, NULL};
+
+    (void)state;
+    fake_start(&f, FAKE_SILENT);
+    r = resolver(f.servers, 1000, 1, 0, 1);
+    su.sun_family = AF_UNIX;
+    assert_int_equal(
+        dns_lookup_peer(r, (struct sockaddr *)&su, sizeof(su), on_peer, &o),
+        -1);
+    s4.sin_family = AF_INET;
+    inet_pton(AF_INET, "192.0.2.1", &s4.sin_addr);
+    assert_int_equal(
+        dns_lookup_peer(r, (struct sockaddr *)&s4, sizeof(s4), on_peer, &o), 0);
+    dns_free(r);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.res->status, DNS_TEMPFAIL);
+    assert_string_equal(o.res->name, "unknown");
+    dns_peer_result_free(o.res);
+    fake_stop(&f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, loop_setup, loop_teardown)
 
 int main(void)
@@ -1825,6 +2025,11 @@ int main(void)
         T(test_free_with_lookups_outstanding),
         T(test_free_from_callback),
         T(test_create_errors),
+        T(test_reverse_name),
+        T(test_addr_match),
+        T(test_peer_names),
+        T(test_peer_timeout),
+        T(test_peer_refused_and_shutdown),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -407,6 +407,17 @@ static void test_round_trip(void **state)
     assert_int_equal(r->rcpt[2].notify, SPOOL_NOTIFY_NEVER);
     assert_int_equal(r->size, 22);
     assert_string_equal(r->body, "Subject: hi\r\n\r\nhello\r\n");
+    assert_int_equal(r->smtputf8, 0); /* a file without the line */
+    spool_msg_free(r);
+
+    /* SMTPUTF8 asked for: one more line, read back. */
+    m->smtputf8 = 1;
+    assert_int_equal(
+        maildrop_write(drop, m, name, sizeof(name), why, sizeof(why)), 0);
+    assert_int_equal(maildrop_read(dropfd, name, &r, &owner, why, sizeof(why)),
+                     0);
+    assert_int_equal(r->smtputf8, 1);
+    assert_int_equal(r->ret, SPOOL_RET_HDRS);
     spool_msg_free(r);
     spool_msg_free(m);
 }

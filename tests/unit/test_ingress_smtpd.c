@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "smtpd_fixture.h"
+#include "util/util.h"
 
 /* ------------------------------------------------------------ tests */
 
@@ -1186,12 +1188,273 @@ static void test_listen_errors(void **state)
     assert_string_equal(why, "relay_domains: not a domain in \"a@b\"");
 }
 
+/* ---- the client's name (peer.c) ---- */
+
+static ingress_peer_fn *peer_fn;
+static void *peer_conn;
+static int peer_asked, peer_cancelled;
+static char peer_addr[64];
+static int peer_token;
+
+static void *fake_peer_lookup(void *ctx, const struct sockaddr *sa,
+                              socklen_t salen, ingress_peer_fn *done,
+                              void *conn)
+{
+    (void)ctx;
+    (void)salen;
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, peer_addr,
+              sizeof(peer_addr));
+    peer_asked++;
+    peer_fn = done;
+    peer_conn = conn;
+    return &peer_token;
+}
+
+static void fake_peer_cancel(void *ctx, void *lookup)
+{
+    (void)ctx;
+    assert_ptr_equal(lookup, &peer_token);
+    peer_cancelled++;
+    peer_fn = NULL;
+}
+
+static int peer_connect(const char *address, long timeout_ms, int lookup)
+{
+    static const struct smtpd_ops ops = {.store = fake_store,
+                                         .log = fake_log,
+                                         .peer_lookup = fake_peer_lookup,
+                                         .peer_cancel = fake_peer_cancel};
+    char why[256];
+
+    peer_fn = NULL;
+    peer_asked = peer_cancelled = 0;
+    params.peername_lookup = lookup;
+    params.peername_lookup_timeout_ms = timeout_ms;
+    server = smtpd_server_create(base, &params, &ops, why, sizeof(why));
+    assert_non_null(server);
+    return connect_from(address);
+}
+
+/*
+ * Postfix's smtpd knows the name before it greets: the greeting waits
+ * for the answer, early commands wait with it, and the name is in
+ * "connect from", "client=", Received: and "disconnect from".
+ */
+static void test_peer_name_confirmed(void **state)
+{
+    int fd = peer_connect("127.0.0.2", 5000, 1);
+
+    (void)state;
+    assert_int_equal(peer_asked, 1);
+    assert_string_equal(peer_addr, "127.0.0.2");
+    put(fd, "HELO early.test\r\n");
+    expect_silence(fd, 50);
+    assert_false(was_logged("connect from"));
+    assert_non_null(peer_fn);
+    peer_fn(peer_conn, "good.test", NULL);
+    expect(fd, greeting);
+    expect(fd, "250 mx.test\r\n");
+    assert_true(was_logged("connect from good.test[127.0.0.2]"));
+    put(fd, "MAIL FROM:<s@x.test>\r\nRCPT TO:<a@relay.test>\r\nDATA\r\n"
+            "x\r\n.\r\n");
+    expect(fd, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n"
+               "354 End data with <CR><LF>.<CR><LF>\r\n"
+               "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    {
+        const char *want =
+            "Received: from early.test (good.test [127.0.0.2])\r\n";
+
+        assert_memory_equal(stored[0]->body, want, strlen(want));
+    }
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    chat(fd, "QUIT\r\n", "221 2.0.0 Bye\r\n");
+    close(fd);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    assert_true(was_logged("disconnect from good.test[127.0.0.2] helo=1"));
+    assert_int_equal(peer_cancelled, 0);
+}
+
+/* No confirmed name: unknown, and the lookup's warning is logged. */
+static void test_peer_name_unknown(void **state)
+{
+    int fd = peer_connect("127.0.0.3", 5000, 1);
+
+    (void)state;
+    assert_non_null(peer_fn);
+    peer_fn(peer_conn, NULL,
+            "hostname liar.test does not resolve to address 127.0.0.3");
+    expect(fd, greeting);
+    assert_true(was_logged(
+        "warning: hostname liar.test does not resolve to address 127.0.0.3"));
+    assert_true(was_logged("connect from unknown[127.0.0.3]"));
+    close(fd);
+}
+
+/* A lookup that never ends costs the client the timeout, no more. */
+static void test_peer_name_timeout(void **state)
+{
+    int64_t t0;
+    int fd;
+
+    (void)state;
+    t0 = util_clock_mono_ms();
+    fd = peer_connect("127.0.0.4", 150, 1);
+    expect(fd, greeting);
+    assert_true(util_clock_mono_ms() - t0 >= 140);
+    assert_int_equal(peer_cancelled, 1);
+    assert_null(peer_fn);
+    assert_true(was_logged(
+        "warning: 127.0.0.4: client name lookup timed out after 150 ms"));
+    assert_true(was_logged("connect from unknown[127.0.0.4]"));
+    chat(fd, "HELO a.test\r\n", "250 mx.test\r\n");
+    close(fd);
+}
+
+/* smtpd_peername_lookup = no: no lookup, the greeting at once. */
+static void test_peer_name_off(void **state)
+{
+    int fd = peer_connect("127.0.0.5", 5000, 0);
+
+    (void)state;
+    expect(fd, greeting);
+    assert_int_equal(peer_asked, 0);
+    assert_true(was_logged("connect from unknown[127.0.0.5]"));
+    close(fd);
+}
+
+/* A stop during the lookup: 421, the lookup cancelled. */
+static void test_peer_name_shutdown(void **state)
+{
+    int fd = peer_connect("127.0.0.6", 5000, 1);
+
+    (void)state;
+    expect_silence(fd, 20);
+    smtpd_server_close(server);
+    expect(fd, "421 4.3.2 mx.test Service shutting down\r\n");
+    assert_int_equal(peer_cancelled, 1);
+    close(fd);
+}
+
+/* A client gone before the answer: the session ends after it. */
+static void test_peer_name_client_gone(void **state)
+{
+    int fd;
+
+    (void)state;
+    signal(SIGPIPE, SIG_IGN); /* as sluiced: the greeting finds no reader */
+    fd = peer_connect("127.0.0.7", 5000, 1);
+    expect_silence(fd, 20);
+    close(fd);
+    peer_fn(peer_conn, "gone.test", NULL);
+    for (int i = 0; i < 50 && !was_logged("disconnect from"); i++)
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    assert_true(was_logged("disconnect from gone.test[127.0.0.7]"));
+    assert_int_equal(smtpd_server_sessions(server), 0);
+}
+
+/* ---- SMTPUTF8 (RFC 6531) ---- */
+
+#define EHLO_UTF8                                                              \
+    "250-mx.test\r\n250-PIPELINING\r\n250-SIZE 1000\r\n250-ETRN\r\n"           \
+    "250-ENHANCEDSTATUSCODES\r\n250-8BITMIME\r\n250-DSN\r\n"                   \
+    "250-SMTPUTF8\r\n250 CHUNKING\r\n"
+
+static int utf8_hello(void)
+{
+    int fd;
+
+    params.smtputf8_enable = 1;
+    fd = connect_from("127.0.0.1");
+    expect(fd, greeting);
+    chat(fd, "EHLO client.test\r\n", EHLO_UTF8);
+    return fd;
+}
+
+/* Offered; declared, a UTF-8 envelope is taken, and the flag kept. */
+static void test_smtputf8_accepted(void **state)
+{
+    int fd = utf8_hello();
+    const char *rcvd;
+
+    (void)state;
+    chat(fd, "MAIL FROM:<\xc3\xa9l\xc3\xa8ve@x.test> SMTPUTF8\r\n",
+         "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<j\xc3\xb6rg@relay.test>\r\n", "250 2.1.5 Ok\r\n");
+    chat(fd, "DATA\r\n", "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: gr\xc3\xbc\xc3\x9f"
+            "e\r\n\r\nhi\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(nstored, 1);
+    assert_int_equal(stored[0]->smtputf8, 1);
+    assert_string_equal(stored[0]->sender, "\xc3\xa9l\xc3\xa8ve@x.test");
+    assert_string_equal(stored[0]->rcpt[0].address, "j\xc3\xb6rg@relay.test");
+    rcvd = strstr(stored[0]->body, "with UTF8SMTP id ");
+    assert_non_null(rcvd);
+    /* the next transaction starts without it */
+    expect(fd, stored[0]->id);
+    expect(fd, "\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<j\xc3\xb6rg@relay.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    close(fd);
+}
+
+/* Not declared: a UTF-8 sender or recipient is refused, 553 5.6.7. */
+static void test_smtputf8_undeclared(void **state)
+{
+    int fd = utf8_hello();
+
+    (void)state;
+    chat(fd, "MAIL FROM:<\xc3\xa9@x.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    chat(fd, "MAIL FROM:<s@x.test>\r\n", "250 2.1.0 Ok\r\n");
+    chat(fd, "RCPT TO:<\xc3\xa9@relay.test>\r\n",
+         "553 5.6.7 Must declare SMTPUTF8 to send unicode address\r\n");
+    chat(fd, "RCPT TO:<a@relay.test>\r\n", "250 2.1.5 Ok\r\n");
+    chat(fd, "DATA\r\n", "354 End data with <CR><LF>.<CR><LF>\r\n");
+    put(fd, "Subject: x\r\n\r\nhi\r\n.\r\n");
+    expect(fd, "250 2.0.0 Ok: queued as ");
+    assert_int_equal(stored[0]->smtputf8, 0);
+    assert_non_null(strstr(stored[0]->body, "with ESMTP id "));
+    close(fd);
+}
+
+/* A command line that is not UTF-8; SMTPUTF8 where it is not offered. */
+static void test_smtputf8_refusals(void **state)
+{
+    int fd = utf8_hello();
+
+    (void)state;
+    chat(fd, "MAIL FROM:<caf\xe9@x.test> SMTPUTF8\r\n",
+         "500 5.5.2 Error: bad UTF-8 syntax\r\n");
+    chat(fd, "NOOP \xed\xa0\x80\r\n", "500 5.5.2 Error: bad UTF-8 syntax\r\n");
+    close(fd);
+    smtpd_server_free(server);
+    server = NULL;
+    params.smtputf8_enable = 0;
+    fd = hello("127.0.0.1"); /* no SMTPUTF8 in its EHLO */
+    chat(fd, "MAIL FROM:<s@x.test> SMTPUTF8\r\n",
+         "555 5.5.4 Unsupported parameter SMTPUTF8\r\n");
+    close(fd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_greeting_and_ehlo),
+        T(test_peer_name_confirmed),
+        T(test_peer_name_unknown),
+        T(test_peer_name_timeout),
+        T(test_peer_name_off),
+        T(test_peer_name_shutdown),
+        T(test_peer_name_client_gone),
+        T(test_smtputf8_accepted),
+        T(test_smtputf8_undeclared),
+        T(test_smtputf8_refusals),
         T(test_transaction),
         T(test_answer_waits_for_store),
         T(test_store_failure),

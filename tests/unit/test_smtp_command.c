@@ -192,6 +192,32 @@ static void test_mail_errors(void **state)
           "5.5.4 Unsupported parameter NOTIFY");
 }
 
+/* RFC 6531 3.4: SMTPUTF8 on MAIL, without a value; UTF-8 addresses. */
+static void test_mail_smtputf8(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("MAIL FROM:<a@b.example> smtputf8"), 0);
+    assert_int_equal(cmd.smtputf8, 1);
+    assert_int_equal(parse("MAIL FROM:<a@b.example>"), 0);
+    assert_int_equal(cmd.smtputf8, 0);
+    assert_int_equal(parse("MAIL FROM:<\xc3\xa9l\xc3\xa8ve@\xc3\xa9"
+                           "cole.example> "
+                           "SMTPUTF8 BODY=8BITMIME"),
+                     0);
+    assert_string_equal(cmd.path, "\xc3\xa9l\xc3\xa8ve@\xc3\xa9"
+                                  "cole.example");
+    assert_int_equal(cmd.smtputf8, 1);
+    assert_int_equal(cmd.body_8bit, 1);
+    fails("MAIL FROM:<a@b.example> SMTPUTF8=yes", SMTP_PARSE_SYNTAX,
+          "5.5.4 Bad SMTPUTF8 parameter");
+    /* smtplib's send_message(mail_options=["SMTPUTF8"]) sends it twice */
+    assert_int_equal(
+        parse("MAIL FROM:<a@b.example> SMTPUTF8 SMTPUTF8 BODY=8BITMIME"), 0);
+    assert_int_equal(cmd.smtputf8, 1);
+    fails("RCPT TO:<a@b.example> SMTPUTF8", SMTP_PARSE_PARAM,
+          "5.5.4 Unsupported parameter SMTPUTF8");
+}
+
 static void test_rcpt(void **state)
 {
     (void)state;
@@ -255,9 +281,13 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_verbs), cmocka_unit_test(test_verb_errors),
-        cmocka_unit_test(test_mail),         cmocka_unit_test(test_mail_errors),
-        cmocka_unit_test(test_rcpt),         cmocka_unit_test(test_rcpt_errors),
+        cmocka_unit_test(test_simple_verbs),
+        cmocka_unit_test(test_verb_errors),
+        cmocka_unit_test(test_mail),
+        cmocka_unit_test(test_mail_errors),
+        cmocka_unit_test(test_mail_smtputf8),
+        cmocka_unit_test(test_rcpt),
+        cmocka_unit_test(test_rcpt_errors),
         cmocka_unit_test(test_limits),
     };
 

@@ -157,6 +157,18 @@ static void test_store_and_get(void **state)
     assert_null(got->rcpt[1].orcpt);
     assert_int_equal(got->rcpt[1].notify, SPOOL_NOTIFY_NEVER);
     assert_string_equal(got->body, "Subject: hi\r\n\r\nhello\r\n");
+    assert_int_equal(got->smtputf8, 0); /* a record without the field */
+    spool_msg_free(got);
+    spool_msg_free(m);
+
+    /* SMTPUTF8 (RFC 6531) asked for, and a UTF-8 envelope. */
+    m = make_msg("\xc3\xa9@a.test", 1, "Subject: x\r\n\r\ny\r\n");
+    m->smtputf8 = 1;
+    store(fx, m);
+    assert_int_equal(
+        spool_get(fx->sp, m->id, &got, 0, fx->why, sizeof(fx->why)), 0);
+    assert_int_equal(got->smtputf8, 1);
+    assert_string_equal(got->sender, "\xc3\xa9@a.test");
     spool_msg_free(got);
     spool_msg_free(m);
 

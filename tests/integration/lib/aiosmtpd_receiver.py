@@ -3,11 +3,13 @@
 server that answers 501 to an empty or missing EHLO/HELO name and refuses
 lines over 998 octets.
 
-    /usr/bin/python3 aiosmtpd_receiver.py DIR PORT
+    /usr/bin/python3 aiosmtpd_receiver.py DIR PORT [smtputf8]
 
 Listens on 127.0.0.1:PORT; each message accepted is written to
 DIR/NNNN.eml as the lines "helo: NAME", "from: SENDER", "to: RCPT"
-(one per recipient), a blank line, then the content as received. DIR/ready
+(one per recipient), "options: MAIL PARAMETERS" when MAIL had some, a
+blank line, then the content as received. With "smtputf8" it offers
+SMTPUTF8 (RFC 6531), which aiosmtpd does only when told. DIR/ready
 appears once it listens. It stops on SIGTERM. Debian's python3-aiosmtpd
 is installed for /usr/bin/python3, hence that interpreter.
 """
@@ -33,6 +35,8 @@ class Recorder:
         head = "helo: %s\nfrom: %s\n" % (session.host_name, envelope.mail_from)
         for rcpt in envelope.rcpt_tos:
             head += "to: %s\n" % rcpt
+        if envelope.mail_options:
+            head += "options: %s\n" % " ".join(envelope.mail_options)
         path = os.path.join(self.directory, "%04d.eml" % n)
         with open(path + ".tmp", "wb") as f:
             f.write(head.encode() + b"\n" + envelope.original_content)
@@ -42,9 +46,11 @@ class Recorder:
 
 def main():
     directory, port = sys.argv[1], int(sys.argv[2])
+    utf8 = len(sys.argv) > 3 and sys.argv[3] == "smtputf8"
     os.makedirs(directory, exist_ok=True)
     controller = Controller(Recorder(directory), hostname="127.0.0.1",
-                            port=port, server_hostname="aiosmtpd.test")
+                            port=port, server_hostname="aiosmtpd.test",
+                            enable_SMTPUTF8=utf8)
     controller.start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
