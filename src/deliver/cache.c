@@ -17,6 +17,11 @@
  *	the oldest ones are the ones left to time out. The list is short (at
  *	most one idle connection per delivery slot that just finished), so a
  *	linear search costs less than keeping an index.
+ *
+ *	Keys held by deliveries that queue behind a connection
+ *	(deliver_cache_hold()) are in a list too: one per connection such a
+ *	scheduler keeps open, each with its deliveries in line, first come
+ *	first served.
  */
 
 #include "deliver/deliver_impl.h"
@@ -35,10 +40,18 @@ struct cached {
     struct event *idle;
 };
 
+/* A key some delivery holds, with the deliveries queued behind it. */
+struct deliver_hold {
+    char *key;
+    TAILQ_HEAD(, deliver_waiter) waiters;
+    LIST_ENTRY(deliver_hold) link;
+};
+
 struct deliver_cache {
     struct event_base *base;
     struct deliver_cache_params params;
     TAILQ_HEAD(, cached) list;
+    LIST_HEAD(, deliver_hold) holds;
     size_t count;
     uint64_t opened; /* connections established, for the metrics */
 };
@@ -57,6 +70,7 @@ struct deliver_cache *deliver_cache_create(struct event_base *base,
     c->base = base;
     c->params = *p;
     TAILQ_INIT(&c->list);
+    LIST_INIT(&c->holds);
     return c;
 }
 
@@ -101,6 +115,9 @@ void deliver_cache_free(struct deliver_cache *c)
         return;
     while (!TAILQ_EMPTY(&c->list))
         drop(TAILQ_FIRST(&c->list), 1);
+    if (!LIST_EMPTY(&c->holds))
+        util_panic("deliver_cache_free: deliveries still hold %s",
+                   LIST_FIRST(&c->holds)->key);
     free(c);
 }
 
@@ -203,4 +220,75 @@ void deliver_cache_opened_add(struct deliver_cache *c)
 uint64_t deliver_cache_opened(const struct deliver_cache *c)
 {
     return c ? c->opened : 0;
+}
+
+static struct deliver_hold *hold_find(struct deliver_cache *c, const char *key)
+{
+    struct deliver_hold *h;
+
+    LIST_FOREACH(h, &c->holds, link)
+        if (strcmp(h->key, key) == 0)
+            return h;
+    return NULL;
+}
+
+static void waiter_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct deliver_waiter *w = arg;
+
+    (void)fd;
+    (void)what;
+    event_free(w->ev);
+    w->ev = NULL;
+    w->wake(w->arg);
+}
+
+int deliver_cache_hold(struct deliver_cache *c, const char *key,
+                       struct deliver_waiter *w)
+{
+    struct deliver_hold *h = hold_find(c, key);
+
+    if (h == NULL) {
+        h = xcalloc(1, sizeof(*h));
+        h->key = xstrdup(key);
+        TAILQ_INIT(&h->waiters);
+        LIST_INSERT_HEAD(&c->holds, h, link);
+        return 1;
+    }
+    w->hold = h;
+    w->ev = event_new(c->base, -1, 0, waiter_cb, w);
+    TAILQ_INSERT_TAIL(&h->waiters, w, link);
+    return 0;
+}
+
+void deliver_cache_release(struct deliver_cache *c, const char *key)
+{
+    struct deliver_hold *h = hold_find(c, key);
+    struct deliver_waiter *w;
+
+    if (h == NULL)
+        util_panic("deliver_cache_release: %s is not held", key);
+    if ((w = TAILQ_FIRST(&h->waiters)) != NULL) {
+        /* the key passes to the first in line, from the loop */
+        TAILQ_REMOVE(&h->waiters, w, link);
+        w->hold = NULL;
+        event_active(w->ev, 0, 0);
+        return;
+    }
+    LIST_REMOVE(h, link);
+    free(h->key);
+    free(h);
+}
+
+void deliver_cache_unqueue(struct deliver_cache *c, struct deliver_waiter *w)
+{
+    (void)c;
+    if (w->hold != NULL) {
+        TAILQ_REMOVE(&w->hold->waiters, w, link);
+        w->hold = NULL;
+    }
+    if (w->ev != NULL) {
+        event_free(w->ev);
+        w->ev = NULL;
+    }
 }

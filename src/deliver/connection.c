@@ -487,6 +487,50 @@ static void dane_free(struct deliver_tls *t)
     t->dane = NULL;
 }
 
+/* Its turn: the connection it queued for, else a new one. */
+static void wake_cb(void *arg)
+{
+    struct deliver_session *s = arg;
+    struct deliver_conn conn;
+
+    s->queued = 0;
+    s->holding = 1;
+    s->start_us = util_clock_mono_us();
+    if (cache_take(s, &conn))
+        adopt(s, &conn);
+    else if (s->req.naddrs == 0)
+        hop_fail(s, "no address to deliver to");
+    else
+        connect_current(s); /* it was closed: another to the same place */
+}
+
+/* Hold the request's key, or queue behind whoever holds it (0). */
+static int hold_or_queue(struct deliver_session *s)
+{
+    s->waiter.wake = wake_cb;
+    s->waiter.arg = s;
+    if (!deliver_cache_hold(s->req.cache, s->req.cache_key, &s->waiter))
+        return 0;
+    s->holding = 1;
+    return 1;
+}
+
+/* Let the next delivery in line have the key. */
+static void hold_end(struct deliver_session *s)
+{
+    if (s->queued) {
+        int woken = s->waiter.hold == NULL; /* the key is already ours */
+
+        deliver_cache_unqueue(s->req.cache, &s->waiter);
+        if (woken)
+            deliver_cache_release(s->req.cache, s->req.cache_key);
+        s->queued = 0;
+    } else if (s->holding) {
+        deliver_cache_release(s->req.cache, s->req.cache_key);
+    }
+    s->holding = 0;
+}
+
 struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx)
@@ -532,14 +576,18 @@ struct deliver_session *deliver_start(struct event_base *base,
     s->start_us = util_clock_mono_us();
     starttls_out_init(s);
     auth_out_init(s);
-    if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR)
+    if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR) {
         local_deliver(s);
-    else if (cache_take(s, &conn))
+    } else if (req->queue_behind && req->cache && req->cache_key &&
+               !hold_or_queue(s)) {
+        s->queued = 1; /* wake_cb() goes on when its turn comes */
+    } else if (cache_take(s, &conn)) {
         adopt(s, &conn);
-    else if (req->naddrs == 0)
+    } else if (req->naddrs == 0) {
         hop_fail(s, "no address to deliver to");
-    else
+    } else {
         connect_current(s);
+    }
     return s;
 }
 
@@ -547,7 +595,8 @@ void deliver_cancel(struct deliver_session *s)
 {
     if (s == NULL)
         return;
-    session_close(s);
+    session_close(s); /* its connection is cached or closed: then */
+    hold_end(s);      /* the next in line may go */
     event_free(s->timer);
     event_free(s->finish);
     if (s->res)

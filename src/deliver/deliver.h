@@ -87,7 +87,17 @@
  *	address tried. Only a request with cache_store set keeps its
  *	connection when it ends (the caller's on-demand decision: more
  *	mail for the destination is coming); one without it still takes a
- *	cached connection, but says QUIT at the end. A cached connection found dead (closed, reset or
+ *	cached connection, but says QUIT at the end.
+ *
+ *	A request with queue_behind (Finch's connections with a backlog of
+ *	jobs: cache_key then names one connection, not a destination) does
+ *	not open a connection of its own while another delivery with the
+ *	same cache_key is running: it waits in line, first come first
+ *	served, and when its turn comes it takes the connection the one
+ *	before it left in the cache, or, when that one was not kept (closed
+ *	by the server, a failure, a reuse limit), connects anew to its
+ *	addresses. Its deadlines start with its turn; a delivery cancelled
+ *	in line leaves the line. A cached connection found dead (closed, reset or
  *	silent before the first reply, or answering 421 to its first
  *	command: the server's idle timeout crossing our MAIL) is closed and the delivery connects
  *	afresh, as if there had been none: not a failure of the
@@ -314,6 +324,7 @@ struct deliver_request {
     struct deliver_cache *cache; /* connection reuse, or NULL */
     const char *cache_key;       /* the destination, or NULL: no reuse */
     int cache_store; /* keep the connection at the end (on demand) */
+    int queue_behind; /* wait for a delivery holding cache_key to end */
     struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
     struct deliver_timeouts timeouts;         /* milliseconds */
     size_t line_limit;   /* smtp_line_length_limit: break longer; 0 none */

@@ -16,6 +16,11 @@
  *			const struct deliver_cache_params *p, const char *key,
  *			const struct deliver_conn *conn)
  *	void	deliver_cache_opened_add(struct deliver_cache *c)
+ *	int	deliver_cache_hold(struct deliver_cache *c, const char *key,
+ *			struct deliver_waiter *w)
+ *	void	deliver_cache_release(struct deliver_cache *c, const char *key)
+ *	void	deliver_cache_unqueue(struct deliver_cache *c,
+ *			struct deliver_waiter *w)
  *	int	deliver_cache_take(struct deliver_cache *c, const char *key,
  *			struct deliver_conn *out)
  * DESCRIPTION
@@ -37,6 +42,16 @@
  *	returns 0 when there is none; the caller then owns the bufferevent
  *	and must set its callbacks.
  *
+ *	Deliveries queued behind a connection (a request's queue_behind):
+ *	deliver_cache_hold() registers a delivery under its request's
+ *	cache_key and returns 1 when it may go now (no other delivery
+ *	holds the key), or queues w and returns 0: w->wake(w->arg) is
+ *	called from the loop when the delivery before it releases the key
+ *	(deliver_cache_release(), after it has put its connection in the
+ *	cache or closed it). A queued delivery abandoned before its turn
+ *	leaves the queue with deliver_cache_unqueue(). Keys with nothing
+ *	holding or queued are forgotten.
+ *
  *	Memory comes from util/'s allocators, which never return NULL.
  */
 
@@ -45,7 +60,16 @@
 
 #include <event2/bufferevent.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/time.h>
+
+struct deliver_waiter {
+    void (*wake)(void *arg);
+    void *arg;
+    struct event *ev; /* made by deliver_cache_hold() when queued */
+    TAILQ_ENTRY(deliver_waiter) link;
+    struct deliver_hold *hold; /* the key it waits for, while queued */
+};
 
 struct deliver_conn {
     struct bufferevent *bev;
@@ -70,5 +94,9 @@ void deliver_cache_put(struct deliver_cache *c,
 void deliver_cache_opened_add(struct deliver_cache *c);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);
+int deliver_cache_hold(struct deliver_cache *c, const char *key,
+                       struct deliver_waiter *w);
+void deliver_cache_release(struct deliver_cache *c, const char *key);
+void deliver_cache_unqueue(struct deliver_cache *c, struct deliver_waiter *w);
 
 #endif

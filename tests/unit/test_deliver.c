@@ -580,6 +580,113 @@ static void test_reuse_not_stored(void **state)
     assert_int_equal(count_of(sv.got, "QUIT"), 2);
 }
 
+/* Deliveries that queue behind a connection (Finch's backlog). */
+static struct deliver_result *line_res[3];
+static int line_done_n;
+
+static void line_done_cb(void *ctx, struct deliver_result *res)
+{
+    line_res[(intptr_t)ctx] = res;
+    if (++line_done_n == 2)
+        event_base_loopbreak(reuse_base);
+}
+
+static struct deliver_session *line_start(const struct deliver_addr *a,
+                                          struct deliver_cache *cache,
+                                          intptr_t i)
+{
+    struct deliver_request req = {0};
+    struct deliver_session *s;
+
+    req.proto = DELIVER_SMTP;
+    req.helo_name = "client.test";
+    req.sender = "s@y.test";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
+    req.addrs = a;
+    req.naddrs = 1;
+    req.session_limit = 1;
+    req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
+                                             5000, 5000, 5000, 5000};
+    req.cache = cache;
+    req.cache_key = "finch:1";
+    req.cache_store = reuse_store;
+    req.queue_behind = 1;
+    s = deliver_start(reuse_base, &req, line_done_cb, (void *)i);
+    util_blob_unref(req.body);
+    return s;
+}
+
+/*
+ * "there can be a queue of multiple jobs per worker": three deliveries
+ * started at once for one connection go down it one after the other, in
+ * order (one greeting, one EHLO, two transactions); a delivery cancelled
+ * while in line leaves it without a trace.
+ */
+static void test_queue_behind(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_session *cancelled;
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    line_done_n = 0;
+    line_start(&a, cache, 0);
+    cancelled = line_start(&a, cache, 2);
+    line_start(&a, cache, 1);
+    deliver_cancel(cancelled);
+    event_base_dispatch(reuse_base);
+    assert_int_equal(line_done_n, 2);
+    all_sent(line_res[0]);
+    all_sent(line_res[1]);
+    assert_int_equal(line_res[0]->conn_use, 1);
+    assert_int_equal(line_res[1]->conn_use, 2);
+    deliver_result_free(line_res[0]);
+    deliver_result_free(line_res[1]);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 1);
+    assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
+}
+
+/* When the connection before it is gone, the next in line connects anew
+ * to the same address: nothing lost, nothing sent twice. */
+static void test_queue_behind_closed(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, {1, "221 Bye\r\n"}, {-1, ""},
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    line_done_n = 0;
+    reuse_store = 0;
+    line_start(&a, cache, 0);
+    reuse_store = 1;
+    line_start(&a, cache, 1);
+    event_base_dispatch(reuse_base);
+    all_sent(line_res[0]);
+    all_sent(line_res[1]);
+    assert_int_equal(line_res[1]->conn_use, 1);
+    deliver_result_free(line_res[0]);
+    deliver_result_free(line_res[1]);
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 2);
+    assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
+}
+
 /* A cached connection the server closed is replaced by a new one; that is
  * not a failure of the destination and not one of its sessions. */
 static void test_reuse_dead_connection(void **state)
@@ -763,6 +870,8 @@ int main(void)
         cmocka_unit_test(test_local_cancel),
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_reuse_not_stored),
+        cmocka_unit_test(test_queue_behind),
+        cmocka_unit_test(test_queue_behind_closed),
         cmocka_unit_test(test_reuse_dead_connection),
         cmocka_unit_test(test_reuse_limits),
         cmocka_unit_test(test_reuse_421_on_first_command),
