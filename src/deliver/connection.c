@@ -454,39 +454,6 @@ static void local_deliver(struct deliver_session *s)
     connection_finish(s);
 }
 
-/* The request's DANE data, deep: the caller's goes away. */
-static void dane_copy(struct deliver_tls *to, const struct deliver_tls *from)
-{
-    struct deliver_dane *d = xcalloc(from->ndane ? from->ndane : 1, sizeof(*d));
-
-    for (size_t i = 0; i < from->ndane; i++) {
-        size_t n = from->dane[i].ntlsa;
-        struct tls_tlsa *t = xcalloc(n ? n : 1, sizeof(*t));
-
-        d[i] = from->dane[i];
-        for (size_t k = 0; k < n; k++) {
-            unsigned char *data = xmalloc(from->dane[i].tlsa[k].len + 1);
-
-            t[k] = from->dane[i].tlsa[k];
-            memcpy(data, from->dane[i].tlsa[k].data, t[k].len);
-            t[k].data = data;
-        }
-        d[i].tlsa = t;
-    }
-    to->dane = d;
-}
-
-static void dane_free(struct deliver_tls *t)
-{
-    for (size_t i = 0; i < t->ndane; i++) {
-        for (size_t k = 0; k < t->dane[i].ntlsa; k++)
-            free((unsigned char *)t->dane[i].tlsa[k].data);
-        free((struct tls_tlsa *)t->dane[i].tlsa);
-    }
-    free((struct deliver_dane *)t->dane);
-    t->dane = NULL;
-}
-
 /* Its turn: the connection it queued for, else a new one. */
 static void wake_cb(void *arg)
 {
@@ -537,31 +504,9 @@ struct deliver_session *deliver_start(struct event_base *base,
 {
     struct deliver_session *s = xcalloc(1, sizeof(*s));
     struct deliver_conn conn;
-    struct deliver_rcpt *rcpt = xcalloc(req->nrcpt, sizeof(*rcpt));
-    struct deliver_addr *addrs = xcalloc(req->naddrs, sizeof(*addrs));
 
     s->base = base;
-    s->req = *req;
-    s->req.helo_name = xstrdup(req->helo_name ? req->helo_name : "");
-    s->req.sender = xstrdup(req->sender ? req->sender : "");
-    s->req.envid = req->envid ? xstrdup(req->envid) : NULL;
-    for (size_t i = 0; i < req->nrcpt; i++) {
-        rcpt[i] = req->rcpt[i];
-        rcpt[i].address = xstrdup(req->rcpt[i].address);
-        rcpt[i].orcpt = req->rcpt[i].orcpt ? xstrdup(req->rcpt[i].orcpt) : NULL;
-    }
-    s->req.rcpt = rcpt;
-    if (req->naddrs > 0)
-        memcpy(addrs, req->addrs, req->naddrs * sizeof(*addrs));
-    s->req.addrs = addrs;
-    s->req.reason = req->reason ? xstrdup(req->reason) : NULL;
-    s->req.cache_key = req->cache_key ? xstrdup(req->cache_key) : NULL;
-    dane_copy(&s->req.tls, &req->tls);
-    /* a reload may replace the caller's context while this runs */
-    s->req.tls.ctx = tls_context_ref(req->tls.ctx);
-    /* The body is shared with the caller and every other delivery of
-     * the message: a reference, not a copy. */
-    s->req.body = req->body ? util_blob_ref(req->body) : util_blob_copy("", 0);
+    deliver_request_copy(&s->req, req);
     s->done = done;
     s->ctx = ctx;
     s->res = xcalloc(1, sizeof(*s->res));
@@ -601,24 +546,11 @@ void deliver_cancel(struct deliver_session *s)
     event_free(s->finish);
     if (s->res)
         deliver_result_free(s->res);
-    free((char *)s->req.helo_name);
-    free((char *)s->req.sender);
-    free((char *)s->req.envid);
-    free((char *)s->req.reason);
-    free((char *)s->req.cache_key);
     free(s->key_tls);
     free(s->key_plain);
     free(s->tls_ident);
-    tls_context_free(s->req.tls.ctx);
     auth_out_free(s);
-    dane_free(&s->req.tls);
-    for (size_t i = 0; i < s->req.nrcpt; i++) {
-        free((char *)s->req.rcpt[i].address);
-        free((char *)s->req.rcpt[i].orcpt);
-    }
-    free((struct deliver_rcpt *)s->req.rcpt);
-    free((struct deliver_addr *)s->req.addrs);
-    util_blob_unref(s->req.body);
+    deliver_request_clear(&s->req);
     util_buf_free(&s->downgraded);
     free(s->decided);
     free(s->accepted_flag);

@@ -12,6 +12,9 @@
  *			deliver_done_fn *done, void *ctx)
  *	void	deliver_cancel(struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
+ *	void	deliver_request_copy(struct deliver_request *to,
+ *			const struct deliver_request *from)
+ *	void	deliver_request_clear(struct deliver_request *req)
  *
  *	struct deliver_cache *deliver_cache_create(struct event_base *base,
  *			const struct deliver_cache_params *p)
@@ -162,6 +165,11 @@
  *	by a delivery whose credentials for that server name the same
  *	user. The password stays in the table and is wiped from the
  *	buffers that carried it; the user name appears in no log line.
+ *
+ *	deliver_request_copy() makes a copy of a request that lives on its
+ *	own (strings, recipients, addresses and DANE records copied; the
+ *	body, TLS context and password table referenced), as deliver_start()
+ *	keeps its own; deliver_request_clear() frees such a copy.
  *
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
@@ -411,6 +419,9 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       deliver_done_fn *done, void *ctx);
 void deliver_cancel(struct deliver_session *s);
 void deliver_result_free(struct deliver_result *res);
+void deliver_request_copy(struct deliver_request *to,
+                          const struct deliver_request *from);
+void deliver_request_clear(struct deliver_request *req);
 
 struct deliver_cache *
 deliver_cache_create(struct event_base *base,
