@@ -121,6 +121,19 @@ void deliver_cache_free(struct deliver_cache *c)
     free(c);
 }
 
+void deliver_cache_drop(struct deliver_cache *c, const char *cache_key)
+{
+    size_t len = strlen(cache_key);
+    struct cached *e, *next;
+
+    /* the cache's keys are the request's, then "\n" and the session's */
+    for (e = TAILQ_FIRST(&c->list); e != NULL; e = next) {
+        next = TAILQ_NEXT(e, link);
+        if (strncmp(e->key, cache_key, len) == 0 && e->key[len] == '\n')
+            drop(e, 1);
+    }
+}
+
 size_t deliver_cache_count(const struct deliver_cache *c)
 {
     return c ? c->count : 0;

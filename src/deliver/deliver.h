@@ -23,6 +23,8 @@
  *	uint64_t deliver_cache_opened(const struct deliver_cache *c)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
+ *	void	deliver_cache_drop(struct deliver_cache *c,
+ *			const char *cache_key)
  *
  *	struct deliver_passwd *deliver_passwd_load(const char *param,
  *			const char *value, char *why, size_t whylen)
@@ -137,6 +139,9 @@
  *	deliver_cache_opened() counts the connections the sessions that
  *	use c have established (TCP or Unix, first TLS handshake or not),
  *	for the metrics.
+ *	deliver_cache_drop() closes, each with a QUIT, the idle connections
+ *	cached for requests with that cache_key (its scheduler has no more
+ *	use for them).
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -224,6 +229,7 @@ enum deliver_status {
 
 struct deliver_addr {
     char host[256]; /* the exchanger's name, for relay= and reasons */
+    int pref;       /* its MX preference (0: a host), for schedulers */
     struct sockaddr_storage sa;
     socklen_t salen;
 };
@@ -431,6 +437,7 @@ size_t deliver_cache_count(const struct deliver_cache *c);
 uint64_t deliver_cache_opened(const struct deliver_cache *c);
 void deliver_cache_params_set(struct deliver_cache *c,
                               const struct deliver_cache_params *p);
+void deliver_cache_drop(struct deliver_cache *c, const char *cache_key);
 
 struct deliver_log_entry {
     const char *queue_id;

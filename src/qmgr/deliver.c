@@ -11,7 +11,8 @@
  *	and sets the timer for core/'s next event. A delivery resolves its
  *	destination (MX or host) unless the route needs none, runs the
  *	agent, records each recipient's outcome and tells core/ the hop
- *	status. The agent keeps its connection for the next delivery when
+ *	status; under Finch's scheduler (finch.c) the job goes to the
+ *	connection that chooses. The agent keeps its connection for the next delivery when
  *	core/ says the destination's mail comes back to back (on-demand
  *	caching) or the next hop is one of
  *	smtp_connection_cache_destinations. qm_delivery_free() forgets a delivery (the caller has
@@ -30,6 +31,7 @@
 
 void qm_delivery_free(struct qm_delivery *d)
 {
+    qm_finch_forget(d);
     LIST_REMOVE(d, link);
     d->m->deliveries--;
     qm_message_body_idle(d->m);
@@ -48,7 +50,7 @@ static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
     qm_dest_release(cq);
 }
 
-static void delivery_done(void *ctx, struct deliver_result *res)
+void qm_delivery_done(void *ctx, struct deliver_result *res)
 {
     struct qm_delivery *d = ctx;
     struct qmgr *q = d->q;
@@ -58,6 +60,11 @@ static void delivery_done(void *ctx, struct deliver_result *res)
     char tls[256];
 
     d->session = NULL;
+    if (qm_finch_done(d, res)) {
+        /* Finch placed the job on another host: nothing to say yet */
+        deliver_result_free(res);
+        return;
+    }
     qm_tls_log(q, d->dest->route.transport, res);
     qm_sasl_log(q, m->id, res);
     qm_sts_report(d, res);
@@ -90,6 +97,17 @@ static void delivery_done(void *ctx, struct deliver_result *res)
                             res->hop_reason);
     }
     deliver_result_free(res);
+    qm_delivery_free(d);
+    qm_dispatch(q);
+}
+
+/* Every recipient of d deferred, the destination's failure. */
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why)
+{
+    struct qmgr *q = d->q;
+
+    qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, dsn, why, "none");
+    delivery_entry_done(d, CORE_HOP_FAIL, why);
     qm_delivery_free(d);
     qm_dispatch(q);
 }
@@ -219,7 +237,10 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
         req.cache_limits = set.cache;
         req.cache_store = d->cache_store || delivery_cache_always(r, &set);
     }
-    d->session = deliver_start(q->base, &req, delivery_done, d);
+    if (req.naddrs > 0 && qm_finch_applies(q, r))
+        qm_finch_start(d, &req); /* d may be gone after this */
+    else
+        d->session = deliver_start(q->base, &req, qm_delivery_done, d);
     free(rcpt);
     free(addrs);
 }

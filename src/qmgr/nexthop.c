@@ -51,6 +51,7 @@ size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
 
             memset(a, 0, sizeof(*a));
             snprintf(a->host, sizeof(a->host), "%s", host->name);
+            a->pref = host->pref;
             memcpy(&a->sa, &host->addr[i].sa, host->addr[i].salen);
             a->salen = host->addr[i].salen;
             set_port(a, port);

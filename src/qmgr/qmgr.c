@@ -141,6 +141,7 @@ static void scan_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     qm_dest_sweep(q);
     qm_expire_sweep(q);
+    qm_finch_gc(q);
     qm_feed_ask(q, 0);
 }
 
@@ -198,6 +199,8 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     q->log_ctx = ctx;
     TAILQ_INIT(&q->msgs);
     LIST_INIT(&q->deliveries);
+    LIST_INIT(&q->workers);
+    TAILQ_INIT(&q->finch_wait);
     q->core = core_create(&cb, q);
     q->inbox = qmgr_inbox_create(base);
     q->cache = deliver_cache_create(base, &cp);
@@ -342,6 +345,7 @@ void qmgr_free(struct qmgr *q)
         core_free(q->core);
     }
     qm_metrics_free(q);
+    qm_finch_free(q);
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         qm_message_free(m);

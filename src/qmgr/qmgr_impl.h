@@ -84,6 +84,11 @@ struct qm_delivery {
     struct deliver_session *session;
     int dns_wait;
     int cache_store;           /* keep the connection: more is coming */
+    struct qm_worker *worker;  /* Finch: the connection it went to */
+    struct deliver_request *finch_req; /* Finch: the job, for a retry */
+    int finch_tries;                   /* Finch: hosts tried */
+    int waiting;                       /* Finch: waiting for a worker */
+    TAILQ_ENTRY(qm_delivery) wait_link;
     size_t line_limit;         /* smtp_line_length_limit it was sent with */
     enum deliver_sts sts_mode; /* the recipient domain's MTA-STS policy */
     struct sts_policy sts;     /* its copy, when sts_mode is not none */
@@ -130,6 +135,10 @@ struct qmgr {
     long records;       /* recipient records held in batches */
     struct qmgr_stats stats;
     struct qm_tstats *tstats; /* per transport, for the metrics */
+    struct core_destdb *destdb; /* Finch's, made at its first use */
+    LIST_HEAD(, qm_worker) workers;        /* Finch's connections */
+    TAILQ_HEAD(, qm_delivery) finch_wait;  /* jobs waiting for one */
+    uint64_t worker_next;
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -147,6 +156,19 @@ void qm_log(struct qmgr *q, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
                ...) __attribute__((format(printf, 4, 5)));
+
+/* deliver.c */
+void qm_delivery_done(void *ctx, struct deliver_result *res);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
+                       const char *why);
+
+/* finch.c */
+int qm_finch_applies(const struct qmgr *q, const struct route_result *r);
+void qm_finch_start(struct qm_delivery *d, const struct deliver_request *req);
+int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res);
+void qm_finch_forget(struct qm_delivery *d);
+void qm_finch_gc(struct qmgr *q);
+void qm_finch_free(struct qmgr *q);
 
 /* feed.c */
 void qm_feed_ask(struct qmgr *q, long delay_us);

@@ -131,6 +131,9 @@ static const struct {
     {"smtpd_staging_threshold", 1048576},
     {"smtpd_forbid_bare_newline_reject_code", 550},
     {"smtp_mta_sts_max_policy_size", 65536},
+    {"smtp_connection_backlog_threshold", 4},
+    {"max_message_concurrency", 20},
+    {"scale_max_concurrency", 10},
 };
 
 static const struct {
@@ -139,6 +142,9 @@ static const struct {
     char unit;
 } time_defaults[] = {
     {"default_destination_rate_delay", 0, 's'},
+    {"smtp_active_connection_max_age", 300000, 's'},
+    {"smtp_idle_connection_max_age", 2000, 's'},
+    {"destdb_record_lifetime", 300000, 's'},
     {"default_transport_rate_delay", 0, 's'},
     {"default_recipient_refill_delay", 5000, 's'},
     {"transport_retry_time", 60000, 's'},
@@ -259,6 +265,12 @@ static const struct {
     {"default_process_limit", "_process_limit"},
     {"concurrency_feedback_rounding", "_concurrency_feedback_rounding"},
     {"default_scheduler", "_scheduler"},
+    {"default_delivery_scheduler", "_delivery_scheduler"},
+    {"smtp_connection_backlog_threshold", "_connection_backlog_threshold"},
+    {"smtp_active_connection_max_age", "_active_connection_max_age"},
+    {"smtp_idle_connection_max_age", "_idle_connection_max_age"},
+    {"max_message_concurrency", "_max_message_concurrency"},
+    {"scale_max_concurrency", "_scale_max_concurrency"},
     {"smtp_connection_cache_on_demand", "_connection_cache_on_demand"},
     {"smtp_connection_cache_destinations", "_connection_cache_destinations"},
     {"smtp_connection_cache_time_limit", "_connection_cache_time_limit"},
@@ -301,6 +313,7 @@ static void test_table_has_every_parameter(void **state)
         "smtp_connection_cache_on_demand",
         "concurrency_feedback_rounding",
         "default_scheduler",
+        "default_delivery_scheduler",
         "always_add_missing_headers",
         "smtpd_per_record_deadline",
         "smtpd_forbid_bare_newline",
@@ -350,9 +363,10 @@ static void test_table_has_every_parameter(void **state)
      * lists (decisions 70 to 74); the connection cache's list
      * (smtp_connection_cache_destinations); the SMTP server's client
      * names: 1 boolean and 1 time (decision 84); smtputf8_enable
-     * (decision 85).
+     * (decision 85); Finch's scheduler: 1 choice, 3 integers and 3
+     * times (decisions 93 and 94).
      */
-    assert_int_equal(conf_param_count, 143);
+    assert_int_equal(conf_param_count, 150);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -738,6 +752,8 @@ static void test_suffixes_unambiguous(void **state)
         "smtpd_recipient_limit ends _recipient_limit",
         "smtpd_tls_security_level ends _tls_security_level",
         "smtpd_sasl_auth_enable ends _sasl_auth_enable",
+        "_delivery_scheduler ends _scheduler",
+        "default_delivery_scheduler ends _scheduler",
     };
     char found[NELEM(expected) + 1][128];
     const char *a;
@@ -791,6 +807,30 @@ static void test_global_name_matches_first(void **state)
     assert_int_equal(
         conf_int(conf, "qmgr_message", CONF_default_recipient_limit), 20000);
     assert_int_equal(conf_override_count(conf), 0);
+}
+
+/*
+ * Issue 19: "smtp_delivery_scheduler parses as the _scheduler job policy
+ * of a transport named smtp_delivery: the longest known suffix must win".
+ */
+static void test_delivery_scheduler_suffix(void **state)
+{
+    struct conf *conf = *state;
+    struct conf_info info;
+
+    assert_int_equal(conf_lookup(conf, "smtp_delivery_scheduler", &info), 0);
+    assert_int_equal(info.is_override, 1);
+    assert_string_equal(info.def->name, "default_delivery_scheduler");
+    set_ok(conf, "smtp_delivery_scheduler", "finch");
+    assert_string_equal(conf_str(conf, "smtp", CONF_default_delivery_scheduler),
+                        "finch");
+    assert_string_equal(
+        conf_str(conf, "relay", CONF_default_delivery_scheduler), "postfix");
+    assert_string_equal(conf_str(conf, "smtp", CONF_default_scheduler),
+                        "preemptive");
+    set_fails(conf, "relay_delivery_scheduler", "zmailer",
+              "relay_delivery_scheduler: bad value \"zmailer\": expected "
+              "one of: postfix, finch");
 }
 
 static void test_override_name_syntax(void **state)
@@ -1488,6 +1528,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test(test_suffixes_unambiguous),
         cmocka_unit_test_setup_teardown(test_global_name_matches_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delivery_scheduler_suffix, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_override_name_syntax, setup,
                                         teardown),

@@ -3,7 +3,8 @@
 Usage:
     python3 tests/integration/lib/count_sink.py --stats FILE [options] PORT...
 
-Listens on 127.0.0.1:PORT for every PORT given and speaks just enough
+Listens on 127.0.0.1:PORT (or --listen's address) for every PORT given
+and speaks just enough
 ESMTP for sluice's client: the 220 greeting, EHLO (PIPELINING, 8BITMIME,
 SIZE) or HELO, MAIL, RCPT, DATA with a dot-terminated body, RSET, NOOP,
 QUIT. Pipelined commands are answered one by one, in the order they sit
@@ -37,6 +38,12 @@ Options:
                         the server's idle-timeout reply had crossed that
                         command on the wire (the connection counts as an
                         idle close when the timeout passes)
+    --listen ADDR       the loopback address to listen on (default
+                        127.0.0.1), so that several receivers can share a
+                        port as the MX hosts of one domain do
+    --close-after N     close a connection, without a word, after the reply
+                        to its Nth message (what the client sent after it,
+                        pipelined or not, is lost with it)
     --greeting TEXT     answer every connection with TEXT (e.g. "421 4.3.2
                         service not available") instead of the 220 greeting,
                         then close it: a site where nothing can be delivered
@@ -126,6 +133,7 @@ class Sink:
     async def converse(self, c, reader, writer):
         """The command loop; returns when the connection should close."""
         rcpts = 0
+        taken = 0
         in_mail = False
 
         def end_mail():
@@ -181,6 +189,10 @@ class Sink:
                     end_mail()
                     self.write_stats()
                     writer.write(b"250 2.0.0 Ok: queued as %d\r\n" % serial)
+                    taken += 1
+                    if self.opts.close_after and taken >= self.opts.close_after:
+                        await writer.drain()
+                        return
                 elif verb == b"RSET":
                     end_mail()
                     self.write_stats()
@@ -247,7 +259,7 @@ async def main(opts):
         def handler(reader, writer, port=port):
             return sink.session(port, reader, writer)
 
-        servers.append(await asyncio.start_server(handler, "127.0.0.1", port))
+        servers.append(await asyncio.start_server(handler, opts.listen, port))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -268,6 +280,8 @@ def parse_args(argv):
     p.add_argument("--idle-reply", default="")
     p.add_argument("--idle-crossing", default="")
     p.add_argument("--greeting", default="")
+    p.add_argument("--listen", default="127.0.0.1")
+    p.add_argument("--close-after", type=int, default=0)
     p.add_argument("ports", nargs="+", type=int)
     return p.parse_args(argv)
 
