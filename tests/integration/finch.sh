@@ -6,7 +6,9 @@
 # 4,000 messages through the SMTP server must spread over them ("If there
 # are destinations on its unused list the job should pick one at random
 # ... thereby spreading our load onto a part of the destination cluster we
-# haven't used yet"): every host between 15 and 35 %, every message once,
+# haven't used yet"), the connections aged out after a second ("We want
+# to close active connections after a time to spread load around even
+# when it is low"): every host between 15 and 35 %, every message once,
 # fewer connections than messages (jobs queue on connections). dead.test
 # has four exchangers, one answering every connection with 421: everything
 # is delivered by the other three, and the bad host is tried no more often
@@ -80,6 +82,7 @@ d=$tmp/run
 sluiced_start "$d" "smtpd_listen = 127.0.0.1:$smtpd_port
 dns_servers = 127.0.0.1:$dns_port
 smtp_delivery_scheduler = finch
+smtp_active_connection_max_age = 1s
 queue_run_delay = 1s
 minimal_backoff_time = 300s
 maximal_backoff_time = 300s" ||
