@@ -391,8 +391,8 @@ static void multipart_start(struct util_buf *out, const char *subtype,
 static void delimiter(struct util_buf *out, const struct smtp_compose *c,
                       int tag, int first, int close)
 {
-    util_buf_printf(out, "%s--%s_%c%s\r\n", first ? "" : "\r\n",
-                    c->boundary, tag, close ? "--" : "");
+    util_buf_printf(out, "%s--%s_%c%s\r\n", first ? "" : "\r\n", c->boundary,
+                    tag, close ? "--" : "");
 }
 
 static void alternative(struct util_buf *out, const struct smtp_compose *c)
