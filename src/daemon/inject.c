@@ -15,8 +15,9 @@
  *	force when a request comes (a reload replaces it), store() each
  *	message, which the daemon signs as it does a local submission
  *	(DKIM) and hands to the group commit, calling done once it is
- *	durable or refused. The token file's its first line is the bearer token a request must carry
- *	("Authorization: Bearer TOKEN", compared in constant time); a
+ *	durable or refused. The token file's first line is the bearer
+ *	token a request must carry ("Authorization: Bearer TOKEN",
+ *	compared in constant time); a
  *	file that cannot be read, or whose token is shorter than 16
  *	bytes, makes it return -1 with the reason.
  *
@@ -29,16 +30,20 @@
  *	     "content": "From: ...\r\nSubject: Hello {{ name }}\r\n\r\n..."}
  *
  *	envelope_sender ("" for the null sender), recipients (1 to
- *	smtpd_recipient_limit, each with email and optional substitutions)
- *	and content (an RFC 5322 message; LF or CRLF) are required;
- *	substitutions are optional. Any other field, anywhere, is refused.
- *	In content, "{{ NAME }}" (NAME of letters, digits, "_", "-", ".")
- *	is replaced by the recipient's substitution of that name, else the
- *	request's; one with neither is refused; values are strings of one
- *	line. Without any "{{ NAME }}" the message goes once to every
- *	recipient; with them, one message per recipient. Each message is
- *	completed as a local submission is (Date, Message-ID, From from
- *	the envelope sender when missing) and bounded by message_size_limit.
+ *	smtpd_recipient_limit, each with email, an optional name and
+ *	optional substitutions) and content are required; substitutions
+ *	are optional. Any other field, anywhere, is refused. content is
+ *	an RFC 5322 message (LF or CRLF), or an object describing one,
+ *	KumoMTA's structured content (inject_content.c): then each
+ *	recipient gets a MIME message of its own, with its To: field.
+ *	"{{ NAME }}" (template.c) is replaced by the recipient's
+ *	substitution of that name, its email or name ("email", "name"),
+ *	else the request's substitution; one found nowhere is refused;
+ *	values are strings of one line. A message given as a string
+ *	without any "{{ NAME }}" goes once to every recipient; with them,
+ *	one message per recipient. Each message is completed as a local
+ *	submission is (Date, Message-ID, From from the envelope sender
+ *	when missing) and bounded by message_size_limit.
  *
  *	The answer comes once every message is durable in the spool: 200
  *	with {"queue_ids": [...], "recipients": N}; 400 with {"error":
