@@ -1,8 +1,8 @@
 # shellcheck shell=sh
 # bench/lib.sh: what the benchmark scripts (postfix_deliver.sh, drain.sh,
-# list.sh, sendmail_inject.sh, smtpd_accept.sh, tls_relay.sh) share;
-# sourced, not run, after the script has set NAME (the word its messages
-# start with) and before it parses its options.
+# list.sh, sendmail_inject.sh, smtpd_accept.sh, tls_relay.sh,
+# inject_http.sh) share; sourced, not run, after the script has set NAME
+# (the word its messages start with) and before it parses its options.
 #
 #   die MESSAGE...              "NAME: MESSAGE" on stderr, exit 1
 #   is_count WORD               WORD is a whole number above 0

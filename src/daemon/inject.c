@@ -15,8 +15,9 @@
  *	force when a request comes (a reload replaces it), store() each
  *	message, which the daemon signs as it does a local submission
  *	(DKIM) and hands to the group commit, calling done once it is
- *	durable or refused. The token file's its first line is the bearer token a request must carry
- *	("Authorization: Bearer TOKEN", compared in constant time); a
+ *	durable or refused. The token file's first line is the bearer
+ *	token a request must carry ("Authorization: Bearer TOKEN",
+ *	compared in constant time); a
  *	file that cannot be read, or whose token is shorter than 16
  *	bytes, makes it return -1 with the reason.
  *
@@ -29,16 +30,20 @@
  *	     "content": "From: ...\r\nSubject: Hello {{ name }}\r\n\r\n..."}
  *
  *	envelope_sender ("" for the null sender), recipients (1 to
- *	smtpd_recipient_limit, each with email and optional substitutions)
- *	and content (an RFC 5322 message; LF or CRLF) are required;
- *	substitutions are optional. Any other field, anywhere, is refused.
- *	In content, "{{ NAME }}" (NAME of letters, digits, "_", "-", ".")
- *	is replaced by the recipient's substitution of that name, else the
- *	request's; one with neither is refused; values are strings of one
- *	line. Without any "{{ NAME }}" the message goes once to every
- *	recipient; with them, one message per recipient. Each message is
- *	completed as a local submission is (Date, Message-ID, From from
- *	the envelope sender when missing) and bounded by message_size_limit.
+ *	smtpd_recipient_limit, each with email, an optional name and
+ *	optional substitutions) and content are required; substitutions
+ *	are optional. Any other field, anywhere, is refused. content is
+ *	an RFC 5322 message (LF or CRLF), or an object describing one,
+ *	KumoMTA's structured content (inject_content.c): then each
+ *	recipient gets a MIME message of its own, with its To: field.
+ *	"{{ NAME }}" (template.c) is replaced by the recipient's
+ *	substitution of that name, its email or name ("email", "name"),
+ *	else the request's substitution; one found nowhere is refused;
+ *	values are strings of one line. A message given as a string
+ *	without any "{{ NAME }}" goes once to every recipient; with them,
+ *	one message per recipient. Each message is completed as a local
+ *	submission is (Date, Message-ID, From from the envelope sender
+ *	when missing) and bounded by message_size_limit.
  *
  *	The answer comes once every message is durable in the spool: 200
  *	with {"queue_ids": [...], "recipients": N}; 400 with {"error":
@@ -52,6 +57,7 @@
 
 #include "conf/conf.h"
 #include "daemon/daemon.h"
+#include "daemon/inject_impl.h"
 #include "ingress/ingress.h"
 #include "ops/ops.h"
 #include "qmgr/qmgr.h"
@@ -148,67 +154,6 @@ static int substitutions_check(const struct util_json *v, char *why,
         }
     }
     return 0;
-}
-
-static int name_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-}
-
-/*
- * The next "{{ NAME }}" in text from p: its start in *at, its end in
- * *end, its name in name; 0 when there is none.
- */
-static int next_variable(const char *p, const char **at, const char **end,
-                         char *name, size_t len)
-{
-    for (; (p = strstr(p, "{{")) != NULL; p += 2) {
-        const char *q = p + 2, *n;
-        size_t nl;
-
-        while (*q == ' ')
-            q++;
-        for (n = q; name_char(*q); q++)
-            ;
-        nl = (size_t)(q - n);
-        while (*q == ' ')
-            q++;
-        if (nl == 0 || nl >= len || q[0] != '}' || q[1] != '}')
-            continue;
-        memcpy(name, n, nl);
-        name[nl] = 0;
-        *at = p;
-        *end = q + 2;
-        return 1;
-    }
-    return 0;
-}
-
-/* content with every variable replaced; NULL with why for a missing one. */
-static char *expand(const char *content, const struct util_json *mine,
-                    const struct util_json *all, char *why, size_t whylen)
-{
-    struct util_buf b = UTIL_BUF_INIT;
-    const char *p = content, *at, *end;
-    char name[128];
-
-    while (next_variable(p, &at, &end, name, sizeof(name))) {
-        const struct util_json *v = util_json_get(mine, name);
-
-        if (v == NULL)
-            v = util_json_get(all, name);
-        if (v == NULL) {
-            snprintf(why, whylen, "no substitution for {{ %s }}", name);
-            util_buf_free(&b);
-            return NULL;
-        }
-        util_buf_add(&b, p, (size_t)(at - p));
-        util_buf_add(&b, v->string, v->length);
-        p = end;
-    }
-    util_buf_puts(&b, p);
-    return b.data ? util_buf_take(&b) : xstrdup("");
 }
 
 /* A Message-ID token: random, hex. */
@@ -309,13 +254,44 @@ static void message_stored(void *ctx, int status, const char *id,
         call_answer(ic);
 }
 
+/* A recipient, checked: the where is "recipient N"; -1 with why. */
+static int recipient_check(const struct util_json *r, const char *where,
+                           char *why, size_t whylen)
+{
+    static const char *const fields[] = {"email", "name", "substitutions",
+                                         NULL};
+    const struct util_json *email = util_json_get(r, "email");
+    const struct util_json *name = util_json_get(r, "name");
+
+    if (r->type != UTIL_JSON_OBJECT) {
+        snprintf(why, whylen, "%s must be an object", where);
+        return -1;
+    }
+    if (fields_only(r, where, fields, why, whylen) < 0)
+        return -1;
+    if (email == NULL || email->type != UTIL_JSON_STRING ||
+        !smtp_address_valid(email->string) ||
+        strchr(email->string, '@') == NULL) {
+        snprintf(why, whylen, "%s: email must be an address", where);
+        return -1;
+    }
+    if (name != NULL && (name->type != UTIL_JSON_STRING || name->length > 200 ||
+                         strpbrk(name->string, "\r\n\t") != NULL)) {
+        snprintf(why, whylen,
+                 "%s: name must be a string of one line of at most 200 "
+                 "bytes",
+                 where);
+        return -1;
+    }
+    return substitutions_check(util_json_get(r, "substitutions"), why, whylen);
+}
+
 /* The request, checked; -1 with why. */
 static int request_check(const struct conf *conf, const struct util_json *req,
                          char *why, size_t whylen)
 {
     static const char *const top[] = {"envelope_sender", "recipients",
                                       "substitutions", "content", NULL};
-    static const char *const rcpt_fields[] = {"email", "substitutions", NULL};
     const struct util_json *sender = util_json_get(req, "envelope_sender");
     const struct util_json *rcpts = util_json_get(req, "recipients");
     const struct util_json *content = util_json_get(req, "content");
@@ -334,9 +310,11 @@ static int request_check(const struct conf *conf, const struct util_json *req,
         snprintf(why, whylen, "envelope_sender must be an address or \"\"");
         return -1;
     }
-    if (content == NULL || content->type != UTIL_JSON_STRING ||
-        content->length == 0) {
-        snprintf(why, whylen, "content must be a message (a string)");
+    if (content == NULL ||
+        (content->type != UTIL_JSON_OBJECT &&
+         (content->type != UTIL_JSON_STRING || content->length == 0))) {
+        snprintf(why, whylen,
+                 "content must be a message (a string) or an object");
         return -1;
     }
     if (rcpts == NULL || rcpts->type != UTIL_JSON_ARRAY || rcpts->count == 0 ||
@@ -346,27 +324,92 @@ static int request_check(const struct conf *conf, const struct util_json *req,
         return -1;
     }
     for (size_t i = 0; i < rcpts->count; i++) {
-        const struct util_json *r = rcpts->items[i];
-        const struct util_json *email = util_json_get(r, "email");
         char where[64];
 
         snprintf(where, sizeof(where), "recipient %zu", i + 1);
-        if (r->type != UTIL_JSON_OBJECT ||
-            fields_only(r, where, rcpt_fields, why, whylen) < 0) {
-            if (r->type != UTIL_JSON_OBJECT)
-                snprintf(why, whylen, "%s must be an object", where);
-            return -1;
-        }
-        if (email == NULL || email->type != UTIL_JSON_STRING ||
-            !smtp_address_valid(email->string) ||
-            strchr(email->string, '@') == NULL) {
-            snprintf(why, whylen, "%s: email must be an address", where);
-            return -1;
-        }
-        if (substitutions_check(util_json_get(r, "substitutions"), why,
-                                whylen) < 0)
+        if (recipient_check(rcpts->items[i], where, why, whylen) < 0)
             return -1;
     }
+    return 0;
+}
+
+/* Recipient i's variables. */
+static struct inject_vars vars_of(const struct util_json *req, size_t i)
+{
+    const struct util_json *r = util_json_get(req, "recipients")->items[i];
+    const struct util_json *name = util_json_get(r, "name");
+
+    return (struct inject_vars){
+        util_json_get(r, "substitutions"), util_json_get(r, "email")->string,
+        name ? name->string : NULL, util_json_get(req, "substitutions")};
+}
+
+/* A MIME boundary: "=_" and a random token. */
+static void boundary_make(char *buf, size_t len)
+{
+    unsigned char r[12];
+
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+        memset(r, 0x5a, sizeof(r));
+    snprintf(buf, len, "=_sluice_");
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%02x", r[i]);
+}
+
+/* Recipient i's text of the request's content (malloc'd); NULL with why. */
+static char *text_of(const struct util_json *req,
+                     const struct inject_content *built, size_t i, char *why,
+                     size_t whylen)
+{
+    const struct util_json *content = util_json_get(req, "content");
+    struct inject_vars v = vars_of(req, i);
+    char boundary[64];
+
+    if (built == NULL)
+        return inject_template_expand(content->string, &v, 0, why, whylen);
+    boundary_make(boundary, sizeof(boundary));
+    return inject_content_build(built, &v, boundary, why, whylen);
+}
+
+/*
+ * The request's messages in msgs (*n of them): one for all recipients
+ * when the content is a message without variables, else one each;
+ * -1 with why, nothing made.
+ */
+static int messages_make(const struct conf *conf, const struct util_json *req,
+                         struct spool_msg **msgs, size_t *n, char *why,
+                         size_t whylen)
+{
+    const char *sender = util_json_get(req, "envelope_sender")->string;
+    const struct util_json *content = util_json_get(req, "content");
+    const struct util_json *rcpts = util_json_get(req, "recipients");
+    struct inject_content *built = NULL;
+    size_t per = rcpts->count;
+
+    if (content->type == UTIL_JSON_OBJECT) {
+        if ((built = inject_content_create(content, why, whylen)) == NULL)
+            return -1;
+        per = 1; /* To: names each recipient, as KumoMTA's builder does */
+    } else if (inject_template_has_variables(content->string)) {
+        per = 1;
+    }
+    for (*n = 0; *n * per < rcpts->count; (*n)++) {
+        size_t i = *n * per;
+        char *text = per == 1 ? text_of(req, built, i, why, whylen)
+                              : xstrdup(content->string);
+
+        if (text == NULL ||
+            (msgs[*n] = message_make(conf, sender, text, rcpts, i, per, why,
+                                     whylen)) == NULL) {
+            free(text);
+            while (*n > 0)
+                spool_msg_free(msgs[--*n]);
+            inject_content_free(built);
+            return -1;
+        }
+        free(text);
+    }
+    inject_content_free(built);
     return 0;
 }
 
@@ -378,10 +421,9 @@ static void inject_call(void *ctx, struct ops_http_call *c)
     struct util_json *req;
     struct spool_msg **msgs = NULL;
     struct inject_call *ic;
-    const struct util_json *rcpts, *all;
-    const char *body, *sender, *content, *at, *end;
-    char why[512], name[128], peer[64], origin[SMTP_ADDRESS_MAX + 96];
-    size_t len, n = 0, per;
+    const char *body;
+    char why[512], peer[64], origin[SMTP_ADDRESS_MAX + 96];
+    size_t len, n = 0;
 
     if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 ||
         !token_equal(auth + 7, in->token)) {
@@ -390,47 +432,23 @@ static void inject_call(void *ctx, struct ops_http_call *c)
     }
     body = ops_http_call_body(c, &len);
     if ((req = util_json_parse(body, len, why, sizeof(why))) == NULL ||
-        request_check(conf, req, why, sizeof(why)) < 0) {
+        request_check(conf, req, why, sizeof(why)) < 0 ||
+        (msgs = xcalloc(util_json_get(req, "recipients")->count + 1,
+                        sizeof(*msgs)),
+         messages_make(conf, req, msgs, &n, why, sizeof(why))) < 0) {
+        free(msgs);
         util_json_free(req);
         reply_error(c, 400, why);
         return;
-    }
-    sender = util_json_get(req, "envelope_sender")->string;
-    content = util_json_get(req, "content")->string;
-    rcpts = util_json_get(req, "recipients");
-    all = util_json_get(req, "substitutions");
-    /* One message for all, or one per recipient when it has variables. */
-    per = next_variable(content, &at, &end, name, sizeof(name)) ? 1
-                                                                : rcpts->count;
-    msgs = xcalloc(rcpts->count / per + 1, sizeof(*msgs));
-    for (size_t i = 0; i < rcpts->count; i += per) {
-        char *text =
-            per == 1 ? expand(content,
-                              util_json_get(rcpts->items[i], "substitutions"),
-                              all, why, sizeof(why))
-                     : xstrdup(content);
-
-        if (text == NULL ||
-            (msgs[n] = message_make(conf, sender, text, rcpts, i, per, why,
-                                    sizeof(why))) == NULL) {
-            free(text);
-            for (size_t k = 0; k < n; k++)
-                spool_msg_free(msgs[k]);
-            free(msgs);
-            util_json_free(req);
-            reply_error(c, 400, why);
-            return;
-        }
-        free(text);
-        n++;
     }
     /* Everything is acceptable: store it all, answer when it is durable. */
     ic = xcalloc(1, sizeof(*ic));
     ic->call = c;
     ic->pending = 1; /* this function's own, until every submit is made */
-    ic->recipients = (long)rcpts->count;
+    ic->recipients = (long)util_json_get(req, "recipients")->count;
     snprintf(origin, sizeof(origin), "http=%s from=<%s>",
-             ops_http_call_peer(c, peer, sizeof(peer)), sender);
+             ops_http_call_peer(c, peer, sizeof(peer)),
+             util_json_get(req, "envelope_sender")->string);
     for (size_t k = 0; k < n; k++) {
         ic->pending++;
         in->ops.store(in->ops.ctx, msgs[k], origin, message_stored, ic);

@@ -41,6 +41,15 @@
  *	int	smtp_mime_downgrade(const char *in, size_t len,
  *			struct util_buf *out)
  *
+ *	void	smtp_compose_field(struct util_buf *out, const char *name,
+ *			const char *value)
+ *	void	smtp_compose_mailbox(struct util_buf *out, const char *name,
+ *			const char *display, const char *address)
+ *	void	smtp_compose_body(struct util_buf *out,
+ *			const struct smtp_compose *c)
+ *	int	smtp_compose_type_valid(const char *content_type)
+ *	int	smtp_compose_id_valid(const char *content_id)
+ *
  *	int	smtp_node_set(struct smtp_node *n, const char *domain,
  *			int subdomains)
  *	int	smtp_node_parse(struct smtp_node *n, const char *text)
@@ -76,7 +85,9 @@
  *	chunks, with the smuggling defence (data.c, described there); the
  *	node of an ETRN or a flush, a domain with or without its
  *	subdomains (node.c, described there); 8-bit MIME content made 7-bit
- *	for a server without 8BITMIME (mime.c, described there); the SMTP
+ *	for a server without 8BITMIME (mime.c, described there); a MIME
+ *	message built from a text, an HTML text and attachments, with its
+ *	header fields encoded and folded (compose.c, described there); the SMTP
  *	AUTH mechanisms an EHLO offers, PLAIN's response and a 334
  *	challenge decoded (auth.c, described there); well-formed UTF-8 and
  *	what needs SMTPUTF8 (utf8.c, described there).
@@ -206,6 +217,34 @@ void smtp_stuff_end(struct smtp_stuffer *st, smtp_emit_fn *emit, void *ctx);
 
 struct util_buf;
 int smtp_mime_downgrade(const char *in, size_t len, struct util_buf *out);
+
+/* A MIME message from its parts (compose.c). */
+#define SMTP_COMPOSE_TYPE_MAX 200 /* bytes of a Content-Type value */
+#define SMTP_COMPOSE_ID_MAX   200 /* bytes of a Content-ID, without <> */
+
+struct smtp_attachment {
+    const unsigned char *data;
+    size_t len;
+    const char *content_type; /* smtp_compose_type_valid() */
+    const char *file_name;    /* UTF-8, or NULL */
+    const char *content_id;   /* without <>; NULL: not inline */
+};
+
+struct smtp_compose {
+    const char *text; /* text/plain, UTF-8; NULL: none */
+    const char *html; /* text/html, UTF-8; NULL: none */
+    const struct smtp_attachment *att;
+    size_t natt;
+    const char *boundary; /* "=_" and a random token */
+};
+
+void smtp_compose_field(struct util_buf *out, const char *name,
+                        const char *value);
+void smtp_compose_mailbox(struct util_buf *out, const char *name,
+                          const char *display, const char *address);
+void smtp_compose_body(struct util_buf *out, const struct smtp_compose *c);
+int smtp_compose_type_valid(const char *content_type);
+int smtp_compose_id_valid(const char *content_id);
 
 /* "Sun, 22 Nov 2026 03:30:00 +0100" and its NUL fit in this. */
 #define SMTP_DATE_MAX 40
