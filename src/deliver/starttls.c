@@ -54,7 +54,10 @@
  *	nexthop the request's next hop, dot-nexthop the same with a dot
  *	before it) and computes the two cache keys: connections made under
  *	one TLS policy are cached apart from those of another, and within
- *	a policy those in TLS apart from those in plaintext;
+ *	a policy those in TLS apart from those in plaintext (at none, may
+ *	and encrypt without MTA-STS, where no name is checked, the next
+ *	hop and the names to match are not part of the policy, so that
+ *	domains sharing an exchanger share its connections);
  *	starttls_out_cache_key() gives the one for a connection's state. A
  *	delivery at may or dane takes a cached TLS connection before a
  *	plaintext one; at an enforcing level only a TLS one; at none only
@@ -210,11 +213,22 @@ void starttls_out_init(struct deliver_session *s)
     const struct deliver_tls *t = &s->req.tls;
     char ident[1400];
 
-    /* Everything a connection was checked against, for the keys. */
-    snprintf(ident, sizeof(ident), "%s|%s|%s|%s|%d|%d|%s|sts%d",
-             tls_level_name(t->ctx ? t->level : TLS_LEV_NONE), t->match,
-             t->servername, t->nexthop, t->min_version, t->max_version,
-             t->ciphers, (int)t->sts);
+    enum tls_level level = t->ctx ? t->level : TLS_LEV_NONE;
+
+    /*
+     * Everything a connection was checked against, for the keys. At the
+     * levels that check no name (none, may, encrypt) and without an
+     * MTA-STS policy, the names to match and the next hop play no part:
+     * a connection to a host may then carry mail for every domain whose
+     * exchanger it is, as the reference's connections do.
+     */
+    if (level <= TLS_LEV_ENCRYPT && t->sts == DELIVER_STS_NONE)
+        snprintf(ident, sizeof(ident), "%s|%s|%d|%d|%s", tls_level_name(level),
+                 t->servername, t->min_version, t->max_version, t->ciphers);
+    else
+        snprintf(ident, sizeof(ident), "%s|%s|%s|%s|%d|%d|%s|sts%d",
+                 tls_level_name(level), t->match, t->servername, t->nexthop,
+                 t->min_version, t->max_version, t->ciphers, (int)t->sts);
     s->tls_ident = xstrdup(ident);
     if (s->req.cache_key) {
         size_t n = strlen(s->req.cache_key) + strlen(ident) + 16;

@@ -427,7 +427,8 @@ static void reuse_done_cb(void *ctx, struct deliver_result *res)
 /* The transport's cache limits a request brings (zero: the cache's). */
 static struct deliver_cache_params req_limits;
 
-static int reuse_store = 1; /* the requests' cache_store */
+static int reuse_store = 1;                  /* the requests' cache_store */
+static const char *reuse_nexthop = "x.test"; /* and their TLS next hop */
 
 static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              struct deliver_cache *cache)
@@ -448,6 +449,8 @@ static struct deliver_result *deliver_cached(const struct deliver_addr *a,
     req.cache = cache;
     req.cache_key = "smtp:x.test";
     req.cache_store = reuse_store;
+    snprintf(req.tls.nexthop, sizeof(req.tls.nexthop), "%s", reuse_nexthop);
+    snprintf(req.tls.match, sizeof(req.tls.match), "%s", reuse_nexthop);
     req.cache_limits = req_limits;
     result = NULL;
     deliver_start(reuse_base, &req, reuse_done_cb, NULL);
@@ -539,6 +542,34 @@ static void test_reuse(void **state)
     assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
     assert_int_equal(sv.accepted, 0);
     assert_true(strcmp(sv.got + strlen(sv.got) - 6, "QUIT\r\n") == 0);
+}
+
+/* Without TLS (no name checked) the next hop is not part of a connection's
+ * key: two domains whose exchanger is the same share its connection. */
+static void test_reuse_across_domains(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    reuse_nexthop = "a.test";
+    r = deliver_cached(&a, cache);
+    deliver_result_free(r);
+    reuse_nexthop = "b.test";
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 2);
+    deliver_result_free(r);
+    reuse_nexthop = "x.test";
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 1);
 }
 
 /* On demand: a delivery the caller does not ask to keep its connection
@@ -870,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_local_cancel),
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_reuse_not_stored),
+        cmocka_unit_test(test_reuse_across_domains),
         cmocka_unit_test(test_queue_behind),
         cmocka_unit_test(test_queue_behind_closed),
         cmocka_unit_test(test_reuse_dead_connection),
