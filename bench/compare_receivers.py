@@ -17,8 +17,8 @@ DESCRIPTION
     limit      at most 5 sessions at once per host (whichever domains
                they are for); the sixth gets "421 4.7.0 too
                many connections" at the greeting and is closed (the
-               seed's experiment); the final dot is answered 0.5 s late,
-               so that sessions overlap
+               seed's experiment); the final dot is answered 0.25 s
+               late, so that sessions overlap
     grey       a recipient is refused with 451 4.7.1 the first time its
                (client address, sender, recipient) triple is seen and
                accepted once the triple is at least 1 s old
@@ -34,10 +34,18 @@ DESCRIPTION
     immune to the steps of the wall clock), then the event, the host and
     a detail:
         T open HOST -            a connection accepted
-        T 421 HOST -             ... and refused by a limiter
+        T 421 HOST idle=I/N      ... and refused by a limiter, which had
+                                 N sessions, I of them idle (waiting for
+                                 the client's next command for 0.2 s or
+                                 more: a connection kept for later)
         T 451 HOST RCPT          a recipient greylisted
         T msg HOST NRCPT         a message accepted with NRCPT recipients
         T probe HOST ID          a probe accepted (also logged as msg)
+        T close HOST M:IDLE:D    a session ended (QUIT or the client
+                                 closed), after M messages for D
+                                 distinct recipient domains and IDLE
+                                 seconds since its last reply: how long
+                                 the client held it unused
     Lines are flushed as written: bench/compare counts them while the
     run is under way.
 """
@@ -57,7 +65,7 @@ class Listener:
         self.host = host
         self.kind = kind
         self.log = log
-        self.active = 0
+        self.sessions = []  # per session: messages, last reply, waiting
         self.seen = {}  # greylisting: triple -> first time seen
 
     def event(self, what, detail="-"):
@@ -69,7 +77,7 @@ class Listener:
         if self.kind == "slow":
             await asyncio.sleep(0.5 if cmd == "dot" else 0.1)
         elif self.kind == "limit" and cmd == "dot":
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.25)
 
     def rcpt_ok(self, peer, sender, rcpt):
         if self.kind != "grey":
@@ -80,31 +88,39 @@ class Listener:
 
     async def session(self, reader, writer):
         self.event("open")
-        if self.kind == "limit" and self.active >= LIMIT:
-            self.event("421")
+        if self.kind == "limit" and len(self.sessions) >= LIMIT:
+            now = time.monotonic()
+            idle = sum(1 for x in self.sessions if x["waiting"] and now - x["last"] >= 0.2)
+            self.event("421", f"idle={idle}/{len(self.sessions)}")
             writer.write(b"421 4.7.0 limit.test Error: too many connections\r\n")
             await close(writer)
             return
-        self.active += 1
+        sess = {"msgs": 0, "last": time.monotonic(), "waiting": False, "domains": set()}
+        self.sessions.append(sess)
         try:
-            await self.converse(reader, writer)
+            await self.converse(reader, writer, sess)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
-            self.active -= 1
+            self.sessions.remove(sess)
+            idle = time.monotonic() - sess["last"]
+            self.event("close", f"{sess['msgs']}:{idle:.3f}:{len(sess['domains'])}")
             await close(writer)
 
-    async def reply(self, writer, cmd, text):
+    async def reply(self, writer, cmd, text, sess):
         await self.delay(cmd)
         writer.write(text.encode() + b"\r\n")
         await writer.drain()
+        sess["last"] = time.monotonic()
 
-    async def converse(self, reader, writer):
+    async def converse(self, reader, writer, sess):
         peer = writer.get_extra_info("peername")[0]
-        await self.reply(writer, "greeting", f"220 {self.host} ESMTP compare")
+        await self.reply(writer, "greeting", f"220 {self.host} ESMTP compare", sess)
         sender, rcpts = None, []
         while True:
+            sess["waiting"] = True
             line = await reader.readline()
+            sess["waiting"] = False
             if not line:
                 return
             words = line.decode("latin-1").strip().split(None, 1)
@@ -112,27 +128,27 @@ class Listener:
             arg = words[1] if len(words) > 1 else ""
             if verb == "EHLO":
                 await self.reply(writer, verb, f"250-{self.host}\r\n250-PIPELINING\r\n"
-                                 "250-8BITMIME\r\n250 SIZE 10240000")
+                                 "250-8BITMIME\r\n250 SIZE 10240000", sess)
             elif verb == "HELO":
-                await self.reply(writer, verb, f"250 {self.host}")
+                await self.reply(writer, verb, f"250 {self.host}", sess)
             elif verb == "MAIL":
                 sender, rcpts = address(arg), []
-                await self.reply(writer, verb, "250 2.1.0 Ok")
+                await self.reply(writer, verb, "250 2.1.0 Ok", sess)
             elif verb == "RCPT":
                 rcpt = address(arg)
                 if sender is None:
-                    await self.reply(writer, verb, "503 5.5.1 Error: need MAIL command")
+                    await self.reply(writer, verb, "503 5.5.1 Error: need MAIL command", sess)
                 elif self.rcpt_ok(peer, sender, rcpt):
                     rcpts.append(rcpt)
-                    await self.reply(writer, verb, "250 2.1.5 Ok")
+                    await self.reply(writer, verb, "250 2.1.5 Ok", sess)
                 else:
                     self.event("451", rcpt)
-                    await self.reply(writer, verb, "451 4.7.1 Greylisted, try again later")
+                    await self.reply(writer, verb, "451 4.7.1 Greylisted, try again later", sess)
             elif verb == "DATA":
                 if not rcpts:
-                    await self.reply(writer, verb, "554 5.5.1 Error: no valid recipients")
+                    await self.reply(writer, verb, "554 5.5.1 Error: no valid recipients", sess)
                     continue
-                await self.reply(writer, verb, "354 End data with <CR><LF>.<CR><LF>")
+                await self.reply(writer, verb, "354 End data with <CR><LF>.<CR><LF>", sess)
                 while (body := await reader.readline()) not in (b".\r\n", b".\n"):
                     if not body:
                         return
@@ -140,18 +156,20 @@ class Listener:
                     for r in rcpts:
                         self.event("probe", r.split("@")[0])
                 self.event("msg", str(len(rcpts)))
-                await self.reply(writer, "dot", "250 2.0.0 Ok: queued")
+                sess["msgs"] += 1
+                sess["domains"].update(r.rpartition("@")[2].lower() for r in rcpts)
+                await self.reply(writer, "dot", "250 2.0.0 Ok: queued", sess)
                 sender, rcpts = None, []
             elif verb == "RSET":
                 sender, rcpts = None, []
-                await self.reply(writer, verb, "250 2.0.0 Ok")
+                await self.reply(writer, verb, "250 2.0.0 Ok", sess)
             elif verb == "NOOP":
-                await self.reply(writer, verb, "250 2.0.0 Ok")
+                await self.reply(writer, verb, "250 2.0.0 Ok", sess)
             elif verb == "QUIT":
                 writer.write(b"221 2.0.0 Bye\r\n")
                 return
             else:
-                await self.reply(writer, verb, "502 5.5.2 Error: command not recognized")
+                await self.reply(writer, verb, "502 5.5.2 Error: command not recognized", sess)
 
 
 def address(arg):

@@ -85,6 +85,21 @@ class Side:
                 got.setdefault(n, t - sent[n])
         return sorted(got.values()), len(sent) - len(got)
 
+    def idle(self, kinds):
+        """Seconds sessions sat unused before their end, summed."""
+        return sum(float(d.split(":")[1]) for k in kinds
+                   for _, e, _, d in self.recv[k] if e == "close")
+
+    def shared(self, kinds):
+        """Sessions that carried mail for more than one domain."""
+        return sum(1 for k in kinds for _, e, _, d in self.recv[k]
+                   if e == "close" and int(d.split(":")[2]) > 1)
+
+    def idle_421(self):
+        """421s given while one of the limiter's sessions sat idle."""
+        return sum(1 for _, e, _, d in self.recv["limit"]
+                   if e == "421" and not d.startswith("idle=0/"))
+
     def last(self, kinds):
         """Seconds from the first bulk submission to the last acceptance."""
         times = [t for k in kinds for t, e, _, _ in self.recv[k] if e == "msg"]
@@ -112,7 +127,9 @@ def rows(s):
     grey_done = s.got(("grey",)) >= s.want(("grey",))
     opened = s.count(BULK, "open")
     msgs = sum(1 for k in BULK for ev in s.recv[k] if ev[1] == "msg")
+    bulk = [t for t, e, _, _ in s.sent if e == "bulk"]
     out = [
+        ("bulk submission took (s)", max(bulk) - min(bulk) if bulk else None, "%.2f", True),
         ("probe latency p50 (s)", percentile(lat, 0.5), "%.3f", lost == 0),
         ("probe latency p99 (s)", percentile(lat, 0.99), "%.3f", lost == 0),
         ("sessions opened to bulk receivers", opened, "%d", True),
@@ -122,11 +139,15 @@ def rows(s):
         ("greylisted mail all accepted (s)", s.last(("grey",)), "%.2f", grey_done),
         ("probes lost", lost, "%d", True),
     ]
+    out.append(("session time held idle at bulk receivers (s)", s.idle(BULK), "%.1f", True))
+    out.append(("sessions that carried mail for 2+ domains", s.shared(BULK), "%d", True))
     for k in BULK:
         o = s.count((k,), "open")
         m = sum(1 for ev in s.recv[k] if ev[1] == "msg")
         out.append((f"  {k}: sessions", o, "%d", True))
         out.append((f"  {k}: messages per connection", m / o if o else None, "%.2f", True))
+        out.append((f"  {k}: session time held idle (s)", s.idle((k,)), "%.1f", True))
+    out.append(("  limit: 421s with an idle session there", s.idle_421(), "%d", True))
     out.append(("  grey: 451s", s.count(("grey",), "451"), "%d", True))
     return out
 
