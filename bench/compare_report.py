@@ -36,8 +36,16 @@ DESCRIPTION
                              greylisted retries excluded; those have their
                              own row)
 
-    and, below it, the same counts per receiver kind. A figure is marked
-    "*" when the side did not finish (some mail or probe never arrived).
+    and more rows for the reasons behind them: how long the bulk
+    submission took (the same pace for every side, or the MTA held it
+    back), the greylisted mail's last acceptance, probes lost, the time
+    sessions sat unused at the bulk receivers before they ended (a
+    connection cached and not used), sessions that carried mail for more
+    than one domain (a cache that serves a host's other domains), then
+    per receiver kind the sessions, messages per connection and idle
+    time, the 421s given while one of the limiter's sessions sat idle,
+    and the 451s. A figure is marked "*" when the side did not finish
+    (some mail or probe never arrived).
 """
 
 import math
