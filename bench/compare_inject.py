@@ -21,6 +21,13 @@ DESCRIPTION
             bulk (while it goes in and is delivered), each in a new
             session, its recipient probe-<n>@<probe domain> its id.
 
+    The bulk sessions come from 127.0.6.201, the probes from 127.0.0.1.
+    MESSAGES or PROBE_SECONDS may be 0 (no bulk, no probes). With
+    HOST:PORT written "sendmail:COMMAND", the bulk goes instead through
+    COMMAND -f SENDER RCPT... (the message on its standard input), one
+    message after the other as fast as it goes, and there are no probes:
+    bench/compare --backlog fills a stopped sluice's queue so.
+
     Every message is about 2 KB. LOG gets one line per message submitted,
     its first field the CLOCK_MONOTONIC seconds at which its transaction
     started (MAIL FROM; for a probe this is its injection time):
@@ -31,11 +38,13 @@ DESCRIPTION
 
 import random
 import smtplib
+import subprocess
 import sys
 import threading
 import time
 
 SESSIONS = 8
+BULK_SOURCE = "127.0.6.201"  # the bulk sessions' address (a Postfix HOLD can name it)
 SENDER = "bulk@compare-bench.test"
 BODY = "".join(f"{i:02d} {'x' * 75}\r\n" for i in range(26))
 
@@ -62,16 +71,32 @@ def plan(domains, count, rcpts):
     return [(d, [f"u{i}-{j}@{d}" for j in range(rcpts)]) for i, d in enumerate(order)]
 
 
-def connect(host, port):
-    s = smtplib.SMTP(host, port, local_hostname="client.compare-bench.test", timeout=120)
+def connect(host, port, source=None):
+    s = smtplib.SMTP(host, port, local_hostname="client.compare-bench.test", timeout=120,
+                     source_address=(source, 0) if source else None)
     s.ehlo()
     return s
 
 
+def bulk_sendmail(command, log, jobs, errors):
+    """The bulk through COMMAND -f SENDER RCPT..., one after the other."""
+    for _, domain, rcpts in jobs:
+        t = time.monotonic()
+        r = subprocess.run([command, "-f", SENDER] + rcpts,
+                           input=message(rcpts, rcpts[0].replace("@", ".")).encode(),
+                           capture_output=True)
+        if r.returncode != 0:
+            errors.append(f"{command} for {rcpts[0]}: {r.stderr.decode().strip()}")
+            return
+        log.write(t, "bulk", domain, len(rcpts))
+
+
 def bulk(host, port, log, jobs, errors):
     """One session's share: (due time, domain, recipients), in order."""
+    if not jobs:
+        return
     try:
-        s = connect(host, port)
+        s = connect(host, port, BULK_SOURCE)
         for due, domain, rcpts in jobs:
             wait = due - time.monotonic()
             if wait > 0:
@@ -84,9 +109,9 @@ def bulk(host, port, log, jobs, errors):
         errors.append(f"bulk session: {e}")
 
 
-def probes(host, port, log, domain, every, end, errors):
+def probes(host, port, log, domain, every, start, end, errors):
     n = 0
-    due = time.monotonic()
+    due = start
     while due < end:
         wait = due - time.monotonic()
         if wait > 0:
@@ -107,7 +132,7 @@ def probes(host, port, log, domain, every, end, errors):
 
 def main(world, where, logname, count, rcpts, seconds, probe_seconds, every):
     host, port = where.rsplit(":", 1)
-    port, count, rcpts = int(port), int(count), int(rcpts)
+    count, rcpts = int(count), int(rcpts)
     seconds, probe_seconds, every = float(seconds), float(probe_seconds), float(every)
     rows = [line.split() for line in open(world)]
     domains = [r[0] for r in rows if r[1] != "probe"]
@@ -118,9 +143,15 @@ def main(world, where, logname, count, rcpts, seconds, probe_seconds, every):
     jobs = [[] for _ in range(SESSIONS)]
     for i, (domain, to) in enumerate(plan(domains, count, rcpts)):
         jobs[i % SESSIONS].append((start + i * seconds / count, domain, to))
-    threads = [threading.Thread(target=bulk, args=(host, port, log, j, errors)) for j in jobs]
-    threads.append(threading.Thread(target=probes, args=(host, port, log, probe, every,
-                                                         start + probe_seconds, errors)))
+    if host == "sendmail":
+        bulk_sendmail(port, log, sorted(sum(jobs, []), key=lambda j: j[0]), errors)
+        threads = []
+    else:
+        port = int(port)
+        threads = [threading.Thread(target=bulk, args=(host, port, log, j, errors))
+                   for j in jobs]
+        threads.append(threading.Thread(target=probes, args=(host, port, log, probe, every, start,
+                                                             start + probe_seconds, errors)))
     for t in threads:
         t.start()
     for t in threads:

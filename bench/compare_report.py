@@ -30,7 +30,9 @@ DESCRIPTION
     messages per connection  messages they accepted over those sessions
     421s at the limiter      sessions the limiters refused: deliveries
                              deferred at their first attempt
-    drain time               from the first bulk message submitted to the
+    drain time               from the first bulk message submitted (or
+                             its release, a "release" line of inject.log,
+                             with bench/compare --backlog) to the
                              last recipient accepted by the live bulk
                              receivers (mail for the dead and the last
                              greylisted retries excluded; those have their
@@ -111,7 +113,9 @@ class Side:
     def last(self, kinds):
         """Seconds from the first bulk submission to the last acceptance."""
         times = [t for k in kinds for t, e, _, _ in self.recv[k] if e == "msg"]
-        first = min((t for t, e, _, _ in self.sent if e == "bulk"), default=None)
+        release = [t for t, e, _, _ in self.sent if e == "release"]
+        first = release[0] if release else min(
+            (t for t, e, _, _ in self.sent if e == "bulk"), default=None)
         return max(times) - first if times and first is not None else None
 
     def status(self):
