@@ -9,8 +9,10 @@
  * DESCRIPTION
  *	conf_core_params() fills the scheduler's parameters of a
  *	transport: each default_* parameter, or its <transport>_*
- *	override. The daemon's queue manager and the simulator both take
- *	them from here, so that a scenario runs with the daemon's
+ *	override (under the finch delivery scheduler the process limit
+ *	counts connections, so core/'s limit of entries in flight is it
+ *	times smtp_connection_backlog_threshold). The daemon's queue
+ *	manager and the simulator both take them from here, so that a scenario runs with the daemon's
  *	settings; core/ itself reads no configuration.
  */
 
@@ -68,6 +70,19 @@ void conf_core_params(const struct conf *conf, const char *transport,
         conf_time_ms(conf, t, CONF_default_transport_rate_delay);
     p->dead_backoff = conf_time_ms(conf, NULL, CONF_minimal_backoff_time);
     p->process_limit = (int)conf_int(conf, t, CONF_default_process_limit);
+    if (strcmp(conf_str(conf, t, CONF_default_delivery_scheduler), "finch") ==
+        0) {
+        /*
+         * Finch's workers are connections, each carrying up to the
+         * backlog threshold of jobs: the process limit counts them, so
+         * core/ may have that many times its entries in flight (else the
+         * jobs queued on slow hosts' connections take every slot).
+         */
+        long jobs = (long)p->process_limit *
+                    conf_int(conf, t, CONF_smtp_connection_backlog_threshold);
+
+        p->process_limit = jobs > 1000000 ? 1000000 : (int)jobs;
+    }
     p->feedback_debug =
         conf_bool(conf, NULL, CONF_destination_concurrency_feedback_debug);
     p->recipient_limit =

@@ -9,7 +9,11 @@
  *	void	qm_expire_sweep(struct qmgr *q)
  * DESCRIPTION
  *	qm_feed_ask() schedules a look at the spool after delay_us, one at a
- *	time, none while stopping or draining.
+ *	time, none while stopping or draining. The delay coalesces the
+ *	looks that a stream of new mail asks for (one look per delay at
+ *	most), not the first after a quiet spell: the look then comes no
+ *	later than delay_us after the one before, which may be now, so that
+ *	a lone message does not wait for a batch that is not coming.
  *
  *	qm_feed() loads as many messages as there is room for under
  *	qmgr_message_active_limit: incoming ones first, alternating with
@@ -30,8 +34,15 @@ void qm_feed_ask(struct qmgr *q, long delay_us)
 {
     struct timeval tv = {0, delay_us};
 
+    int64_t since;
+
     if (q->feed_asked || q->closing || q->draining)
         return;
+    since = util_clock_mono_us() - q->feed_last_us;
+    if (since >= delay_us)
+        tv.tv_usec = 0;
+    else if (since > 0)
+        tv.tv_usec = delay_us - since;
     q->feed_asked = 1;
     evtimer_add(q->feed_ev, &tv);
 }

@@ -119,6 +119,7 @@ static void feed_cb(evutil_socket_t fd, short what, void *arg)
     q->feed_asked = 0;
     if (q->draining)
         return;
+    q->feed_last_us = util_clock_mono_us();
     qm_feed(q);
     qm_dispatch(q);
 }

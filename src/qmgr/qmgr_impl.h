@@ -126,6 +126,7 @@ struct qmgr {
     char hostname[256];             /* myhostname, for notices */
     uint64_t next_id;
     int feed_asked;     /* a look at the spool is scheduled */
+    int64_t feed_last_us; /* when the last look began (monotonic) */
     int spool_has_more; /* the last look stopped for want of room */
     long feed_batch;    /* room worth a new look at the spool */
     int closing;        /* qmgr_stop(): start nothing, write nothing */

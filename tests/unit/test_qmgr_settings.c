@@ -85,6 +85,25 @@ static void test_core_overrides(void **state)
     conf_free(conf);
 }
 
+/* Under Finch the process limit counts connections, each carrying up to
+ * the backlog threshold of jobs: core/ may have that many more entries in
+ * flight (decision 95). */
+static void test_core_finch_process_limit(void **state)
+{
+    struct conf *conf =
+        conf_with("relay_delivery_scheduler", "finch", "relay_process_limit",
+                  "30", "relay_connection_backlog_threshold", "3", NULL);
+    struct core_transport_params p;
+
+    (void)state;
+    conf_core_params(conf, "relay", &p);
+    assert_int_equal(p.process_limit, 90);
+    assert_int_equal(p.concurrency_limit, 20);
+    conf_core_params(conf, "smtp", &p);
+    assert_int_equal(p.process_limit, 100);
+    conf_free(conf);
+}
+
 static void test_deliver_defaults(void **state)
 {
     struct conf *conf = conf_with("myhostname", "mta.example.com", NULL);
@@ -211,6 +230,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_core_defaults),
         cmocka_unit_test(test_core_overrides),
+        cmocka_unit_test(test_core_finch_process_limit),
         cmocka_unit_test(test_deliver_defaults),
         cmocka_unit_test(test_deliver_overrides),
         cmocka_unit_test(test_addresses_from_dns),
