@@ -430,28 +430,38 @@ static struct deliver_cache_params req_limits;
 static int reuse_store = 1;                  /* the requests' cache_store */
 static const char *reuse_nexthop = "x.test"; /* and their TLS next hop */
 
+/* The reuse tests' request: two recipients to a, through cache under key
+ * (the caller unrefs the body after deliver_start()). */
+static void reuse_request(struct deliver_request *req,
+                          const struct deliver_addr *a,
+                          struct deliver_cache *cache, const char *key)
+{
+    memset(req, 0, sizeof(*req));
+    req->proto = DELIVER_SMTP;
+    req->helo_name = "client.test";
+    req->sender = "s@y.test";
+    req->rcpt = two_rcpts;
+    req->nrcpt = 2;
+    req->body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
+    req->addrs = a;
+    req->naddrs = 1;
+    req->session_limit = 1; /* a dead cached connection must not count */
+    req->timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
+                                              5000, 5000, 5000, 5000};
+    req->cache = cache;
+    req->cache_key = key;
+    req->cache_store = reuse_store;
+    snprintf(req->tls.nexthop, sizeof(req->tls.nexthop), "%s", reuse_nexthop);
+    snprintf(req->tls.match, sizeof(req->tls.match), "%s", reuse_nexthop);
+    req->cache_limits = req_limits;
+}
+
 static struct deliver_result *deliver_cached(const struct deliver_addr *a,
                                              struct deliver_cache *cache)
 {
-    struct deliver_request req = {0};
+    struct deliver_request req;
 
-    req.proto = DELIVER_SMTP;
-    req.helo_name = "client.test";
-    req.sender = "s@y.test";
-    req.rcpt = two_rcpts;
-    req.nrcpt = 2;
-    req.body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
-    req.addrs = a;
-    req.naddrs = 1;
-    req.session_limit = 1; /* a dead cached connection must not count */
-    req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
-                                             5000, 5000, 5000, 5000};
-    req.cache = cache;
-    req.cache_key = "smtp:x.test";
-    req.cache_store = reuse_store;
-    snprintf(req.tls.nexthop, sizeof(req.tls.nexthop), "%s", reuse_nexthop);
-    snprintf(req.tls.match, sizeof(req.tls.match), "%s", reuse_nexthop);
-    req.cache_limits = req_limits;
+    reuse_request(&req, a, cache, "smtp:x.test");
     result = NULL;
     deliver_start(reuse_base, &req, reuse_done_cb, NULL);
     util_blob_unref(req.body); /* the session holds its own */
@@ -626,23 +636,10 @@ static struct deliver_session *line_start(const struct deliver_addr *a,
                                           struct deliver_cache *cache,
                                           intptr_t i)
 {
-    struct deliver_request req = {0};
+    struct deliver_request req;
     struct deliver_session *s;
 
-    req.proto = DELIVER_SMTP;
-    req.helo_name = "client.test";
-    req.sender = "s@y.test";
-    req.rcpt = two_rcpts;
-    req.nrcpt = 2;
-    req.body = util_blob_copy("Subject: x\r\n\r\nbody\r\n", 20);
-    req.addrs = a;
-    req.naddrs = 1;
-    req.session_limit = 1;
-    req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
-                                             5000, 5000, 5000, 5000};
-    req.cache = cache;
-    req.cache_key = "finch:1";
-    req.cache_store = reuse_store;
+    reuse_request(&req, a, cache, "finch:1");
     req.queue_behind = 1;
     s = deliver_start(reuse_base, &req, line_done_cb, (void *)i);
     util_blob_unref(req.body);
