@@ -4,8 +4,6 @@
  * SYNOPSIS
  *	#include "deliver/smtp_impl.h"
  *
- *	void	auth_out_init(struct deliver_session *s)
- *	void	auth_out_free(struct deliver_session *s)
  *	int	auth_out_after_ehlo(struct deliver_session *s)
  *	void	auth_out_reply(struct deliver_session *s)
  *	char	*auth_out_cache_key(const struct deliver_session *s, int tls,
@@ -13,10 +11,6 @@
  *	size_t	auth_out_users(const struct deliver_session *s,
  *			const char **users, size_t max)
  * DESCRIPTION
- *	auth_out_init() takes the delivery's reference to its password
- *	table (the request's sasl.passwd, NULL when AUTH is off);
- *	auth_out_free() lets it go.
- *
  *	auth_out_after_ehlo() runs after the last EHLO of a connection
  *	(after STARTTLS, the second one's keywords, RFC 3207 4.2): with no
  *	credentials for the server (deliver_passwd_find(): its name, then
@@ -64,17 +58,6 @@
 
 /* RFC 5321 4.5.3.1.4: a command line is 512 bytes with its CRLF. */
 #define COMMAND_MAX 512
-
-void auth_out_init(struct deliver_session *s)
-{
-    s->req.sasl.passwd = deliver_passwd_ref(s->req.sasl.passwd);
-}
-
-void auth_out_free(struct deliver_session *s)
-{
-    deliver_passwd_free(s->req.sasl.passwd);
-    s->req.sasl.passwd = NULL;
-}
 
 /* Append a line to the output; the caller's text may be secret. */
 static void send_secret(struct deliver_session *s, struct util_buf *b)

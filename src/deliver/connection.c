@@ -520,7 +520,6 @@ struct deliver_session *deliver_start(struct event_base *base,
     smtp_reply_init(&s->reply);
     s->start_us = util_clock_mono_us();
     starttls_out_init(s);
-    auth_out_init(s);
     if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR) {
         local_deliver(s);
     } else if (req->queue_behind && req->cache && req->cache_key &&
@@ -549,7 +548,6 @@ void deliver_cancel(struct deliver_session *s)
     free(s->key_tls);
     free(s->key_plain);
     free(s->tls_ident);
-    auth_out_free(s);
     deliver_request_clear(&s->req);
     util_buf_free(&s->downgraded);
     free(s->decided);

@@ -42,8 +42,6 @@
  *
  *	SMTP AUTH (auth.c), for both:
  *
- *	void	auth_out_init(struct deliver_session *s)
- *	void	auth_out_free(struct deliver_session *s)
  *	int	auth_out_after_ehlo(struct deliver_session *s)
  *	void	auth_out_reply(struct deliver_session *s)
  *	char	*auth_out_cache_key(const struct deliver_session *s, int tls,
@@ -158,8 +156,6 @@ void starttls_out_established(struct deliver_session *s);
 void starttls_out_failed(struct deliver_session *s, int timed_out);
 const char *starttls_out_cache_key(const struct deliver_session *s, int tls);
 
-void auth_out_init(struct deliver_session *s);
-void auth_out_free(struct deliver_session *s);
 int auth_out_after_ehlo(struct deliver_session *s);
 void auth_out_reply(struct deliver_session *s);
 char *auth_out_cache_key(const struct deliver_session *s, int tls,
