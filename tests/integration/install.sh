@@ -75,7 +75,9 @@ case $out in *BogusKey*) ok "... and would say it about a bad key" ;;
 
 # The installed programs, on a private configuration.
 conf=$tmp/sluice.conf
-printf 'queue_directory = %s/q\nsmtpd_listen =\nmail_owner = root\n' "$tmp" >"$conf"
+# Mail waits in the queue (deferred by the error agent), for mailq to see.
+printf 'queue_directory = %s/q\nsmtpd_listen =\nmail_owner = root\ndefault_transport = error:4.3.0 held for mailq\n' \
+    "$tmp" >"$conf"
 python3 - "$tmp/notify" >"$tmp/notify.out" 2>&1 <<'EOF' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
