@@ -16,7 +16,9 @@
 # should next bother to try"). closer.test's only exchanger closes each
 # connection after its third message, with jobs queued behind it: "If the
 # connection has a queue of pending jobs when it is closed then these must
-# be re-scheduled": nothing lost, nothing doubled. Output is TAP.
+# be re-scheduled": nothing lost, nothing doubled. strict.test's server is
+# aiosmtpd, a strict peer, taking jobs queued down shared connections.
+# Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
@@ -24,6 +26,7 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 need dnsmasq-base command -v dnsmasq
 need postfix test -x /usr/sbin/smtp-source
 need python3 test -x /usr/bin/python3
+need python3-aiosmtpd /usr/bin/python3 -c 'import aiosmtpd'
 
 . tests/integration/lib/daemon_lib.sh
 chmod 711 "$tmp"
@@ -71,12 +74,20 @@ all_listen() {
     done
 }
 wait_for 10 all_listen && ok "nine receivers listen" || not_ok "nine receivers listen"
+# A strict receiver (aiosmtpd) for the jobs queued down one connection.
+strict_port=$(free_port)
+mkdir -p "$tmp/strict"
+/usr/bin/python3 tests/integration/lib/aiosmtpd_receiver.py "$tmp/strict" \
+    "$strict_port" 2>"$tmp/strict.err" &
+pids="$pids $!"
+wait_for 10 test -f "$tmp/strict/ready" || not_ok "aiosmtpd listens"
 stat() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$tmp/h$1.stats"; }
 
 cat >"$tmp/transport" <<EOF
 spread.test smtp:spread.test:$port
 dead.test smtp:dead.test:$port
 closer.test smtp:closer.test:$port
+strict.test smtp:[127.0.0.1]:$strict_port
 EOF
 d=$tmp/run
 sluiced_start "$d" "smtpd_listen = 127.0.0.1:$smtpd_port
@@ -147,6 +158,20 @@ expect "closer.test: no message received twice" "" \
 echo "# mx.closer.test: $(stat 31 connections) connections"
 expect "closer.test: each logged as sent once" 200 \
     "$(grep 'to=<r@closer.test>' "$d/log" | grep -c 'status=sent')"
+# strict.test: aiosmtpd, an independently written server, takes the jobs
+# that follow each other down one connection, MAIL after the last reply.
+smtp-source -s 5 -m 60 -f s@sluice.test -t r@strict.test \
+    "127.0.0.1:$smtpd_port" 2>>"$tmp/source.err" ||
+    not_ok "smtp-source delivers its 60 messages to sluiced"
+strict_done() { [ "$(grep -c 'to=<r@strict.test>.*status=sent' "$d/log")" -ge 60 ]; }
+wait_for 60 strict_done || not_ok "60 messages reach aiosmtpd within 60 s"
+expect "strict.test: aiosmtpd stored 60 messages, one recipient each" "60 60" \
+    "$(ls "$tmp/strict"/*.eml | wc -l) $(cat "$tmp/strict"/*.eml | grep -c '^to: r@strict.test$')"
+grep 'to=<r@strict.test>' "$d/log" | grep -q 'conn_use=[2-9]' &&
+    ok "strict.test: jobs went down shared connections" ||
+    not_ok "strict.test: jobs went down shared connections"
+expect "strict.test: nothing deferred" 0 \
+    "$(grep 'to=<r@strict.test>' "$d/log" | grep -c 'status=deferred')"
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 grep -q 'panic\|ERROR: AddressSanitizer' "$d/log" &&
