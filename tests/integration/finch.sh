@@ -6,7 +6,7 @@
 # 4,000 messages through the SMTP server must spread over them ("If there
 # are destinations on its unused list the job should pick one at random
 # ... thereby spreading our load onto a part of the destination cluster we
-# haven't used yet"), the connections aged out after a second ("We want
+# haven't used yet"), the connections aged out after 0.3 s ("We want
 # to close active connections after a time to spread load around even
 # when it is low"): every host between 15 and 35 %, every message once,
 # fewer connections than messages (jobs queue on connections). dead.test
@@ -93,7 +93,7 @@ d=$tmp/run
 sluiced_start "$d" "smtpd_listen = 127.0.0.1:$smtpd_port
 dns_servers = 127.0.0.1:$dns_port
 smtp_delivery_scheduler = finch
-smtp_active_connection_max_age = 1s
+smtp_active_connection_max_age = 300ms
 queue_run_delay = 1s
 minimal_backoff_time = 300s
 maximal_backoff_time = 300s" ||
