@@ -140,7 +140,12 @@
  *	caller defers it with q->dead_reason. core_message_release() says
  *	the caller will add no more recipients for now; a message whose
  *	entries are all done is then finished: the message_done callback
- *	runs and the message is freed.
+ *	runs and the message is freed. core_message_hold() says the caller
+ *	is still working out where more of m's recipients go (Finch's
+ *	routing workers): a held message is not finished and core/ asks
+ *	for none of its unread recipients while its entries are done;
+ *	core_message_unhold() ends one hold at time now and finishes the
+ *	message, or reads its next batch, as core_message_release() would.
  *
  *	core_select() picks the next entry to deliver, round-robin over the
  *	transports; core_transport_select() for one transport. The entry
@@ -330,6 +335,8 @@ struct core_message *core_message_create(struct core *core, uint64_t id,
 int core_message_add(struct core_message *m, struct core_queue *q,
                      uint64_t rcpt);
 void core_message_release(struct core_message *m);
+void core_message_hold(struct core_message *m);
+void core_message_unhold(struct core_message *m, core_time_t now);
 
 void core_recipient_limits_set(struct core *core, long message_limit,
                                long minimum);

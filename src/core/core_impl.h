@@ -199,6 +199,7 @@ struct core_message {
     struct core_job *jobs;
     long entries; /* not yet done, all jobs */
     int released;
+    int holds;               /* the caller still routes some recipients */
     long rcpt_count;         /* recipients in core */
     long rcpt_limit;         /* recipient slots: minimum + its jobs' */
     long rcpt_unread;        /* recipients the caller has not read yet */

@@ -9,6 +9,8 @@
  *	int	core_message_add(struct core_message *m, struct core_queue *q,
  *			uint64_t rcpt)
  *	void	core_message_release(struct core_message *m)
+ *	void	core_message_hold(struct core_message *m)
+ *	void	core_message_unhold(struct core_message *m, core_time_t now)
  *
  *	#include "core/core_impl.h"
  *
@@ -36,7 +38,11 @@
  *	job retires if nothing is left to select), a peer without entries
  *	goes, and a released message without entries is finished: the
  *	message_done callback runs, then the message and its jobs are
- *	freed. core_message_free() frees a message and everything in it
+ *	freed. A held message (core_message_hold()) waits for its
+ *	holds to end: its caller is still routing recipients that core/
+ *	has not seen, so neither is it done nor is its next batch read
+ *	(which would bring a whole mailing list into memory while its
+ *	first batch is still being routed). core_message_free() frees a message and everything in it
  *	without callbacks (core_free()).
  */
 
@@ -179,6 +185,8 @@ static void message_check_done(struct core_message *m, core_time_t now)
 {
     long unread;
 
+    if (m->holds > 0)
+        return; /* more recipients are coming from the caller */
     while (m->entries == 0 && m->rcpt_unread > 0) {
         unread = m->rcpt_unread;
         if (core_rcpt_more(m, now, 0) <= 0 && m->rcpt_unread >= unread)
@@ -194,6 +202,20 @@ void core_message_release(struct core_message *m)
     if (m->rcpt_unread == 0)
         core_rcpt_read_done(m);
     message_check_done(m, m->refill_time);
+}
+
+void core_message_hold(struct core_message *m)
+{
+    m->holds++;
+}
+
+void core_message_unhold(struct core_message *m, core_time_t now)
+{
+    if (m->holds <= 0)
+        core_panic(m->core, "message %llu: unhold without a hold",
+                   (unsigned long long)m->id);
+    if (--m->holds == 0 && m->released)
+        message_check_done(m, now);
 }
 
 void core_entry_free(struct core_entry *e, core_time_t now)

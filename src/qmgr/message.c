@@ -82,6 +82,7 @@ struct qm_msg *qm_message_find(struct qmgr *q, const char *id)
 
 void qm_message_free(struct qm_msg *m)
 {
+    qm_router_forget(m);
     m->sm->body = NULL; /* the blob's: freed with its last reference */
     spool_msg_free(m->sm);
     util_blob_unref(m->body);
@@ -351,6 +352,7 @@ void qm_message_load(struct qmgr *q, const char *id, int expire)
         return;
     }
     m->q = q;
+    TAILQ_INIT(&m->route_jobs);
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->active = qm_now_sec();
     h = id_hash(m->id);

@@ -202,6 +202,8 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     LIST_INIT(&q->deliveries);
     LIST_INIT(&q->workers);
     TAILQ_INIT(&q->finch_wait);
+    TAILQ_INIT(&q->routing);
+    TAILQ_INIT(&q->route_running);
     q->core = core_create(&cb, q);
     q->inbox = qmgr_inbox_create(base);
     q->cache = deliver_cache_create(base, &cp);
@@ -347,6 +349,7 @@ void qmgr_free(struct qmgr *q)
     }
     qm_metrics_free(q);
     qm_finch_free(q);
+    qm_router_free(q);
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         qm_message_free(m);

@@ -59,6 +59,9 @@ struct qm_msg {
     char last_reason[512];
     struct qm_msg *hnext;
     TAILQ_ENTRY(qm_msg) link;
+    TAILQ_HEAD(qm_route_jobs, qm_route_job) route_jobs; /* waiting (router.c) */
+    int route_running;              /* its routing jobs under way */
+    TAILQ_ENTRY(qm_msg) route_link; /* in q->routing, while it has jobs */
 };
 
 /* What a destination queue needs to deliver: its route. */
@@ -83,8 +86,8 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
-    int cache_store;           /* keep the connection: more is coming */
-    struct qm_worker *worker;  /* Finch: the connection it went to */
+    int cache_store;                   /* keep the connection: more is coming */
+    struct qm_worker *worker;          /* Finch: the connection it went to */
     struct deliver_request *finch_req; /* Finch: the job, for a retry */
     int finch_tries;                   /* Finch: hosts tried */
     int waiting;                       /* Finch: waiting for a worker */
@@ -125,21 +128,24 @@ struct qmgr {
     uint64_t bounce_size_limit;     /* bounce_size_limit */
     char hostname[256];             /* myhostname, for notices */
     uint64_t next_id;
-    int feed_asked;     /* a look at the spool is scheduled */
+    int feed_asked;       /* a look at the spool is scheduled */
     int64_t feed_last_us; /* when the last look began (monotonic) */
-    int spool_has_more; /* the last look stopped for want of room */
-    long feed_batch;    /* room worth a new look at the spool */
-    int closing;        /* qmgr_stop(): start nothing, write nothing */
-    int draining;       /* qmgr_drain(): start nothing, finish what runs */
-    long submitting;    /* new messages not yet committed */
-    long recipients;    /* read from the spool, awaiting an outcome */
-    long records;       /* recipient records held in batches */
+    int spool_has_more;   /* the last look stopped for want of room */
+    long feed_batch;      /* room worth a new look at the spool */
+    int closing;          /* qmgr_stop(): start nothing, write nothing */
+    int draining;         /* qmgr_drain(): start nothing, finish what runs */
+    long submitting;      /* new messages not yet committed */
+    long recipients;      /* read from the spool, awaiting an outcome */
+    long records;         /* recipient records held in batches */
     struct qmgr_stats stats;
-    struct qm_tstats *tstats; /* per transport, for the metrics */
-    struct core_destdb *destdb; /* Finch's, made at its first use */
-    LIST_HEAD(, qm_worker) workers;        /* Finch's connections */
-    TAILQ_HEAD(, qm_delivery) finch_wait;  /* jobs waiting for one */
+    struct qm_tstats *tstats;             /* per transport, for the metrics */
+    struct core_destdb *destdb;           /* Finch's, made at its first use */
+    LIST_HEAD(, qm_worker) workers;       /* Finch's connections */
+    TAILQ_HEAD(, qm_delivery) finch_wait; /* jobs waiting for one */
     uint64_t worker_next;
+    TAILQ_HEAD(, qm_msg) routing; /* messages with routing jobs waiting */
+    TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
+    long route_busy, route_waiting;           /* routing jobs */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -160,8 +166,7 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
 
 /* finch.c */
 int qm_finch_applies(const struct qmgr *q, const struct route_result *r);
@@ -170,6 +175,15 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res);
 void qm_finch_forget(struct qm_delivery *d);
 void qm_finch_gc(struct qmgr *q);
 void qm_finch_free(struct qmgr *q);
+
+/* router.c */
+struct qm_route_job;
+int qm_router_applies(const struct qmgr *q, const struct route_result *r);
+void qm_router_add(struct qm_msg *m, uint32_t i, const struct route_result *r);
+void qm_router_run(struct qmgr *q);
+void qm_router_forget(struct qm_msg *m);
+void qm_router_free(struct qmgr *q);
+void qm_router_stats(const struct qmgr *q, long *busy, long *waiting);
 
 /* feed.c */
 void qm_feed_ask(struct qmgr *q, long delay_us);

@@ -27,7 +27,9 @@
  *
  *	qm_rcpt_read() reads the next batch of up to max recipients of m:
  *	each one not yet final is routed and added to core/ (bad address
- *	syntax: bounced at once; a dead destination: deferred), and core/
+ *	syntax: bounced at once; a dead destination: deferred), or, under
+ *	Finch's scheduler, handed to the routing workers (router.c), which
+ *	add it once its next hop resolves; and core/
  *	learns how many are still unread. It returns how many records were
  *	read; 0 when there are none left or the spool cannot give them
  *	(logged; the rest wait for the message's next pass, as they would
@@ -287,6 +289,10 @@ static void rcpt_route(struct qm_msg *m, struct qm_batch *b, uint32_t i,
         bad[(*nbad)++] = i;
         return;
     }
+    if (qm_router_applies(m->q, &rr)) {
+        qm_router_add(m, i, &rr); /* into core/ once its next hop resolves */
+        return;
+    }
     cq = qm_dest_queue(m->q, &rr);
     if (core_message_add(m->cm, cq, i) < 0)
         qm_outcome_suspended(m, &one, 1, core_queue_refusal(cq));
@@ -325,6 +331,7 @@ long qm_rcpt_read(struct qm_msg *m, long max)
     b->hold--;
     batch_check(m, b);
     core_message_unread_set(m->cm, (long)(m->sm->nrcpt - m->next_read));
+    qm_router_run(m->q);
     return (long)n;
 }
 

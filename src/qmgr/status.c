@@ -9,7 +9,9 @@
  * DESCRIPTION
  *	qmgr_status() appends to out what the scheduler holds now, as text
  *	for a person or (json) as one JSON object: messages and recipients
- *	in core against their limits; per transport, deliveries in flight
+ *	in core against their limits; Finch's routing jobs under way
+ *	against router_worker_limit and waiting (text: only when there
+ *	are some); per transport, deliveries in flight
  *	against the process limit, the job selection policy, the jobs and
  *	the recipient pool, and a suspension with its reason and how long
  *	it still lasts; per destination queue, the concurrency window and
@@ -26,7 +28,8 @@
  *	changes nothing but out.
  *
  *	The JSON object: {"time": EPOCH, "messages": {"in_core", "limit"},
- *	"recipients": {"in_core", "limit"}, "transports": [{"name",
+ *	"recipients": {"in_core", "limit"}, "routing": {"busy", "limit",
+ *	"waiting"}, "transports": [{"name",
  *	"scheduler", "busy", "limit", "jobs", "destination_count",
  *	"recipient_pool", "recipient_pool_free", "suspended",
  *	"suspend_reason", "resume_in_s", "destinations": [{"name",
@@ -251,15 +254,19 @@ void qmgr_status(struct qmgr *q, struct util_buf *out, int json,
     core_time_t now = qm_now_ms();
     long rcpt_limit =
         conf_int(q->conf, NULL, CONF_qmgr_message_recipient_limit);
+    long route_limit = conf_int(q->conf, NULL, CONF_router_worker_limit);
     int first = 1;
 
     if (json) {
         util_buf_printf(out,
                         "{\"time\": %lld, \"messages\": {\"in_core\": %ld, "
                         "\"limit\": %ld}, \"recipients\": {\"in_core\": %ld, "
-                        "\"limit\": %ld}, \"transports\": [",
+                        "\"limit\": %ld}, \"routing\": {\"busy\": %ld, "
+                        "\"limit\": %ld, \"waiting\": %ld}, "
+                        "\"transports\": [",
                         (long long)time(NULL), q->active, q->limit,
-                        core_recipient_count(q->core), rcpt_limit);
+                        core_recipient_count(q->core), rcpt_limit,
+                        q->route_busy, route_limit, q->route_waiting);
         while ((t = core_transport_next(q->core, t)) != NULL) {
             util_buf_puts(out, first ? "" : ", ");
             first = 0;
@@ -273,6 +280,10 @@ void qmgr_status(struct qmgr *q, struct util_buf *out, int json,
                     "recipients in core: %ld of %ld\n",
                     q->active, q->limit, core_recipient_count(q->core),
                     rcpt_limit);
+    if (q->route_busy + q->route_waiting > 0)
+        util_buf_printf(out,
+                        "routing jobs: %ld of %ld under way, %ld waiting\n",
+                        q->route_busy, route_limit, q->route_waiting);
     while ((t = core_transport_next(q->core, t)) != NULL)
         transport_out(q, t, out, 0, max_destinations, now);
 }

@@ -134,6 +134,7 @@ static const struct {
     {"smtp_connection_backlog_threshold", 4},
     {"max_message_concurrency", 20},
     {"scale_max_concurrency", 10},
+    {"router_worker_limit", 100},
 };
 
 static const struct {
@@ -364,9 +365,10 @@ static void test_table_has_every_parameter(void **state)
      * (smtp_connection_cache_destinations); the SMTP server's client
      * names: 1 boolean and 1 time (decision 84); smtputf8_enable
      * (decision 85); Finch's scheduler: 1 choice, 3 integers and 3
-     * times (decisions 93 and 94).
+     * times (decisions 93 and 94); its routing workers: 1 integer (decision
+     * 108).
      */
-    assert_int_equal(conf_param_count, 150);
+    assert_int_equal(conf_param_count, 151);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -577,6 +577,33 @@ static void test_message_lifetime_and_dead_destination(void **state)
     world_free(&w);
 }
 
+/* A message whose recipients are still being routed outside core/ (Finch's
+ * routing workers) is held: it is not done while its entries are, nor
+ * does core/ read its next batch; the last hold's end finishes it. */
+static void test_message_hold(void **state)
+{
+    struct world w;
+    struct core_message *m;
+    struct core_entry *e;
+
+    (void)state;
+    world_init(&w, 5, 3, 50, 3);
+    m = core_message_create(w.fx->core, 1, 0, NULL);
+    core_message_hold(m);
+    core_message_hold(m);
+    core_message_release(m);
+    assert_int_equal(w.fx->message_done_calls, 0);
+    core_message_add(m, dest(&w, "d"), 0);
+    core_message_unhold(m, w.now);
+    e = core_select(w.fx->core, w.now);
+    core_entry_done(e, w.now, CORE_HOP_OK, NULL);
+    assert_int_equal(w.fx->message_done_calls, 0);
+    core_message_unhold(m, w.now);
+    assert_int_equal(w.fx->message_done_calls, 1);
+    assert_int_equal(TAILQ_EMPTY(&w.fx->core->messages), 1);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_round_robin_peers),
         cmocka_unit_test(test_batching),
         cmocka_unit_test(test_message_lifetime_and_dead_destination),
+        cmocka_unit_test(test_message_hold),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
