@@ -42,6 +42,12 @@
  *	auth_out_cache_key() is the connection cache's key for a
  *	connection in TLS or not, authenticated as user (NULL or "": not
  *	authenticated), allocated, or NULL without a cache key.
+ *	auth_out_endpoint_key() is the key of the same connection by its
+ *	server's address (the request's cache_endpoint, the transport, then
+ *	the session's endpoint "addr:port" and TLS policy), or NULL when
+ *	the request asks for no such key or no address is known yet.
+ *	auth_out_user_at() is the user this delivery would authenticate as
+ *	at its address i ("": none).
  *	auth_out_users() lists the users this delivery would authenticate
  *	as at its addresses, "" for an address without credentials, each
  *	once, so that a cached connection is taken only when it was
@@ -206,20 +212,46 @@ void auth_out_reply(struct deliver_session *s)
     auth_fail(s, dsn, reason);
 }
 
+/* A cache key: base, then the login ("" none); allocated. */
+static char *key_with_user(const char *base, const char *user)
+{
+    size_t n = strlen(base) + strlen(user ? user : "") + 8;
+    char *key = xmalloc(n);
+
+    snprintf(key, n, "%s\nauth=%s", base, user ? user : "");
+    return key;
+}
+
 char *auth_out_cache_key(const struct deliver_session *s, int tls,
                          const char *user)
 {
     const char *base = starttls_out_cache_key(s, tls);
-    size_t n;
-    char *key;
 
-    if (base == NULL)
+    return base ? key_with_user(base, user) : NULL;
+}
+
+char *auth_out_endpoint_key(const struct deliver_session *s, int tls,
+                            const char *user)
+{
+    char base[1800];
+
+    if (s->req.cache_endpoint == NULL || s->endpoint[0] == 0 ||
+        s->tls_ident == NULL)
         return NULL;
-    user = user ? user : "";
-    n = strlen(base) + strlen(user) + 8;
-    key = xmalloc(n);
-    snprintf(key, n, "%s\nauth=%s", base, user);
-    return key;
+    snprintf(base, sizeof(base), "@%s\n%s\n%s\n%s", s->req.cache_endpoint,
+             s->endpoint, s->tls_ident, tls ? "tls" : "plain");
+    return key_with_user(base, user);
+}
+
+const char *auth_out_user_at(const struct deliver_session *s, size_t i)
+{
+    struct deliver_credentials c;
+
+    if (s->req.sasl.passwd &&
+        deliver_passwd_find(s->req.sasl.passwd, s->req.addrs[i].host,
+                            s->req.sasl.nexthop, &c))
+        return c.user;
+    return "";
 }
 
 size_t auth_out_users(const struct deliver_session *s, const char **users,
@@ -228,14 +260,9 @@ size_t auth_out_users(const struct deliver_session *s, const char **users,
     size_t n = 0;
 
     for (size_t i = 0; i < s->req.naddrs && n < max; i++) {
-        struct deliver_credentials c;
-        const char *user = "";
+        const char *user = auth_out_user_at(s, i);
         size_t k;
 
-        if (s->req.sasl.passwd &&
-            deliver_passwd_find(s->req.sasl.passwd, s->req.addrs[i].host,
-                                s->req.sasl.nexthop, &c))
-            user = c.user;
         for (k = 0; k < n && strcmp(users[k], user) != 0; k++)
             ;
         if (k == n)

@@ -36,6 +36,7 @@ struct cached {
     TAILQ_ENTRY(cached) link;
     struct deliver_cache *cache;
     char *key;
+    char *endpoint; /* its second key, or NULL */
     struct deliver_conn conn;
     struct event *idle;
 };
@@ -94,6 +95,7 @@ static void drop(struct cached *e, int quit)
         tls_session_free(e->conn.bev);
         event_free(e->idle);
         free(e->key);
+        free(e->endpoint);
         free(e);
         return;
     }
@@ -106,6 +108,7 @@ static void drop(struct cached *e, int quit)
     bufferevent_free(e->conn.bev);
     event_free(e->idle);
     free(e->key);
+    free(e->endpoint);
     free(e);
 }
 
@@ -182,13 +185,14 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_cache_params *p, const char *key,
-                       const struct deliver_conn *conn)
+                       const char *endpoint, const struct deliver_conn *conn)
 {
     struct cached *e = xcalloc(1, sizeof(*e));
     struct timeval tv = {p->idle_ms / 1000, (p->idle_ms % 1000) * 1000};
 
     e->cache = c;
     e->key = xstrdup(key);
+    e->endpoint = endpoint ? xstrdup(endpoint) : NULL;
     e->conn = *conn;
     e->idle = evtimer_new(c->base, idle_timer_cb, e);
     bufferevent_setcb(e->conn.bev, idle_read_cb, NULL, idle_event_cb, e);
@@ -210,7 +214,8 @@ int deliver_cache_take(struct deliver_cache *c, const char *key,
     if (c == NULL || key == NULL)
         return 0;
     TAILQ_FOREACH(e, &c->list, link) {
-        if (strcmp(e->key, key) != 0)
+        if (strcmp(e->key, key) != 0 &&
+            (e->endpoint == NULL || strcmp(e->endpoint, key) != 0))
             continue;
         *out = e->conn;
         TAILQ_REMOVE(&c->list, e, link);
@@ -218,6 +223,7 @@ int deliver_cache_take(struct deliver_cache *c, const char *key,
         bufferevent_setcb(out->bev, NULL, NULL, NULL, NULL);
         event_free(e->idle);
         free(e->key);
+        free(e->endpoint);
         free(e);
         return 1;
     }

@@ -272,14 +272,38 @@ void connection_setcb(struct deliver_session *s)
 }
 
 /* Open a connection to the current address. */
+static int endpoint_take(struct deliver_session *s, struct deliver_conn *conn);
+static void adopt(struct deliver_session *s, const struct deliver_conn *conn);
+
+/* "addr:port" of a, the endpoint key's; "" for a local socket. */
+static void endpoint_name(const struct deliver_addr *a, char *buf, size_t len)
+{
+    char host[128], port[16];
+
+    buf[0] = 0;
+    if (a->sa.ss_family != AF_UNIX &&
+        getnameinfo((const struct sockaddr *)&a->sa, a->salen, host,
+                    sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(buf, len, "%s:%s", host, port);
+}
+
 static void connect_current(struct deliver_session *s)
 {
     const struct deliver_addr *a = &s->req.addrs[s->addr];
+    struct deliver_conn conn;
     char reason[600];
 
     if (!starttls_out_host_ok(s, reason, sizeof(reason))) {
         /* DANE says this host must not be used: no connection */
         connection_next_address_dsn(s, "4.7.5", reason);
+        return;
+    }
+    endpoint_name(a, s->endpoint, sizeof(s->endpoint));
+    if (endpoint_take(s, &conn)) {
+        /* the reference's endpoint label: another destination's
+         * connection to this very server */
+        adopt(s, &conn);
         return;
     }
     s->sessions++;
@@ -361,13 +385,17 @@ void connection_reconnect(struct deliver_session *s)
         connect_current(s);
 }
 
-/* A cached connection under one key (freed), as cache_take() asks. */
-static int take_key(struct deliver_session *s, char *key,
-                    struct deliver_conn *conn)
-{
-    int found = deliver_cache_take(s->req.cache, key, conn);
+typedef char *cache_key_fn(const struct deliver_session *s, int tls,
+                           const char *user);
 
-    free(key);
+/* A cached connection under key's form, for tls and one login. */
+static int take_one(struct deliver_session *s, cache_key_fn *key, int tls,
+                    const char *user, struct deliver_conn *conn)
+{
+    char *k = key(s, tls, user);
+    int found = deliver_cache_take(s->req.cache, k, conn);
+
+    free(k);
     return found;
 }
 
@@ -375,23 +403,39 @@ static int take_key(struct deliver_session *s, char *key,
  * A cached connection made under this delivery's TLS policy: in TLS
  * first, unless the level is none; in plaintext only when the level
  * allows plaintext. Authenticated as this delivery would authenticate
- * at one of its addresses (or not, where it has no credentials).
+ * (at one of its addresses, or at the one its endpoint key names; or
+ * not, where it has no credentials).
  */
-static int cache_take(struct deliver_session *s, struct deliver_conn *conn)
+static int take_users(struct deliver_session *s, cache_key_fn *key,
+                      const char **users, size_t n, struct deliver_conn *conn)
 {
     enum tls_level level = s->req.tls.ctx ? s->req.tls.level : TLS_LEV_NONE;
-    const char *users[16];
-    size_t n = auth_out_users(s, users, 16);
 
     for (size_t i = 0; i < n; i++) {
-        if (level != TLS_LEV_NONE &&
-            take_key(s, auth_out_cache_key(s, 1, users[i]), conn))
+        if (level != TLS_LEV_NONE && take_one(s, key, 1, users[i], conn))
             return 1;
-        if (!tls_level_enforced(level) &&
-            take_key(s, auth_out_cache_key(s, 0, users[i]), conn))
+        if (!tls_level_enforced(level) && take_one(s, key, 0, users[i], conn))
             return 1;
     }
     return 0;
+}
+
+/* A connection cached for the destination. */
+static int cache_take(struct deliver_session *s, struct deliver_conn *conn)
+{
+    const char *users[16];
+    size_t n = auth_out_users(s, users, 16);
+
+    return take_users(s, auth_out_cache_key, users, n, conn);
+}
+
+/* One cached to the address about to be tried, for any destination. */
+static int endpoint_take(struct deliver_session *s, struct deliver_conn *conn)
+{
+    const char *user = auth_out_user_at(s, s->addr);
+
+    return s->req.cache_endpoint != NULL &&
+           take_users(s, auth_out_endpoint_key, &user, 1, conn);
 }
 
 /* Take over a cached connection: straight to the transaction. */
@@ -410,6 +454,7 @@ static void adopt(struct deliver_session *s, const struct deliver_conn *conn)
     s->res->tls.established = 0;
     snprintf(s->peer, sizeof(s->peer), "%s", conn->peer);
     snprintf(s->res->relay, sizeof(s->res->relay), "%s", conn->relay);
+    snprintf(s->endpoint, sizeof(s->endpoint), "%s", conn->endpoint);
     bufferevent_setcb(s->bev, read_cb, NULL, event_cb, s);
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);
     protocol_handshake_passed(s);

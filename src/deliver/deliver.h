@@ -92,7 +92,13 @@
  *	address tried. Only a request with cache_store set keeps its
  *	connection when it ends (the caller's on-demand decision: more
  *	mail for the destination is coming); one without it still takes a
- *	cached connection, but says QUIT at the end.
+ *	cached connection, but says QUIT at the end. A request that names
+ *	its transport in cache_endpoint (the reference's endpoint label)
+ *	has its connection cached under the server's address as well, and,
+ *	when none is cached for its destination, takes one cached under
+ *	the address it is about to connect to, for whichever destination
+ *	(at the same TLS policy and login): domains with a shared exchanger
+ *	share its connections.
  *
  *	A request with queue_behind (Finch's connections with a backlog of
  *	jobs: cache_key then names one connection, not a destination) does
@@ -337,7 +343,8 @@ struct deliver_request {
     const char *reason; /* discard and error: the text, or NULL */
     struct deliver_cache *cache; /* connection reuse, or NULL */
     const char *cache_key;       /* the destination, or NULL: no reuse */
-    int cache_store; /* keep the connection at the end (on demand) */
+    const char *cache_endpoint;  /* the transport: reuse by address too */
+    int cache_store;  /* keep the connection at the end (on demand) */
     int queue_behind; /* wait for a delivery holding cache_key to end */
     struct deliver_cache_params cache_limits; /* idle_ms 0: the cache's */
     struct deliver_timeouts timeouts;         /* milliseconds */

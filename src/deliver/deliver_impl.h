@@ -14,7 +14,7 @@
  *			const struct timeval *born, int uses)
  *	void	deliver_cache_put(struct deliver_cache *c,
  *			const struct deliver_cache_params *p, const char *key,
- *			const struct deliver_conn *conn)
+ *			const char *endpoint, const struct deliver_conn *conn)
  *	void	deliver_cache_opened_add(struct deliver_cache *c)
  *	int	deliver_cache_hold(struct deliver_cache *c, const char *key,
  *			struct deliver_waiter *w)
@@ -33,12 +33,14 @@
  *	idle time. deliver_cache_may_keep() says whether a connection born
  *	at born that has carried uses deliveries may be cached under limits
  *	p (smtp_connection_reuse_time_limit and the reuse count limit).
- *	deliver_cache_put() stores a copy of conn under key and owns its
+ *	deliver_cache_put() stores a copy of conn under key, and under
+ *	endpoint too unless that is NULL (the reference's two labels: the
+ *	destination, and the server's address), and owns its
  *	bufferevent from then on; an idle connection is closed (with a
  *	QUIT) after p's cache time limit, and dropped at once if the
  *	server says anything or closes it. deliver_cache_opened_add() counts
  *	one connection established (deliver_cache_opened()). deliver_cache_take() moves the
- *	most recently cached connection for key into out and returns 1, or
+ *	most recently cached connection for key (either of its keys) into out and returns 1, or
  *	returns 0 when there is none; the caller then owns the bufferevent
  *	and must set its callbacks.
  *
@@ -73,8 +75,9 @@ struct deliver_waiter {
 
 struct deliver_conn {
     struct bufferevent *bev;
-    char peer[400];  /* "host[addr]", for reasons */
-    char relay[512]; /* "host[addr]:port", for relay= */
+    char peer[400];    /* "host[addr]", for reasons */
+    char relay[512];   /* "host[addr]:port", for relay= */
+    char endpoint[160]; /* "addr:port", its second key's */
     unsigned features;
     uint64_t size_limit;
     int64_t born_us;               /* connected, on the monotonic clock */
@@ -90,7 +93,7 @@ int deliver_cache_may_keep(const struct deliver_cache_params *p,
                            int64_t born_us, int uses);
 void deliver_cache_put(struct deliver_cache *c,
                        const struct deliver_cache_params *p, const char *key,
-                       const struct deliver_conn *conn);
+                       const char *endpoint, const struct deliver_conn *conn);
 void deliver_cache_opened_add(struct deliver_cache *c);
 int deliver_cache_take(struct deliver_cache *c, const char *key,
                        struct deliver_conn *out);

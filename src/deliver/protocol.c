@@ -425,7 +425,7 @@ static void end_transaction(struct deliver_session *s)
 {
     struct deliver_conn conn;
     const struct deliver_cache_params *limits;
-    char *key;
+    char *key, *endpoint;
 
     if (s->req.cache == NULL || !s->req.cache_store ||
         starttls_out_cache_key(s, s->tls_on) == NULL || s->auth_long ||
@@ -446,10 +446,13 @@ static void end_transaction(struct deliver_session *s)
     conn.tls = s->res->tls;
     snprintf(conn.auth_user, sizeof(conn.auth_user), "%s", s->auth_user);
     s->bev = NULL; /* the cache's now */
+    snprintf(conn.endpoint, sizeof(conn.endpoint), "%s", s->endpoint);
     /* apart per user: never a transaction under another's login */
     key = auth_out_cache_key(s, s->tls_on, s->auth_user);
-    deliver_cache_put(s->req.cache, limits, key, &conn);
+    endpoint = auth_out_endpoint_key(s, s->tls_on, s->auth_user);
+    deliver_cache_put(s->req.cache, limits, key, endpoint, &conn);
     free(key);
+    free(endpoint);
     connection_finish(s);
 }
 

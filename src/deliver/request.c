@@ -84,6 +84,7 @@ void deliver_request_copy(struct deliver_request *to,
     to->addrs = addrs;
     to->reason = dup_or_null(from->reason);
     to->cache_key = dup_or_null(from->cache_key);
+    to->cache_endpoint = dup_or_null(from->cache_endpoint);
     dane_copy(&to->tls, &from->tls);
     to->tls.ctx = tls_context_ref(from->tls.ctx);
     to->sasl.passwd = deliver_passwd_ref(from->sasl.passwd);
@@ -99,6 +100,7 @@ void deliver_request_clear(struct deliver_request *req)
     free((char *)req->envid);
     free((char *)req->reason);
     free((char *)req->cache_key);
+    free((char *)req->cache_endpoint);
     tls_context_free(req->tls.ctx);
     dane_free(&req->tls);
     deliver_passwd_free(req->sasl.passwd);

@@ -46,6 +46,10 @@
  *	void	auth_out_reply(struct deliver_session *s)
  *	char	*auth_out_cache_key(const struct deliver_session *s, int tls,
  *			const char *user)
+ *	char	*auth_out_endpoint_key(const struct deliver_session *s,
+ *			int tls, const char *user)
+ *	const char *auth_out_user_at(const struct deliver_session *s,
+ *			size_t i)
  *	size_t	auth_out_users(const struct deliver_session *s,
  *			const char **users, size_t max)
  * DESCRIPTION
@@ -86,10 +90,10 @@ enum deliver_state {
 
 struct deliver_session {
     struct event_base *base;
-    struct deliver_request req; /* copied */
-    int holding;                    /* holds req.cache_key (queue_behind) */
-    int queued;                     /* in line behind another delivery */
-    struct deliver_waiter waiter;   /* while queued */
+    struct deliver_request req;   /* copied */
+    int holding;                  /* holds req.cache_key (queue_behind) */
+    int queued;                   /* in line behind another delivery */
+    struct deliver_waiter waiter; /* while queued */
     deliver_done_fn *done;
     void *ctx;
     struct deliver_result *res;
@@ -111,6 +115,7 @@ struct deliver_session {
     char *accepted_flag;
     size_t skip; /* replies to ignore after a rejected MAIL */
     char peer[400];
+    char endpoint[160]; /* the connection's "addr:port", for the cache */
     int64_t start_us, handshake_us; /* monotonic: intervals only */
     char last_failure[600];
     char last_dsn[8];           /* of last_failure */
@@ -158,6 +163,9 @@ const char *starttls_out_cache_key(const struct deliver_session *s, int tls);
 
 int auth_out_after_ehlo(struct deliver_session *s);
 void auth_out_reply(struct deliver_session *s);
+char *auth_out_endpoint_key(const struct deliver_session *s, int tls,
+                            const char *user);
+const char *auth_out_user_at(const struct deliver_session *s, size_t i);
 char *auth_out_cache_key(const struct deliver_session *s, int tls,
                          const char *user);
 size_t auth_out_users(const struct deliver_session *s, const char **users,

@@ -15,7 +15,10 @@
  *	connection that chooses. The agent keeps its connection for the next delivery when
  *	core/ says the destination's mail comes back to back (on-demand
  *	caching) or the next hop is one of
- *	smtp_connection_cache_destinations. qm_delivery_free() forgets a delivery (the caller has
+ *	smtp_connection_cache_destinations; a connection so kept serves
+ *	the next delivery to its destination, or to any destination of
+ *	its transport that has the same server among its addresses (the
+ *	reference's endpoint label). qm_delivery_free() forgets a delivery (the caller has
  *	cancelled its session, if any).
  */
 
@@ -236,6 +239,9 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
         req.cache_key = r->key.cache;
         req.cache_limits = set.cache;
         req.cache_store = d->cache_store || delivery_cache_always(r, &set);
+        /* and by server address, as the reference's endpoint label;
+         * Finch keys its connections itself */
+        req.cache_endpoint = qm_finch_applies(q, r) ? NULL : r->transport;
     }
     if (req.naddrs > 0 && qm_finch_applies(q, r))
         qm_finch_start(d, &req); /* d may be gone after this */

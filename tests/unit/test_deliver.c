@@ -582,6 +582,42 @@ static void test_reuse_across_domains(void **state)
     assert_int_equal(count_of(sv.got, "EHLO"), 1);
 }
 
+/* The reference's endpoint label: a connection is cached under its server's
+ * address too, and a delivery to another destination whose exchanger that
+ * address is takes it before connecting there (the caller names the
+ * transport in cache_endpoint): one EHLO for two next hops. */
+static void test_reuse_by_address(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING}, {1, EHLO_PIPE}, TXN_STEPS, TXN_STEPS, {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_request req;
+    const char *keys[] = {"smtp:a.test", "smtp:b.test"};
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    for (int i = 0; i < 2; i++) {
+        reuse_request(&req, &a, cache, keys[i]);
+        req.cache_endpoint = "smtp";
+        result = NULL;
+        deliver_start(reuse_base, &req, reuse_done_cb, NULL);
+        util_blob_unref(req.body);
+        event_base_dispatch(reuse_base);
+        assert_non_null(result);
+        all_sent(result);
+        assert_int_equal(result->conn_use, i + 1);
+        deliver_result_free(result);
+        assert_int_equal(deliver_cache_count(cache), 1);
+    }
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 1);
+    assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
+}
+
 /* On demand: a delivery the caller does not ask to keep its connection
  * takes a cached one all the same, and then says QUIT instead of putting
  * it back; so does one that connects afresh. */
@@ -899,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_reuse_not_stored),
         cmocka_unit_test(test_reuse_across_domains),
+        cmocka_unit_test(test_reuse_by_address),
         cmocka_unit_test(test_queue_behind),
         cmocka_unit_test(test_queue_behind_closed),
         cmocka_unit_test(test_reuse_dead_connection),
