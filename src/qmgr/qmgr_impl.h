@@ -23,6 +23,8 @@
  *	sasl.c		SMTP AUTH of a delivery: the password table, the log
  *	tlsrpt.c	TLS reporting: counts, periods, the spool
  *	tlsrpt_send.c	TLS reporting: the reports made and sent
+ *	verify.c	address verification: probes as one pseudo-message
+ *	verify_cache.c	address verification: the answers kept
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -74,7 +76,8 @@ struct qm_tlsa_host {
 
 struct qm_delivery {
     struct qmgr *q;
-    struct qm_msg *m;
+    struct qm_msg *m; /* NULL for address probes */
+    int probe;        /* an entry of the verification message */
     struct core_entry *e;
     struct core_queue *queue; /* the entry's */
     const uint64_t *rcpt;     /* the entry's recipients, while it lives */
@@ -83,8 +86,8 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
-    int cache_store;           /* keep the connection: more is coming */
-    struct qm_worker *worker;  /* Finch: the connection it went to */
+    int cache_store;                   /* keep the connection: more is coming */
+    struct qm_worker *worker;          /* Finch: the connection it went to */
     struct deliver_request *finch_req; /* Finch: the job, for a retry */
     int finch_tries;                   /* Finch: hosts tried */
     int waiting;                       /* Finch: waiting for a worker */
@@ -125,21 +128,22 @@ struct qmgr {
     uint64_t bounce_size_limit;     /* bounce_size_limit */
     char hostname[256];             /* myhostname, for notices */
     uint64_t next_id;
-    int feed_asked;     /* a look at the spool is scheduled */
+    int feed_asked;       /* a look at the spool is scheduled */
     int64_t feed_last_us; /* when the last look began (monotonic) */
-    int spool_has_more; /* the last look stopped for want of room */
-    long feed_batch;    /* room worth a new look at the spool */
-    int closing;        /* qmgr_stop(): start nothing, write nothing */
-    int draining;       /* qmgr_drain(): start nothing, finish what runs */
-    long submitting;    /* new messages not yet committed */
-    long recipients;    /* read from the spool, awaiting an outcome */
-    long records;       /* recipient records held in batches */
+    int spool_has_more;   /* the last look stopped for want of room */
+    long feed_batch;      /* room worth a new look at the spool */
+    int closing;          /* qmgr_stop(): start nothing, write nothing */
+    int draining;         /* qmgr_drain(): start nothing, finish what runs */
+    long submitting;      /* new messages not yet committed */
+    long recipients;      /* read from the spool, awaiting an outcome */
+    long records;         /* recipient records held in batches */
     struct qmgr_stats stats;
-    struct qm_tstats *tstats; /* per transport, for the metrics */
-    struct core_destdb *destdb; /* Finch's, made at its first use */
-    LIST_HEAD(, qm_worker) workers;        /* Finch's connections */
-    TAILQ_HEAD(, qm_delivery) finch_wait;  /* jobs waiting for one */
+    struct qm_tstats *tstats;             /* per transport, for the metrics */
+    struct core_destdb *destdb;           /* Finch's, made at its first use */
+    LIST_HEAD(, qm_worker) workers;       /* Finch's connections */
+    TAILQ_HEAD(, qm_delivery) finch_wait; /* jobs waiting for one */
     uint64_t worker_next;
+    struct qm_verify *verify; /* address verification (verify.c) */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -160,8 +164,7 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
 
 /* finch.c */
 int qm_finch_applies(const struct qmgr *q, const struct route_result *r);
@@ -170,6 +173,22 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res);
 void qm_finch_forget(struct qm_delivery *d);
 void qm_finch_gc(struct qmgr *q);
 void qm_finch_free(struct qmgr *q);
+
+/* verify.c */
+struct qm_verify;
+void qm_verify_settings(struct qmgr *q);
+int qm_verify_owns(const struct qmgr *q, const struct core_message *cm);
+const char *qm_verify_address(const struct qmgr *q, uint64_t no);
+const char *qm_verify_sender(const struct qmgr *q);
+void qm_verify_decided(struct qmgr *q, const uint64_t *no, int n,
+                       const struct deliver_rcpt_result *res,
+                       enum deliver_status st, const char *dsn,
+                       const char *text, const char *relay, double handoff,
+                       double conn_done);
+void qm_verify_free(struct qmgr *q);
+
+/* deliver.c: recipient k's address, for a message or a probe */
+const char *qm_delivery_address(const struct qm_delivery *d, int k);
 
 /* feed.c */
 void qm_feed_ask(struct qmgr *q, long delay_us);
