@@ -151,6 +151,40 @@ grep -q 'warning: address verification: 20 requests waiting (address_verify_pend
 wait_for 5 grep -q 'verify: to=<slow-hangup@verify.test>, .*status=deliverable' "$tmp/d/log" &&
     ok "its probe goes on for the cache" || not_ok "its probe goes on for the cache"
 expect "and sluiced serves on" "250 2.1.5 Ok" "$(rcpt_reply slow-hangup@verify.test)"
+# The control socket's verify verb, spoken to directly: bad requests and
+# a client that leaves before its answer.
+control() {
+    /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode("latin-1") + b"\n")
+if sys.argv[3] == "leave":
+    s.close()
+    sys.exit(0)
+s.settimeout(10)
+out = b""
+while True:
+    d = s.recv(4096)
+    if not d:
+        break
+    out += d
+sys.stdout.write(out.decode("latin-1"))' "$tmp/d/q/private/control" "$1" "${2:-read}"
+}
+expect "verify without an address: refused" "error no address to verify" \
+    "$(control verify)"
+expect "verify of a malformed address: refused, quoted" \
+    'error malformed address "a\x01b@x"' "$(control "$(printf 'verify a\001b@x')")"
+many=$(seq 65 | sed 's/^/a/; s/$/@x.test/' | tr '\n' ' ')
+expect "verify of 65 addresses: refused" "error more than 64 addresses" \
+    "$(control "verify $many")"
+expect "verify --wait out of bounds: refused" \
+    "error --wait: not milliseconds from 0 to 3600000" \
+    "$(control "verify --wait -1 a@x.test")"
+control "verify --wait 5000 slow-leaver@verify.test" leave
+wait_for 5 grep -q 'verify: to=<slow-leaver@verify.test>, ' "$tmp/d/log" &&
+    ok "a control client that leaves: the probe goes on" ||
+    not_ok "a control client that leaves: the probe goes on"
 kill -0 "$sluiced_pid" 2>/dev/null && ok "sluiced is alive" || not_ok "sluiced is alive"
 kill "$sluiced_pid"
 wait_for 10 sh -c "! kill -0 $sluiced_pid 2>/dev/null" &&
