@@ -80,6 +80,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define VERIFY_HASH_SIZE     1024
 #define VERIFY_ADDRESS_MAX   512
@@ -115,8 +116,12 @@ struct qm_verify {
     char sender[VERIFY_ADDRESS_MAX];
     int64_t warned;                 /* monotonic ms of the last limit warning */
     struct qmgr_verify_answer last; /* the last probe's, for qmgr_verify() */
+    char last_address[VERIFY_ADDRESS_MAX]; /* whose */
+    int admitting; /* verify_admit() is running: probe_finish() calls it */
     struct qm_probe *hash[VERIFY_HASH_SIZE];
 };
+
+static void verify_admit(struct qm_verify *v);
 
 const char *qmgr_verify_status_name(enum qmgr_verify_status s)
 {
@@ -139,12 +144,11 @@ static unsigned verify_hash(const char *address)
 /* Two addresses are the same if they differ in their domain's case. */
 static int verify_same(const char *a, const char *b)
 {
-    const char *at = strrchr(a, '@');
+    const char *at = strrchr(a, '@'), *bt = strrchr(b, '@');
 
-    if (at == NULL || strrchr(b, '@') - b != at - a)
+    if (at == NULL || bt == NULL || at - a != bt - b)
         return strcmp(a, b) == 0;
-    return strncmp(a, b, (size_t)(at - a)) == 0 &&
-           strcasecmp(at, b + (at - a)) == 0;
+    return strncmp(a, b, (size_t)(at - a)) == 0 && strcasecmp(at, bt) == 0;
 }
 
 void qm_verify_settings(struct qmgr *q)
@@ -178,6 +182,7 @@ void qm_verify_settings(struct qmgr *q)
         conf_int(conf, NULL, CONF_address_verify_concurrency_limit);
     v->pending_limit =
         conf_int(conf, NULL, CONF_address_verify_pending_request_limit);
+    verify_admit(v); /* a larger limit at reload lets more go now */
     if (*sender == 0 || strchr(sender, '@') != NULL)
         snprintf(v->sender, sizeof(v->sender), "%s", sender);
     else
@@ -261,8 +266,6 @@ static void wait_free(struct qmgr_verify_wait *w)
     free(w);
 }
 
-static void verify_admit(struct qm_verify *v);
-
 /* Probe p has its answer: the cache, every waiter, then the next one. */
 static void probe_finish(struct qm_probe *p, struct qmgr_verify_answer *a)
 {
@@ -271,6 +274,7 @@ static void probe_finish(struct qm_probe *p, struct qmgr_verify_answer *a)
 
     qmgr_verify_cache_put(v->cache, p->address, a, qm_now_ms());
     v->last = *a;
+    snprintf(v->last_address, sizeof(v->last_address), "%s", p->address);
     *probe_slot(v, p->address) = p->hnext;
     if (p->in_core) {
         TAILQ_REMOVE(&v->in_core, p, link);
@@ -328,17 +332,16 @@ static void probe_admit(struct qm_verify *v, struct qm_probe *p)
 /* Probes from the line into core/, while the concurrency limit allows. */
 static void verify_admit(struct qm_verify *v)
 {
-    static int admitting; /* probe_finish() comes back here */
     int admitted = 0;
 
-    if (admitting || v->q->closing)
+    if (v->admitting || v->q->closing)
         return;
-    admitting = 1;
+    v->admitting = 1;
     while (v->nin_core < v->concurrency && !TAILQ_EMPTY(&v->pending)) {
         probe_admit(v, TAILQ_FIRST(&v->pending));
         admitted = 1;
     }
-    admitting = 0;
+    v->admitting = 0;
     if (admitted)
         qm_dispatch(v->q);
 }
@@ -438,6 +441,19 @@ static struct qmgr_verify_wait *wait_create(struct qm_probe *p, int64_t ms,
     return w;
 }
 
+/* The probe of address ended as it was admitted: its answer. */
+static int verify_answered(struct qm_verify *v, const char *address,
+                           struct qmgr_verify_answer *now)
+{
+    if (verify_same(v->last_address, address))
+        *now = v->last;
+    else if (qmgr_verify_cache_get(v->cache, address, qm_now_ms(), now) ==
+             QMGR_VERIFY_MISS)
+        answer_set(now, QMGR_VERIFY_UNDETERMINED, "4.1.1",
+                   "Address verification in progress");
+    return 1;
+}
+
 int qmgr_verify(struct qmgr *q, const char *address, int64_t wait_ms, int flags,
                 struct qmgr_verify_answer *now, qmgr_verify_fn *done, void *ctx,
                 struct qmgr_verify_wait **wait)
@@ -475,10 +491,8 @@ int qmgr_verify(struct qmgr *q, const char *address, int64_t wait_ms, int flags,
             return 1;
         }
         verify_admit(v);
-        if ((p = *probe_slot(v, address)) == NULL) {
-            *now = v->last; /* answered at once: a dead destination */
-            return 1;
-        }
+        if ((p = *probe_slot(v, address)) == NULL)
+            return verify_answered(v, address, now); /* a dead destination */
     }
     if (wait_ms <= 0) {
         answer_set(now, QMGR_VERIFY_UNDETERMINED, "4.1.1",
