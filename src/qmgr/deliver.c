@@ -62,8 +62,8 @@ static void delivery_decide(struct qm_delivery *d, enum deliver_status st,
                             const char *dsn, const char *text)
 {
     if (d->probe)
-        qm_verify_decided(d->q, d->rcpt, d->nrcpt, NULL, st, dsn, text, "none",
-                          d->handoff, 0);
+        qm_verify_decided(d->q, d->dest->route.transport, d->rcpt, d->nrcpt,
+                          NULL, st, dsn, text, "none", d->handoff, 0);
     else
         qm_outcome_decide(d->m, d->rcpt, d->nrcpt, st, dsn, text, "none");
 }
@@ -89,8 +89,9 @@ void qm_delivery_done(void *ctx, struct deliver_result *res)
 
     d->session = NULL;
     if (d->probe) {
-        qm_verify_decided(q, d->rcpt, d->nrcpt, res->rcpt, DELIVER_OK, NULL,
-                          NULL, res->relay, d->handoff, conn_done);
+        qm_verify_decided(q, d->dest->route.transport, d->rcpt, d->nrcpt,
+                          res->rcpt, DELIVER_OK, NULL, NULL, res->relay,
+                          d->handoff, conn_done);
         delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
                             res->hop_reason);
         deliver_result_free(res);

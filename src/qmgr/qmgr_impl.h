@@ -180,7 +180,8 @@ void qm_verify_settings(struct qmgr *q);
 int qm_verify_owns(const struct qmgr *q, const struct core_message *cm);
 const char *qm_verify_address(const struct qmgr *q, uint64_t no);
 const char *qm_verify_sender(const struct qmgr *q);
-void qm_verify_decided(struct qmgr *q, const uint64_t *no, int n,
+void qm_verify_decided(struct qmgr *q, const char *transport,
+                       const uint64_t *no, int n,
                        const struct deliver_rcpt_result *res,
                        enum deliver_status st, const char *dsn,
                        const char *text, const char *relay, double handoff,

@@ -16,7 +16,8 @@
  *			const struct core_message *cm)
  *	const char *qm_verify_address(const struct qmgr *q, uint64_t no)
  *	const char *qm_verify_sender(const struct qmgr *q)
- *	void	qm_verify_decided(struct qmgr *q, const uint64_t *no, int n,
+ *	void	qm_verify_decided(struct qmgr *q, const char *transport,
+ *			const uint64_t *no, int n,
  *			const struct deliver_rcpt_result *res,
  *			enum deliver_status st, const char *dsn,
  *			const char *text, const char *relay, double handoff,
@@ -58,7 +59,9 @@
  *	answered (a client gone): nothing else changes.
  *
  *	Each answer that a probe or a route gives is logged in the
- *	reference's form, with "verify" for the queue id (deliver/log.c):
+ *	reference's form, under the transport's name as the reference's
+ *	agents log their probes ("qmgr" for an address that does not
+ *	route), with "verify" for the queue id (deliver/log.c):
  *	"verify: to=<A>, relay=R, delay=T, delays=a/b/c/d, dsn=X.Y.Z,
  *	status=deliverable (TEXT)" or status=undeliverable, for good (dsn
  *	5.X.Y) or for now (4.X.Y). A request refused by the pending limit
@@ -235,7 +238,7 @@ static void answer_set(struct qmgr_verify_answer *a, enum qmgr_verify_status st,
 }
 
 /* "verify: to=<A>, relay=R, ..., status=deliverable (TEXT)" */
-static void verify_log(struct qmgr *q, const char *address,
+static void verify_log(struct qmgr *q, const char *service, const char *address,
                        const struct qmgr_verify_answer *a, const char *relay,
                        double requested, double handoff, double conn_done)
 {
@@ -256,7 +259,7 @@ static void verify_log(struct qmgr *q, const char *address,
     e.conn_done = conn_done;
     e.done = qm_now_sec();
     deliver_log_line(line, sizeof(line), &e);
-    qm_log(q, QMGR_LOG_INFO, "%s", line);
+    qm_log_as(q, service, QMGR_LOG_INFO, "%s", line);
 }
 
 static void wait_free(struct qmgr_verify_wait *w)
@@ -313,7 +316,7 @@ static void probe_admit(struct qm_verify *v, struct qm_probe *p)
         v->cm = core_message_create(q->core, 0, qm_now_ms(), v);
     if (route_resolve(q->routes, p->address, &rr, why, sizeof(why)) < 0) {
         answer_set(&a, QMGR_VERIFY_UNDELIVERABLE, "5.1.3", why);
-        verify_log(q, p->address, &a, NULL, p->requested, 0, 0);
+        verify_log(q, "qmgr", p->address, &a, NULL, p->requested, 0, 0);
         probe_finish(p, &a);
         return;
     }
@@ -324,7 +327,7 @@ static void probe_admit(struct qm_verify *v, struct qm_probe *p)
                    core_queue_refusal(cq) ? core_queue_refusal(cq)
                                           : "destination unavailable");
         qm_dest_release(cq);
-        verify_log(q, p->address, &a, NULL, p->requested, 0, 0);
+        verify_log(q, rr.transport, p->address, &a, NULL, p->requested, 0, 0);
         probe_finish(p, &a);
     }
 }
@@ -377,7 +380,7 @@ static int route_answers(struct qmgr *q, const char *address,
     } else {
         return 0;
     }
-    verify_log(q, address, a, NULL, qm_now_sec(), 0, 0);
+    verify_log(q, rr.transport, address, a, NULL, qm_now_sec(), 0, 0);
     qmgr_verify_cache_put(q->verify->cache, address, a, qm_now_ms());
     return 1;
 }
@@ -510,7 +513,8 @@ void qmgr_verify_cancel(struct qmgr_verify_wait *w)
         wait_free(w);
 }
 
-void qm_verify_decided(struct qmgr *q, const uint64_t *no, int n,
+void qm_verify_decided(struct qmgr *q, const char *transport,
+                       const uint64_t *no, int n,
                        const struct deliver_rcpt_result *res,
                        enum deliver_status st, const char *dsn,
                        const char *text, const char *relay, double handoff,
@@ -530,7 +534,8 @@ void qm_verify_decided(struct qmgr *q, const uint64_t *no, int n,
                                          : QMGR_VERIFY_UNDETERMINED,
                    res ? res[k].enhanced : dsn,
                    res ? (res[k].text ? res[k].text : "") : text);
-        verify_log(q, p->address, &a, relay, p->requested, handoff, conn_done);
+        verify_log(q, transport, p->address, &a, relay, p->requested, handoff,
+                   conn_done);
         probe_finish(p, &a);
     }
 }

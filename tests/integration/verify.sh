@@ -77,7 +77,7 @@ expect "the probes said MAIL, RCPT and QUIT, never DATA" \
 grep -q '^MAIL FROM:<double-bounce@sluice.test>' "$tmp/rx/commands" &&
     ok "the probe's sender is address_verify_sender@myhostname" ||
     not_ok "the probe's sender is address_verify_sender@myhostname"
-grep -q 'sluice/qmgr.* verify: to=<good@verify.test>, relay=127.0.0.1\[127.0.0.1\]:'"$rx_port"', delay=.*, dsn=2.0.0, status=deliverable (250 OK)' "$tmp/d/log" &&
+grep -q 'sluice/smtp\[[0-9]*\]: verify: to=<good@verify.test>, relay=127.0.0.1\[127.0.0.1\]:'"$rx_port"', delay=.*, dsn=2.0.0, status=deliverable (250 OK)' "$tmp/d/log" &&
     ok "the probe's log line says status=deliverable" ||
     not_ok "the probe's log line says status=deliverable"
 grep -q ' verify: to=<bad@verify.test>, .* dsn=5.1.1, status=undeliverable (host ' "$tmp/d/log" &&
