@@ -322,10 +322,11 @@ static void probe_admit(struct qm_verify *v, struct qm_probe *p)
     }
     cq = qm_dest_queue(q, &rr);
     if (core_message_add(v->cm, cq, p->no) < 0) {
-        /* dead or suspended: as real mail is deferred, not probed */
-        answer_set(&a, QMGR_VERIFY_UNDETERMINED, "4.4.1",
-                   core_queue_refusal(cq) ? core_queue_refusal(cq)
-                                          : "destination unavailable");
+        /* dead or suspended: deferred as real mail is, not probed */
+        snprintf(why, sizeof(why), "delivery temporarily suspended: %s",
+                 core_queue_refusal(cq) ? core_queue_refusal(cq)
+                                        : "destination unavailable");
+        answer_set(&a, QMGR_VERIFY_UNDETERMINED, "4.4.1", why);
         qm_dest_release(cq);
         verify_log(q, rr.transport, p->address, &a, NULL, p->requested, 0, 0);
         probe_finish(p, &a);

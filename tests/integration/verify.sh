@@ -5,7 +5,8 @@
 # command: sluice verify and reject_unverified_recipient probe with
 # MAIL, RCPT and QUIT, never DATA; deliverable, undeliverable (the
 # remote's reply quoted as the reference does) and, for a dead port,
-# undetermined (450); the cache answers a second RCPT without a probe;
+# undetermined (450), and once core/ has found it dead, probes to it are
+# not made; the cache answers a second RCPT without a probe;
 # the error and discard transports answer without one; 200 made-up
 # recipients from 50 clients at once put no more connections on the
 # receiver than address_verify_concurrency_limit and are refused past
@@ -117,6 +118,12 @@ expect "RCPT of an undeliverable one: 550 after the probe, quoting the remote" \
 expect "RCPT for a dead port: 450, the connection's failure quoted" \
     "450 4.1.1 <x@dead.test>: Recipient address rejected: unverified address: connect to 127.0.0.1[127.0.0.1]:$dead_port: Connection refused" \
     "$(rcpt_reply x@dead.test)"
+sluice verify y1@dead.test y2@dead.test y3@dead.test y4@dead.test \
+    y5@dead.test >/dev/null
+out=$(sluice verify y@dead.test)
+expect "core/ found dead.test dead after a failed cohort of probes: the next is not made" \
+    "y@dead.test: undetermined (dsn=4.4.1): delivery temporarily suspended: connect to 127.0.0.1[127.0.0.1]:$dead_port: Connection refused 3" \
+    "$out $?"
 grep -q "NOQUEUE: reject: RCPT from .*: 550 5.1.1 <bad2@verify.test>: Recipient address rejected: undeliverable address: " "$tmp/d/log" &&
     ok "the refusal is logged as NOQUEUE: reject" ||
     not_ok "the refusal is logged as NOQUEUE: reject"
