@@ -158,6 +158,26 @@ grep -q 'warning: address verification: 20 requests waiting (address_verify_pend
 wait_for 5 grep -q 'verify: to=<slow-hangup@verify.test>, .*status=deliverable' "$tmp/d/log" &&
     ok "its probe goes on for the cache" || not_ok "its probe goes on for the cache"
 expect "and sluiced serves on" "250 2.1.5 Ok" "$(rcpt_reply slow-hangup@verify.test)"
+# reject_unverified_sender, after a reload.
+echo "smtpd_sender_restrictions = reject_unverified_sender" >>"$tmp/d/sluice.conf"
+kill -HUP "$sluiced_pid"
+sender_reply() {
+    swaks --server 127.0.0.1:"$smtpd_port" --from "$1" --to good@verify.test \
+        --helo client.test --quit-after RCPT 2>&1 |
+        awk '/RCPT TO/ { getline; sub(/^<[-*~ ]* /, ""); print; exit }'
+}
+tries=0
+until [ "$(sender_reply bad3@verify.test | cut -c1-3)" = 450 ] ||
+    [ $tries -ge 20 ]; do
+    tries=$((tries + 1))
+    sleep 0.25
+done
+expect "reject_unverified_sender: an undeliverable sender, 450 X.1.7" \
+    "450 4.1.7 <bad3@verify.test>: Sender address rejected: undeliverable address: host 127.0.0.1[127.0.0.1] said: 550 5.1.1 <bad3@verify.test>: Recipient address rejected: User unknown (in reply to RCPT TO command)" \
+    "$(sender_reply bad3@verify.test)"
+expect "reject_unverified_sender: a deliverable sender passes" "250 2.1.5 Ok" \
+    "$(sender_reply good3@verify.test)"
+
 # The control socket's verify verb, spoken to directly: bad requests and
 # a client that leaves before its answer.
 control() {
