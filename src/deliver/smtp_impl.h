@@ -86,10 +86,10 @@ enum deliver_state {
 
 struct deliver_session {
     struct event_base *base;
-    struct deliver_request req;   /* copied */
-    int holding;                  /* holds req.cache_key (queue_behind) */
-    int queued;                   /* in line behind another delivery */
-    struct deliver_waiter waiter; /* while queued */
+    struct deliver_request req; /* copied */
+    int holding;                    /* holds req.cache_key (queue_behind) */
+    int queued;                     /* in line behind another delivery */
+    struct deliver_waiter waiter;   /* while queued */
     deliver_done_fn *done;
     void *ctx;
     struct deliver_result *res;
