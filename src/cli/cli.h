@@ -16,6 +16,7 @@
  *	extern const struct cli_command cli_route_command, cli_reload_command,
  *			cli_flush_command, cli_status_command,
  *			cli_suspend_command, cli_resume_command,
+ *			cli_verify_command,
  *			cli_top_command;
  *
  *	struct conf *cli_conf_open(const char *opt_path)
@@ -106,6 +107,7 @@ extern const struct cli_command cli_reload_command;
 extern const struct cli_command cli_flush_command;
 extern const struct cli_command cli_status_command;
 extern const struct cli_command cli_suspend_command;
+extern const struct cli_command cli_verify_command;
 extern const struct cli_command cli_resume_command;
 extern const struct cli_command cli_top_command;
 

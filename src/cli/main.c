@@ -64,7 +64,7 @@ static const struct cli_command *const commands[] = {
     &cli_recover_command, &cli_config_command,  &cli_route_command,
     &cli_reload_command,  &cli_flush_command,   &cli_status_command,
     &cli_top_command,     &cli_suspend_command, &cli_resume_command,
-    &help_command,        &version_command,
+    &cli_verify_command,  &help_command,        &version_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -196,6 +196,16 @@ void daemon_smtpd_params(const struct conf *conf, const char *queue_directory,
     p->relay_restrictions = conf_str(conf, NULL, CONF_smtpd_relay_restrictions);
     p->sender_restrictions =
         conf_str(conf, NULL, CONF_smtpd_sender_restrictions);
+    p->recipient_restrictions =
+        conf_str(conf, NULL, CONF_smtpd_recipient_restrictions);
+    p->unverified_recipient_reject_code =
+        conf_int(conf, NULL, CONF_unverified_recipient_reject_code);
+    p->unverified_recipient_defer_code =
+        conf_int(conf, NULL, CONF_unverified_recipient_defer_code);
+    p->unverified_sender_reject_code =
+        conf_int(conf, NULL, CONF_unverified_sender_reject_code);
+    p->unverified_sender_defer_code =
+        conf_int(conf, NULL, CONF_unverified_sender_defer_code);
     p->peername_lookup = conf_bool(conf, NULL, CONF_smtpd_peername_lookup);
     p->smtputf8_enable = conf_bool(conf, NULL, CONF_smtputf8_enable);
     p->peername_lookup_timeout_ms =

@@ -34,6 +34,9 @@
  *		(qmgr_resume()), logged as "resume DESTINATION: by the
  *		operator".
  *
+ *	verify [--cached] [--wait MS] ADDRESS...
+ *		address verification (verify.c).
+ *
  *	A DESTINATION is at most 255 bytes of printable ASCII without
  *	spaces: a domain or a next hop as sluice status shows it.
  *
@@ -224,6 +227,7 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
     ops_control_command(c, "status", status_verb, q);
     ops_control_command(c, "suspend", suspend_verb, &cc);
     ops_control_command(c, "resume", resume_verb, &cc);
+    daemon_verify_command(c, q); /* verify.c */
     return c;
 }
 

@@ -52,6 +52,10 @@
  *			const char *queue_directory, struct qmgr *q,
  *			daemon_control_log_fn *log, void *log_ctx,
  *			char *why, size_t whylen)
+ *	void	daemon_verify_command(struct ops_control *c, struct qmgr *q)
+ *	int	daemon_verify_args(const char *args, int *cached,
+ *			long *wait_ms, char ***addresses, size_t *n,
+ *			char *why, size_t whylen)
  *	int	daemon_status_args(const char *args, int *json,
  *			long *max_destinations, char *why, size_t whylen)
  *	int	daemon_inject_route(struct ops_http *http,
@@ -186,6 +190,13 @@ struct ops_control *
 daemon_control_create(struct event_base *base, const char *queue_directory,
                       struct qmgr *q, daemon_control_log_fn *log, void *log_ctx,
                       char *why, size_t whylen);
+/* The verify verb (verify.c). */
+#define DAEMON_VERIFY_MAX     64    /* addresses in one request */
+#define DAEMON_VERIFY_WAIT_MS 10000 /* the longest wait, unless told */
+void daemon_verify_command(struct ops_control *c, struct qmgr *q);
+int daemon_verify_args(const char *args, int *cached, long *wait_ms,
+                       char ***addresses, size_t *n, char *why, size_t whylen);
+
 int daemon_status_args(const char *args, int *json, long *max_destinations,
                        char *why, size_t whylen);
 /* The daemon's side of the injection API (inject.c). */

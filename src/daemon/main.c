@@ -286,6 +286,64 @@ static void peer_cancel(void *ctx, void *lookup)
     ((struct peer_request *)lookup)->done = NULL;
 }
 
+/*
+ * reject_unverified_recipient and _sender: the queue manager's probes
+ * (qmgr/verify.c), waited for address_verify_poll_count times
+ * address_verify_poll_delay at most, as the reference's smtpd polls.
+ */
+struct verify_request {
+    ingress_verify_fn *done;
+    void *conn;
+    struct qmgr_verify_wait *wait;
+};
+
+static int verify_status(const struct qmgr_verify_answer *a)
+{
+    return a->status == QMGR_VERIFY_DELIVERABLE     ? INGRESS_VERIFY_OK
+           : a->status == QMGR_VERIFY_UNDELIVERABLE ? INGRESS_VERIFY_BOUNCE
+                                                    : INGRESS_VERIFY_DEFER;
+}
+
+static void verify_answer(void *ctx, const struct qmgr_verify_answer *a)
+{
+    struct verify_request *r = ctx;
+    ingress_verify_fn *done = r->done;
+    void *conn = r->conn;
+
+    free(r);
+    done(conn, verify_status(a), a->text);
+}
+
+static void *verify_start(void *ctx, const char *address, int *status,
+                          char *text, size_t textlen, ingress_verify_fn *done,
+                          void *conn)
+{
+    struct daemon *d = ctx;
+    struct verify_request *r = xcalloc(1, sizeof(*r));
+    struct qmgr_verify_answer a;
+    int64_t wait = conf_int(d->conf, NULL, CONF_address_verify_poll_count) *
+                   conf_time_ms(d->conf, NULL, CONF_address_verify_poll_delay);
+
+    r->done = done;
+    r->conn = conn;
+    if (qmgr_verify(d->q, address, wait, 0, &a, verify_answer, r, &r->wait) ==
+        0)
+        return r;
+    free(r);
+    *status = verify_status(&a);
+    snprintf(text, textlen, "%s", a.text);
+    return NULL;
+}
+
+static void verify_cancel(void *ctx, void *wait)
+{
+    struct verify_request *r = wait;
+
+    (void)ctx;
+    qmgr_verify_cancel(r->wait);
+    free(r);
+}
+
 /* "sluice flush [DOMAIN]" through the submission socket, and ETRN. */
 static void local_flush_request(void *ctx, const struct smtp_node *node,
                                 ingress_flushed_fn *done, void *conn)
@@ -590,7 +648,9 @@ static int start(struct daemon *d)
                             .spool_free = smtpd_spool_free,
                             .log = smtpd_log,
                             .peer_lookup = peer_lookup,
-                            .peer_cancel = peer_cancel};
+                            .peer_cancel = peer_cancel,
+                            .verify = verify_start,
+                            .verify_cancel = verify_cancel};
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};

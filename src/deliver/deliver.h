@@ -70,6 +70,16 @@
  *	reply that rejected the whole transaction, or from the end of data
  *	reply (per recipient with LMTP).
  *
+ *	A probe (req.probe, address verification: decision 96) is the same
+ *	dialogue up to the RCPT replies and no further: MAIL FROM, RCPT TO
+ *	for each recipient (pipelined when the server offers PIPELINING),
+ *	then QUIT, never DATA. Each recipient's result
+ *	is its RCPT reply: 2xx delivered (the text "250 2.1.5 Ok" as the
+ *	server said it), 4xx deferred, 5xx bounced ("host X said: 550 ...
+ *	(in reply to RCPT TO command)"); a MAIL refusal, a lost connection
+ *	or a failed handshake decides every recipient as for a delivery.
+ *	A probe neither takes nor keeps a cached connection.
+ *
  *	Each state has the reference's timeout (smtp_connect_timeout,
  *	smtp_helo_timeout, smtp_mail_timeout, smtp_rcpt_timeout,
  *	smtp_data_init_timeout, smtp_data_xfer_timeout,
@@ -191,6 +201,11 @@
  *	ID: to=<rcpt>, orig_to=<orcpt>, relay=R, conn_use=N, delay=T,
  *	delays=a/b/c/d, dsn=X.Y.Z, status=sent|deferred|bounced (text)
  *	[tls=PROTOCOL:CIPHER:WORD]
+ *
+ *	An address probe's line (e->probe) says status=deliverable for a
+ *	recipient accepted and status=undeliverable for one refused, for
+ *	good or for now (the dsn tells which), as the reference's verify
+ *	probes do.
  *
  *	tls= (sluice's, after the reference's fields, in the manner of
  *	Exim's X=) appears when the transaction went over TLS: the
@@ -352,6 +367,7 @@ struct deliver_request {
     int mime_conversion; /* 8-bit MIME to 7-bit for servers without
                             8BITMIME (not disable_mime_output_conversion) */
     int smtputf8;        /* the sender asked for SMTPUTF8 (RFC 6531) */
+    int probe;           /* address verification: MAIL, RCPT, QUIT, no DATA */
     struct deliver_tls tls;
     struct deliver_sasl sasl;
 };
@@ -456,6 +472,7 @@ struct deliver_log_entry {
     enum deliver_status status;
     const char *text;
     const char *tls; /* "TLSv1.3:CIPHER:Verified" when over TLS, or NULL */
+    int probe;       /* status=deliverable|undeliverable (verification) */
     /* Seconds since the epoch; 0 where the step did not happen. */
     double arrival, active, handoff, conn_done, done;
 };

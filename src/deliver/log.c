@@ -141,7 +141,10 @@ void deliver_log_line(char *buf, size_t len, const struct deliver_log_entry *e)
     append_delay(buf, len, &used, "/", c);
     append_delay(buf, len, &used, "/", d);
     append(buf, len, &used, ", dsn=%s, status=%s (%s)", e->dsn,
-           status_word(e->status), e->text);
+           e->probe
+               ? (e->status == DELIVER_OK ? "deliverable" : "undeliverable")
+               : status_word(e->status),
+           e->text);
     if (e->tls && *e->tls)
         append(buf, len, &used, " tls=%s", e->tls);
 }

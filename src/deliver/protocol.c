@@ -15,6 +15,10 @@
  *	CONNECT -> GREETING -> EHLO [-> HELO] [-> STARTTLS -> TLS -> EHLO]
  *	[-> AUTH] -> MAIL -> RCPT... -> DATA -> DOT -> QUIT
  *
+ *	A probe (address verification) stops after the RCPT replies: each
+ *	recipient's RCPT reply is its result, then QUIT; DATA is never
+ *	sent, not even pipelined.
+ *
  *	connection.c connects and reads; protocol_reply() takes each
  *	complete reply (s->reply) to the state's function, which writes
  *	the next command. With PIPELINING, MAIL, every RCPT and DATA are
@@ -191,7 +195,8 @@ static void start_transaction(struct deliver_session *s)
     if (s->pipelined) {
         for (size_t i = 0; i < s->req.nrcpt; i++)
             send_rcpt(s, i);
-        send_line(s, "DATA");
+        if (!s->req.probe)
+            send_line(s, "DATA");
     }
 }
 
@@ -340,7 +345,9 @@ static void data_rejected(struct deliver_session *s, const char *command)
 
 static void after_rcpts(struct deliver_session *s)
 {
-    if (s->pipelined) {
+    if (s->req.probe) {
+        send_quit(s); /* the RCPT replies were the answer: never DATA */
+    } else if (s->pipelined) {
         s->state = ST_DATA; /* DATA was sent with the RCPTs */
         connection_timer_arm(s, s->req.timeouts.data_init);
     } else if (s->accepted > 0) {
@@ -368,7 +375,8 @@ static void on_mail(struct deliver_session *s)
     protocol_rcpt_set_rest(s, reply_status(s->reply.code), s->reply.code,
                            s->reply.enhanced, text);
     if (s->pipelined) {
-        s->skip = s->req.nrcpt + 1; /* the RCPT and DATA replies */
+        /* the RCPT replies, and DATA's unless this is a probe */
+        s->skip = s->req.nrcpt + (s->req.probe ? 0 : 1);
         s->state = ST_QUIT;
         connection_timer_arm(s, s->req.timeouts.rcpt);
         return;
@@ -381,7 +389,11 @@ static void on_rcpt(struct deliver_session *s)
     size_t i = s->rcpt_replied++;
     char text[SMTP_REPLY_MAX_TEXT / 8];
 
-    if (s->reply.code / 100 == 2) {
+    if (s->reply.code / 100 == 2 && s->req.probe) {
+        /* the log says "status=deliverable (250 2.1.5 Ok)" */
+        snprintf(text, sizeof(text), "%d %s", s->reply.code, s->reply.text);
+        rcpt_set(s, i, DELIVER_OK, s->reply.code, s->reply.enhanced, text);
+    } else if (s->reply.code / 100 == 2) {
         s->accepted_flag[i] = 1;
         s->accepted++;
     } else {

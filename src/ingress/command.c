@@ -184,10 +184,60 @@ static void cmd_mail(struct smtpd_session *ss, struct smtp_command *cmd)
     evtimer_add(ss->delay_ev, &tv);
 }
 
+/*
+ * The restrictions on the held RCPT: its answer, or a wait for an
+ * address verification, after which command_rcpt_resume() comes back.
+ */
+static int rcpt_restrict(struct smtpd_session *ss, char *reply, size_t len)
+{
+    const char *rcpt = ss->waiting_rcpt.address;
+    int rc;
+
+    if ((rc = restrict_sender(ss, rcpt, reply, len)) != 0 ||
+        (rc = restrict_relay(ss, rcpt, reply, len)) != 0)
+        return rc;
+    return restrict_recipient(ss, rcpt, reply, len);
+}
+
+static void rcpt_decide(struct smtpd_session *ss)
+{
+    char reply[SESSION_REPLY_MAX];
+    int rc = rcpt_restrict(ss, reply, sizeof(reply));
+
+    if (rc > 0) {
+        session_wait_begin(ss); /* reading waits; others go on */
+        return;
+    }
+    if (rc < 0) {
+        session_reply(ss, "%s", reply);
+        smtpd_log(ss->s,
+                  "NOQUEUE: reject: RCPT from %s: %s; from=<%s> to=<%s> "
+                  "proto=%s helo=<%s>",
+                  ss->client, reply, ss->sender, ss->waiting_rcpt.address,
+                  ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
+        free(ss->waiting_rcpt.address);
+        free(ss->waiting_rcpt.orcpt);
+    } else {
+        if (ss->nrcpt == ss->rcpt_size) {
+            ss->rcpt_size = ss->rcpt_size ? 2 * ss->rcpt_size : 8;
+            ss->rcpt = xrealloc(ss->rcpt, ss->rcpt_size * sizeof(*ss->rcpt));
+        }
+        ss->rcpt[ss->nrcpt++] = ss->waiting_rcpt;
+        session_reply(ss, "250 2.1.5 Ok");
+    }
+    memset(&ss->waiting_rcpt, 0, sizeof(ss->waiting_rcpt));
+    verify_forget(ss);
+}
+
+void command_rcpt_resume(struct smtpd_session *ss)
+{
+    rcpt_decide(ss);
+    if (ss->state == SESSION_WAIT && ss->verify == NULL)
+        session_wait_end(ss); /* and what the client sent meanwhile */
+}
+
 static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
 {
-    struct smtpd_rcpt *r;
-    char reply[SESSION_REPLY_MAX];
 
     if (!ss->in_mail) {
         session_reply(ss, "503 5.5.1 Error: need MAIL command");
@@ -203,26 +253,11 @@ static void cmd_rcpt(struct smtpd_session *ss, struct smtp_command *cmd)
         session_reply(ss, "452 4.5.3 Error: too many recipients");
         return;
     }
-    if (restrict_sender(ss, cmd->path, reply, sizeof(reply)) < 0 ||
-        restrict_relay(ss, cmd->path, reply, sizeof(reply)) < 0) {
-        session_reply(ss, "%s", reply);
-        smtpd_log(ss->s,
-                  "NOQUEUE: reject: RCPT from %s: %s; from=<%s> to=<%s> "
-                  "proto=%s helo=<%s>",
-                  ss->client, reply, ss->sender, cmd->path,
-                  ss->esmtp ? "ESMTP" : "SMTP", ss->helo);
-        return;
-    }
-    if (ss->nrcpt == ss->rcpt_size) {
-        ss->rcpt_size = ss->rcpt_size ? 2 * ss->rcpt_size : 8;
-        ss->rcpt = xrealloc(ss->rcpt, ss->rcpt_size * sizeof(*ss->rcpt));
-    }
-    r = &ss->rcpt[ss->nrcpt++];
-    r->address = xstrdup(cmd->path);
-    r->notify = cmd->notify;
-    r->orcpt = cmd->orcpt;
+    ss->waiting_rcpt.address = xstrdup(cmd->path);
+    ss->waiting_rcpt.notify = cmd->notify;
+    ss->waiting_rcpt.orcpt = cmd->orcpt;
     cmd->orcpt = NULL;
-    session_reply(ss, "250 2.1.5 Ok");
+    rcpt_decide(ss);
 }
 
 /* Can a message's content start now? */

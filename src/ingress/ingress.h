@@ -348,6 +348,14 @@ struct smtpd_server;
  */
 typedef void ingress_peer_fn(void *conn, const char *name, const char *warning);
 
+/* What an address verification found (struct smtpd_ops: verify). */
+enum ingress_verify {
+    INGRESS_VERIFY_OK,     /* deliverable */
+    INGRESS_VERIFY_BOUNCE, /* undeliverable */
+    INGRESS_VERIFY_DEFER,  /* undetermined, or in progress */
+};
+typedef void ingress_verify_fn(void *conn, int status, const char *text);
+
 /* What the server needs from the daemon; set once, at creation. */
 struct smtpd_ops {
     /*
@@ -377,6 +385,16 @@ struct smtpd_ops {
     void *(*peer_lookup)(void *ctx, const struct sockaddr *sa, socklen_t salen,
                          ingress_peer_fn *done, void *conn);
     void (*peer_cancel)(void *ctx, void *lookup);
+    /*
+     * Address verification (reject_unverified_recipient and _sender):
+     * answer at once (NULL returned, *status and text set), or start a
+     * wait and return its handle: done(conn, status, text) is called
+     * once, later, unless verify_cancel() was called with the handle
+     * first. NULL verify: every address is undetermined.
+     */
+    void *(*verify)(void *ctx, const char *address, int *status, char *text,
+                    size_t textlen, ingress_verify_fn *done, void *conn);
+    void (*verify_cancel)(void *ctx, void *wait);
     void *ctx;
 };
 
@@ -434,6 +452,11 @@ struct smtpd_params {
     int auth_required;              /* MAIL only after AUTH (submission) */
     /* smtpd_sender_restrictions */
     const char *sender_restrictions;
+    const char *recipient_restrictions; /* smtpd_recipient_restrictions */
+    long unverified_recipient_reject_code;
+    long unverified_recipient_defer_code;
+    long unverified_sender_reject_code;
+    long unverified_sender_defer_code;
     int smtputf8_enable;             /* smtputf8_enable */
     int peername_lookup;             /* smtpd_peername_lookup */
     long peername_lookup_timeout_ms; /* smtpd_peername_lookup_timeout */

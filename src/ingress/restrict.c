@@ -14,6 +14,8 @@
  *			char *reply, size_t replylen)
  *	int	restrict_relay(struct smtpd_session *ss, const char *rcpt,
  *			char *reply, size_t replylen)
+ *	int	restrict_recipient(struct smtpd_session *ss,
+ *			const char *rcpt, char *reply, size_t replylen)
  * DESCRIPTION
  *	Postfix's restriction lists, as far as sluice has them: each
  *	entry decides (permit, or a reply that refuses) or has no
@@ -59,8 +61,19 @@
  *	compared without case. login_maps_load() reads it (an empty
  *	value is no table); -1 with the file and line of a bad entry.
  *
- *	restrict_sender() and restrict_relay() return 0 to go on, or -1
- *	with the whole reply line in reply.
+ *	smtpd_recipient_restrictions (applied at each RCPT, after the
+ *	relay restrictions, as the reference does; empty by default):
+ *	permit_mynetworks, permit_sasl_authenticated, permit, reject,
+ *	reject_unauth_destination, defer_unauth_destination (as above),
+ *	reject_unverified_recipient and reject_unverified_sender (both
+ *	verify.c: the address verified by a probe). reject_unverified_sender
+ *	may also stand in smtpd_sender_restrictions.
+ *
+ *	restrict_sender(), restrict_relay() and restrict_recipient()
+ *	return 0 to go on, or -1 with the whole reply line in reply; the
+ *	sender and recipient lists return 1 when an address verification
+ *	is under way: the RCPT waits for its answer and is evaluated again
+ *	(command.c), the answer then at hand.
  */
 
 #include "ingress/smtpd_impl.h"
@@ -71,27 +84,34 @@
 #include <string.h>
 #include <strings.h>
 
+/* Where each may be used: bits of 1 << enum restrict_where. */
+#define IN_S (1 << RESTRICT_SENDER)
+#define IN_L (1 << RESTRICT_RELAY)
+#define IN_R (1 << RESTRICT_RECIPIENT)
+
 static const struct {
     const char *name;
     enum restriction r;
-    int relay, sender; /* where it may be used */
+    int where;
 } names[] = {
-    {"permit_mynetworks", R_PERMIT_MYNETWORKS, 1, 1},
-    {"permit_sasl_authenticated", R_PERMIT_SASL, 1, 1},
-    {"reject_unauth_destination", R_REJECT_UNAUTH_DEST, 1, 0},
-    {"defer_unauth_destination", R_DEFER_UNAUTH_DEST, 1, 0},
-    {"permit", R_PERMIT, 1, 1},
-    {"reject", R_REJECT, 1, 0},
-    {"reject_sender_login_mismatch", R_SENDER_LOGIN_MISMATCH, 0, 1},
-    {"reject_authenticated_sender_login_mismatch", R_AUTH_SENDER_MISMATCH, 0,
-     1},
+    {"permit_mynetworks", R_PERMIT_MYNETWORKS, IN_S | IN_L | IN_R},
+    {"permit_sasl_authenticated", R_PERMIT_SASL, IN_S | IN_L | IN_R},
+    {"reject_unauth_destination", R_REJECT_UNAUTH_DEST, IN_L | IN_R},
+    {"defer_unauth_destination", R_DEFER_UNAUTH_DEST, IN_L | IN_R},
+    {"permit", R_PERMIT, IN_S | IN_L | IN_R},
+    {"reject", R_REJECT, IN_L | IN_R},
+    {"reject_sender_login_mismatch", R_SENDER_LOGIN_MISMATCH, IN_S},
+    {"reject_authenticated_sender_login_mismatch", R_AUTH_SENDER_MISMATCH,
+     IN_S},
     {"reject_unauthenticated_sender_login_mismatch", R_UNAUTH_SENDER_MISMATCH,
-     0, 1},
+     IN_S},
+    {"reject_unverified_recipient", R_UNVERIFIED_RECIPIENT, IN_R},
+    {"reject_unverified_sender", R_UNVERIFIED_SENDER, IN_S | IN_R},
 };
 
 struct parse_ctx {
     struct restrict_list *out;
-    int relay;
+    enum restrict_where where;
     const char *bad;
     char word[128];
 };
@@ -103,7 +123,7 @@ static int add_name(void *arg, const char *word)
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcasecmp(word, names[i].name) == 0 &&
-            (p->relay ? names[i].relay : names[i].sender)) {
+            (names[i].where & (1 << p->where))) {
             if (l->n < RESTRICT_MAX)
                 l->r[l->n++] = names[i].r;
             return 0;
@@ -112,24 +132,32 @@ static int add_name(void *arg, const char *word)
     return -1;
 }
 
-int restrict_parse(const char *param, const char *list, int relay,
-                   struct restrict_list *out, char *why, size_t whylen)
+/* "a, b, c": the names that list where may hold. */
+static void known_names(enum restrict_where where, char *buf, size_t len)
 {
-    struct parse_ctx p = {out, relay, NULL, ""};
-    int closed = 0;
+    size_t n = 0;
+
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < len; i++)
+        if (names[i].where & (1 << where))
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+                                  names[i].name);
+}
+
+int restrict_parse(const char *param, const char *list,
+                   enum restrict_where where, struct restrict_list *out,
+                   char *why, size_t whylen)
+{
+    struct parse_ctx p = {out, where, NULL, ""};
+    int relay = where == RESTRICT_RELAY, closed = 0;
+    char known[600];
 
     memset(out, 0, sizeof(*out));
     if (smtpd_list_each(list, add_name, &p) < 0) {
-        snprintf(why, whylen, "%s: unknown restriction \"%s\"%s", param, p.word,
-                 relay ? " (sluice knows permit_mynetworks, "
-                         "permit_sasl_authenticated, reject_unauth_"
-                         "destination, defer_unauth_destination, permit, "
-                         "reject)"
-                       : " (sluice knows permit_mynetworks, permit_sasl_"
-                         "authenticated, permit, reject_sender_login_"
-                         "mismatch, reject_authenticated_sender_login_"
-                         "mismatch, reject_unauthenticated_sender_login_"
-                         "mismatch)");
+        known_names(where, known, sizeof(known));
+        snprintf(why, whylen,
+                 "%s: unknown restriction \"%s\" (sluice knows %s)", param,
+                 p.word, known);
         return -1;
     }
     for (size_t i = 0; i < out->n; i++)
@@ -301,6 +329,13 @@ int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
                                replylen) < 0)
                 return -1;
             break;
+        case R_UNVERIFIED_SENDER: {
+            int rc = verify_check(ss, 1, ss->sender, reply, replylen);
+
+            if (rc != 0)
+                return rc;
+            break;
+        }
         default:
             break;
         }
@@ -349,6 +384,54 @@ int restrict_relay(struct smtpd_session *ss, const char *rcpt, char *reply,
                      l->r[i] == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1",
                      rcpt);
             return -1;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+int restrict_recipient(struct smtpd_session *ss, const char *rcpt, char *reply,
+                       size_t replylen)
+{
+    const struct restrict_list *l = &ss->s->cf.recipient_restrictions;
+    int rc;
+
+    for (size_t i = 0; i < l->n; i++) {
+        switch (l->r[i]) {
+        case R_PERMIT_MYNETWORKS:
+            if (smtpd_client_trusted(ss))
+                return 0;
+            break;
+        case R_PERMIT_SASL:
+            if (ss->sasl_username != NULL)
+                return 0;
+            break;
+        case R_PERMIT:
+            return 0;
+        case R_REJECT_UNAUTH_DEST:
+        case R_DEFER_UNAUTH_DEST:
+            if (auth_destination(ss, rcpt))
+                break;
+            snprintf(reply, replylen, "%s <%s>: Relay access denied",
+                     l->r[i] == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1",
+                     rcpt);
+            return -1;
+        case R_REJECT:
+            snprintf(reply, replylen,
+                     "554 5.7.1 <%s>: Recipient address rejected: Access "
+                     "denied",
+                     rcpt);
+            return -1;
+        case R_UNVERIFIED_RECIPIENT:
+        case R_UNVERIFIED_SENDER:
+            rc =
+                verify_check(ss, l->r[i] == R_UNVERIFIED_SENDER,
+                             l->r[i] == R_UNVERIFIED_SENDER ? ss->sender : rcpt,
+                             reply, replylen);
+            if (rc != 0)
+                return rc;
+            break;
         default:
             break;
         }

@@ -37,6 +37,7 @@
  *		mode, up to the CRLF.CRLF (content.c);
  *	BDAT	a chunk's announced bytes, in RAW mode (content.c);
  *	WAIT	nothing is read: a message is being stored, an ETRN flushed,
+ *		an address verified for RCPT (verify.c),
  *		or a MAIL answer held back for in_flow_delay;
  *	TLS	nothing is read: STARTTLS's 220 is going out, then the TLS
  *		handshake runs (starttls.c);
@@ -179,6 +180,10 @@ void session_transaction_reset(struct smtpd_session *ss)
         free(ss->rcpt[i].orcpt);
     }
     ss->nrcpt = 0;
+    free(ss->waiting_rcpt.address);
+    free(ss->waiting_rcpt.orcpt);
+    memset(&ss->waiting_rcpt, 0, sizeof(ss->waiting_rcpt));
+    verify_forget(ss);
     ss->id[0] = 0;
     ss->chunking = 0;
     ss->reader_error = 0;
@@ -315,6 +320,7 @@ static void closing_written(struct bufferevent *bev, void *arg)
 
 static void close_after_reply(struct smtpd_session *ss)
 {
+    verify_cancel(ss); /* a client gone while its RCPT waited */
     ss->state = SESSION_CLOSING;
     evtimer_del(ss->delay_ev);
     if (ss->auth_ev)

@@ -354,6 +354,12 @@ static int conf_parse_tls(struct smtpd_conf *cf, const struct smtpd_params *p,
     return 0;
 }
 
+/* A reply code of 4xx or 5xx, else the reference's default. */
+static long code_or(long code, long dflt)
+{
+    return code >= 400 && code <= 599 ? code : dflt;
+}
+
 /* The relay restrictions of sluice before they were a parameter. */
 #define RELAY_RESTRICTIONS_DEFAULT                                             \
     "permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination"
@@ -372,10 +378,15 @@ static int conf_parse_auth(struct smtpd_conf *cf, struct event_base *base,
     struct sasl_params sp = {p->sasl_type, p->sasl_path, p->sasl_timeout_ms,
                              "smtp"};
 
-    if (restrict_parse("smtpd_relay_restrictions", relay, 1,
+    if (restrict_parse("smtpd_relay_restrictions", relay, RESTRICT_RELAY,
                        &cf->relay_restrictions, why, whylen) < 0 ||
-        restrict_parse("smtpd_sender_restrictions", p->sender_restrictions, 0,
-                       &cf->sender_restrictions, why, whylen) < 0 ||
+        restrict_parse("smtpd_sender_restrictions", p->sender_restrictions,
+                       RESTRICT_SENDER, &cf->sender_restrictions, why,
+                       whylen) < 0 ||
+        restrict_parse(
+            "smtpd_recipient_restrictions",
+            p->recipient_restrictions ? p->recipient_restrictions : "",
+            RESTRICT_RECIPIENT, &cf->recipient_restrictions, why, whylen) < 0 ||
         login_maps_load(p->sender_login_maps, &cf->login_maps, why, whylen) < 0)
         return -1;
     if (p->sasl_auth_enable &&
@@ -392,6 +403,10 @@ static int conf_parse_auth(struct smtpd_conf *cf, struct event_base *base,
                  "set smtpd_tls_cert_file, or smtpd_tls_auth_only = no");
         return -1;
     }
+    cf->unv_rcpt_reject = code_or(p->unverified_recipient_reject_code, 450);
+    cf->unv_rcpt_defer = code_or(p->unverified_recipient_defer_code, 450);
+    cf->unv_sender_reject = code_or(p->unverified_sender_reject_code, 450);
+    cf->unv_sender_defer = code_or(p->unverified_sender_defer_code, 450);
     cf->auth_header = p->sasl_auth_header;
     cf->auth_delay_ms = p->sasl_delay_ms;
     cf->auth_delay_limit_ms = p->sasl_delay_limit_ms > p->sasl_delay_ms
@@ -653,7 +668,8 @@ void smtpd_session_gone(struct smtpd_session *ss)
 
     if (s == NULL)
         return;
-    peer_cancel(ss); /* its answer must not find the session gone */
+    peer_cancel(ss);   /* its answer must not find the session gone */
+    verify_cancel(ss); /* nor a verification's */
     LIST_REMOVE(ss, link);
     ss->s = NULL;
     s->nsessions--;

@@ -79,6 +79,7 @@
  *
  *	Commands (command.c), for the sessions:
  *
+ *	void	command_rcpt_resume(struct smtpd_session *ss)
  *	void	command_run(struct smtpd_session *ss, const char *line,
  *			size_t len)
  *
@@ -137,6 +138,15 @@
  *			char *reply, size_t replylen)
  *	int	restrict_relay(struct smtpd_session *ss, const char *rcpt,
  *			char *reply, size_t replylen)
+ *	int	restrict_recipient(struct smtpd_session *ss,
+ *			const char *rcpt, char *reply, size_t replylen)
+ *
+ *	Address verification (verify.c), for the restrictions:
+ *
+ *	int	verify_check(struct smtpd_session *ss, int sender,
+ *			const char *address, char *reply, size_t replylen)
+ *	void	verify_cancel(struct smtpd_session *ss)
+ *	void	verify_forget(struct smtpd_session *ss)
  *
  *	What goes into a message (receive.c), for the sessions:
  *
@@ -212,6 +222,15 @@ enum restriction {
     R_SENDER_LOGIN_MISMATCH,
     R_AUTH_SENDER_MISMATCH,
     R_UNAUTH_SENDER_MISMATCH,
+    R_UNVERIFIED_RECIPIENT, /* reject_unverified_recipient (verify.c) */
+    R_UNVERIFIED_SENDER,    /* reject_unverified_sender */
+};
+
+/* Which list restrict_parse() reads. */
+enum restrict_where {
+    RESTRICT_SENDER,
+    RESTRICT_RELAY,
+    RESTRICT_RECIPIENT,
 };
 
 struct restrict_list {
@@ -256,6 +275,9 @@ struct smtpd_conf {
     long auth_delay_ms, auth_delay_limit_ms;
     struct restrict_list relay_restrictions;
     struct restrict_list sender_restrictions;
+    struct restrict_list recipient_restrictions;
+    long unv_rcpt_reject, unv_rcpt_defer; /* unverified_recipient_*_code */
+    long unv_sender_reject, unv_sender_defer;
     struct login_map *login_maps; /* smtpd_sender_login_maps, or NULL */
     int peername_lookup;          /* smtpd_peername_lookup */
     long peername_timeout_ms;     /* smtpd_peername_lookup_timeout */
@@ -331,7 +353,15 @@ struct smtpd_session {
     char addr_text[64];             /* "127.0.0.1", "IPv6:::1" in Received: */
     char name[SMTP_DOMAIN_MAX + 1]; /* the client's name, or "unknown" */
     char client[SMTP_DOMAIN_MAX + 80]; /* "unknown[127.0.0.1]", for the log */
-    void *peer; /* the name lookup under way (peer.c), or NULL */
+    void *peer;   /* the name lookup under way (peer.c), or NULL */
+    void *verify; /* the address verification awaited (verify.c), or NULL */
+    /* the answers of this RCPT's verifications: [0] recipient, [1] sender */
+    struct {
+        char *address;
+        int status; /* INGRESS_VERIFY_* */
+        char text[600];
+    } verified[2];
+    struct smtpd_rcpt waiting_rcpt; /* the RCPT waiting for a verification */
     enum session_state state;
     int output_full; /* replies back up: reading waits */
     int skip_line;   /* discarding a command line that is too long */
@@ -468,8 +498,9 @@ long failures_note(struct auth_failures *t, const struct sockaddr *sa,
                    long base_ms, long limit_ms, time_t now);
 void failures_free(struct auth_failures *t);
 
-int restrict_parse(const char *param, const char *list, int relay,
-                   struct restrict_list *out, char *why, size_t whylen);
+int restrict_parse(const char *param, const char *list,
+                   enum restrict_where where, struct restrict_list *out,
+                   char *why, size_t whylen);
 int login_maps_load(const char *value, struct login_map **out, char *why,
                     size_t whylen);
 void login_maps_free(struct login_map *m);
@@ -477,6 +508,14 @@ int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
                     size_t replylen);
 int restrict_relay(struct smtpd_session *ss, const char *rcpt, char *reply,
                    size_t replylen);
+int restrict_recipient(struct smtpd_session *ss, const char *rcpt, char *reply,
+                       size_t replylen);
+
+void command_rcpt_resume(struct smtpd_session *ss);
+int verify_check(struct smtpd_session *ss, int sender, const char *address,
+                 char *reply, size_t replylen);
+void verify_cancel(struct smtpd_session *ss);
+void verify_forget(struct smtpd_session *ss);
 
 void receive_received(struct util_buf *b, const struct smtpd_session *ss,
                       const char *hostname, time_t now);

@@ -8,6 +8,10 @@
  *			const char *queue_directory, char *why, size_t whylen)
  *	void	ops_control_command(struct ops_control *c, const char *verb,
  *			ops_control_fn *fn, void *ctx)
+ *	void	ops_control_command_later(struct ops_control *c,
+ *			const char *verb, ops_control_later_fn *fn, void *ctx)
+ *	void	ops_control_later_reply(struct ops_control_later *l,
+ *			int status, const struct util_buf *text)
  *	long	ops_control_sessions(const struct ops_control *c)
  *	void	ops_control_free(struct ops_control *c)
  * DESCRIPTION
@@ -20,6 +24,12 @@
  *	line or reads nothing holds one of OPS_SESSIONS_MAX sessions for at
  *	most its deadline. Nothing a client sends is trusted to be text:
  *	the error reply quotes it with util_quote().
+ *
+ *	A verb added with ops_control_command_later() may answer later
+ *	(sluice verify waits for probes): its handler returns 1 and keeps
+ *	the session's handle; no deadline runs meanwhile (the verb bounds
+ *	its own wait), and a client that goes away ends the session at
+ *	once, the handler's cancel function called with its argument.
  */
 
 #include "ops/ops.h"
@@ -43,6 +53,7 @@
 struct verb {
     const char *name;
     ops_control_fn *fn;
+    ops_control_later_fn *later; /* or this, for a verb that may wait */
     void *ctx;
 };
 
@@ -50,6 +61,13 @@ struct session {
     struct ops_control *c;
     struct bufferevent *bev;
     LIST_ENTRY(session) link;
+    void (*cancel)(void *arg); /* while a later verb works */
+    void *cancel_arg;
+};
+
+/* The handle a later verb answers through is its session. */
+struct ops_control_later {
+    struct session s;
 };
 
 struct ops_control {
@@ -63,6 +81,8 @@ struct ops_control {
 
 static void session_free(struct session *s)
 {
+    if (s->cancel != NULL)
+        s->cancel(s->cancel_arg); /* the client is gone: nobody to answer */
     LIST_REMOVE(s, link);
     s->c->nsessions--;
     bufferevent_free(s->bev);
@@ -127,7 +147,18 @@ static void session_request(struct session *s, char *line)
     for (int i = 0; i < c->nverbs; i++) {
         if (strcmp(c->verbs[i].name, line) != 0)
             continue;
-        rc = c->verbs[i].fn(c->verbs[i].ctx, args, &reply);
+        if (c->verbs[i].later != NULL)
+            rc = c->verbs[i].later(c->verbs[i].ctx, args, &reply,
+                                   (struct ops_control_later *)s, &s->cancel,
+                                   &s->cancel_arg);
+        else
+            rc = c->verbs[i].fn(c->verbs[i].ctx, args, &reply);
+        if (rc > 0) {
+            /* later: no deadline; a client that leaves ends it */
+            bufferevent_set_timeouts(s->bev, NULL, NULL);
+            util_buf_free(&reply);
+            return;
+        }
         session_reply(s, rc == 0 ? 0 : -1, &reply);
         util_buf_free(&reply);
         return;
@@ -141,7 +172,13 @@ static void session_read(struct bufferevent *bev, void *arg)
     struct session *s = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
     size_t len;
-    char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
+    char *line;
+
+    if (s->cancel != NULL) { /* one request a session: the rest is noise */
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
+    line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
 
     if (line == NULL) {
         if (evbuffer_get_length(in) > OPS_REQUEST_MAX)
@@ -237,7 +274,24 @@ void ops_control_command(struct ops_control *c, const char *verb,
 {
     if (c->nverbs == VERBS_MAX)
         util_panic("ops_control_command: more than %d verbs", VERBS_MAX);
-    c->verbs[c->nverbs++] = (struct verb){verb, fn, ctx};
+    c->verbs[c->nverbs++] = (struct verb){verb, fn, NULL, ctx};
+}
+
+void ops_control_command_later(struct ops_control *c, const char *verb,
+                               ops_control_later_fn *fn, void *ctx)
+{
+    if (c->nverbs == VERBS_MAX)
+        util_panic("ops_control_command: more than %d verbs", VERBS_MAX);
+    c->verbs[c->nverbs++] = (struct verb){verb, NULL, fn, ctx};
+}
+
+void ops_control_later_reply(struct ops_control_later *l, int status,
+                             const struct util_buf *text)
+{
+    struct session *s = &l->s;
+
+    s->cancel = NULL;
+    session_reply(s, status, text);
 }
 
 long ops_control_sessions(const struct ops_control *c)

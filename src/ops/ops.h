@@ -11,6 +11,10 @@
  *			const char *queue_directory, char *why, size_t whylen)
  *	void	ops_control_command(struct ops_control *c, const char *verb,
  *			ops_control_fn *fn, void *ctx)
+ *	void	ops_control_command_later(struct ops_control *c,
+ *			const char *verb, ops_control_later_fn *fn, void *ctx)
+ *	void	ops_control_later_reply(struct ops_control_later *l,
+ *			int status, const struct util_buf *text)
  *	long	ops_control_sessions(const struct ops_control *c)
  *	void	ops_control_free(struct ops_control *c)
  *
@@ -96,6 +100,17 @@ struct ops_http;
 struct ops_http_call;
 
 typedef int ops_control_fn(void *ctx, const char *args, struct util_buf *reply);
+/*
+ * A verb that may answer later: 0 or -1 with reply as ops_control_fn, or
+ * 1 with *cancel and *cancel_arg set; it then calls
+ * ops_control_later_reply(l, ...) once, unless cancel(cancel_arg) came
+ * first (the client went away, or the socket closed).
+ */
+struct ops_control_later;
+typedef int ops_control_later_fn(void *ctx, const char *args,
+                                 struct util_buf *reply,
+                                 struct ops_control_later *l,
+                                 void (**cancel)(void *arg), void **cancel_arg);
 typedef int ops_http_fn(void *ctx, struct util_buf *body);
 typedef void ops_http_call_fn(void *ctx, struct ops_http_call *c);
 
@@ -104,6 +119,10 @@ struct ops_control *ops_control_create(struct event_base *base,
                                        size_t whylen);
 void ops_control_command(struct ops_control *c, const char *verb,
                          ops_control_fn *fn, void *ctx);
+void ops_control_command_later(struct ops_control *c, const char *verb,
+                               ops_control_later_fn *fn, void *ctx);
+void ops_control_later_reply(struct ops_control_later *l, int status,
+                             const struct util_buf *text);
 long ops_control_sessions(const struct ops_control *c);
 void ops_control_free(struct ops_control *c);
 

@@ -20,6 +20,14 @@
  *	its transport that has the same server among its addresses (the
  *	reference's endpoint label). qm_delivery_free() forgets a delivery (the caller has
  *	cancelled its session, if any).
+ *
+ *	An entry of the address probes' pseudo-message (verify.c) takes
+ *	the same way, DNS, MTA-STS, DANE and TLS included, as a probe:
+ *	the agent stops after the RCPT replies (deliver.h), no body, the
+ *	sender address_verify_sender, no connection cached or reused, not
+ *	under Finch's connections; its answers go to verify.c instead of
+ *	the spool. qm_delivery_address() is recipient k's address, for
+ *	either.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -36,11 +44,31 @@ void qm_delivery_free(struct qm_delivery *d)
 {
     qm_finch_forget(d);
     LIST_REMOVE(d, link);
-    d->m->deliveries--;
-    qm_message_body_idle(d->m);
+    if (d->m != NULL) {
+        d->m->deliveries--;
+        qm_message_body_idle(d->m);
+    }
     sts_policy_clear(&d->sts);
     qm_tlsrpt_delivery_free(d);
     free(d);
+}
+
+const char *qm_delivery_address(const struct qm_delivery *d, int k)
+{
+    if (d->probe)
+        return qm_verify_address(d->q, d->rcpt[k]);
+    return qm_rcpt_get(d->m, (uint32_t)d->rcpt[k])->address;
+}
+
+/* Every recipient of d gets the same outcome, decided here. */
+static void delivery_decide(struct qm_delivery *d, enum deliver_status st,
+                            const char *dsn, const char *text)
+{
+    if (d->probe)
+        qm_verify_decided(d->q, d->dest->route.transport, d->rcpt, d->nrcpt,
+                          NULL, st, dsn, text, "none", d->handoff, 0);
+    else
+        qm_outcome_decide(d->m, d->rcpt, d->nrcpt, st, dsn, text, "none");
 }
 
 /* The entry of d is done: tell core/, then let its queue go if idle. */
@@ -63,6 +91,17 @@ void qm_delivery_done(void *ctx, struct deliver_result *res)
     char tls[256];
 
     d->session = NULL;
+    if (d->probe) {
+        qm_verify_decided(q, d->dest->route.transport, d->rcpt, d->nrcpt,
+                          res->rcpt, DELIVER_OK, NULL, NULL, res->relay,
+                          d->handoff, conn_done);
+        delivery_entry_done(d, res->hop_ok ? CORE_HOP_OK : CORE_HOP_FAIL,
+                            res->hop_reason);
+        deliver_result_free(res);
+        qm_delivery_free(d);
+        qm_dispatch(q);
+        return;
+    }
     if (qm_finch_done(d, res)) {
         /* Finch placed the job on another host: nothing to say yet */
         deliver_result_free(res);
@@ -109,7 +148,7 @@ void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why)
 {
     struct qmgr *q = d->q;
 
-    qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, dsn, why, "none");
+    delivery_decide(d, DELIVER_DEFER, dsn, why);
     delivery_entry_done(d, CORE_HOP_FAIL, why);
     qm_delivery_free(d);
     qm_dispatch(q);
@@ -122,10 +161,9 @@ static void delivery_dns_failed(struct qm_delivery *d,
     struct qmgr *q = d->q;
     int temp = res->status != DNS_PERMFAIL;
 
-    qm_outcome_decide(
-        d->m, d->rcpt, d->nrcpt, temp ? DELIVER_DEFER : DELIVER_BOUNCE,
-        res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
-        res->why && res->why[0] ? res->why : "no address found", "none");
+    delivery_decide(d, temp ? DELIVER_DEFER : DELIVER_BOUNCE,
+                    res->dsn[0] ? res->dsn : (temp ? "4.4.3" : "5.4.4"),
+                    res->why && res->why[0] ? res->why : "no address found");
     /* A name server that fails is the destination's trouble: negative. */
     delivery_entry_done(d, temp ? CORE_HOP_FAIL : CORE_HOP_OK, res->why);
     qm_delivery_free(d);
@@ -144,6 +182,36 @@ static int delivery_cache_always(const struct route_result *r,
     return util_list_has(set->cache_always, nexthop);
 }
 
+/* The sender and recipients of d: the message's, or the probes'. */
+static void delivery_envelope(struct qm_delivery *d,
+                              struct deliver_request *req,
+                              struct deliver_rcpt *rcpt)
+{
+    const struct spool_msg *sm;
+
+    if (d->probe) {
+        for (int k = 0; k < d->nrcpt; k++)
+            rcpt[k].address = qm_delivery_address(d, k);
+        req->sender = qm_verify_sender(d->q);
+        req->probe = 1;
+        return;
+    }
+    sm = d->m->sm;
+    for (int k = 0; k < d->nrcpt; k++) {
+        const struct spool_rcpt *sr = qm_rcpt_get(d->m, (uint32_t)d->rcpt[k]);
+
+        rcpt[k].address = sr->address;
+        rcpt[k].orcpt = sr->orcpt;
+        rcpt[k].notify = sr->notify;
+    }
+    req->sender = sm->sender;
+    req->envid = sm->envid;
+    req->ret = sm->ret == SPOOL_RET_FULL   ? 1
+               : sm->ret == SPOOL_RET_HDRS ? 2
+                                           : 0;
+    req->smtputf8 = sm->smtputf8;
+}
+
 static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
                          const struct deliver_dane *dane, size_t ndane)
 {
@@ -153,10 +221,10 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     struct deliver_request req = {0};
     struct deliver_rcpt *rcpt = xcalloc((size_t)d->nrcpt, sizeof(*rcpt));
     struct deliver_addr *addrs = NULL;
-    struct spool_msg *sm = d->m->sm;
     char why[512];
 
-    if ((req.body = qm_message_body(d->m, why, sizeof(why))) == NULL) {
+    if (!d->probe &&
+        (req.body = qm_message_body(d->m, why, sizeof(why))) == NULL) {
         /* The spool cannot give it now: try again later, not a bounce. */
         qm_log(q, QMGR_LOG_WARNING, "%s: cannot read the message body: %s",
                d->m->id, why);
@@ -168,13 +236,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
         return;
     }
     qmgr_deliver_settings(q->conf, r->transport, &set);
-    for (int k = 0; k < d->nrcpt; k++) {
-        const struct spool_rcpt *sr = qm_rcpt_get(d->m, (uint32_t)d->rcpt[k]);
-
-        rcpt[k].address = sr->address;
-        rcpt[k].orcpt = sr->orcpt;
-        rcpt[k].notify = sr->notify;
-    }
+    delivery_envelope(d, &req, rcpt);
     req.proto = r->type == ROUTE_LMTP      ? DELIVER_LMTP
                 : r->type == ROUTE_DISCARD ? DELIVER_DISCARD
                 : r->type == ROUTE_ERROR   ? DELIVER_ERROR
@@ -187,10 +249,6 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
     req.tls.ndane = ndane;
     qm_sasl_request(q, r->transport, r, &req.sasl);
     qm_tlsrpt_dane(d, dane, ndane);
-    req.sender = sm->sender;
-    req.envid = sm->envid;
-    req.ret = sm->ret == SPOOL_RET_FULL ? 1 : sm->ret == SPOOL_RET_HDRS ? 2 : 0;
-    req.smtputf8 = sm->smtputf8;
     req.rcpt = rcpt;
     req.nrcpt = (size_t)d->nrcpt;
     req.session_limit = set.session_limit;
@@ -210,8 +268,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
             /* RFC 8461, 5.1: no MX host the policy allows: temporary */
             qm_tlsrpt_policy_failure(d, TLSRPT_STS_POLICY_INVALID,
                                      addrs[0].host, why);
-            qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, "4.7.5",
-                              why, "none");
+            delivery_decide(d, DELIVER_DEFER, "4.7.5", why);
             delivery_entry_done(d, CORE_HOP_FAIL, why);
             free(rcpt);
             free(addrs);
@@ -234,7 +291,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
             req.naddrs = 1;
         }
     }
-    if (req.naddrs > 0 && set.cache.idle_ms > 0) {
+    if (req.naddrs > 0 && set.cache.idle_ms > 0 && !d->probe) {
         req.cache = q->cache;
         req.cache_key = r->key.cache;
         req.cache_limits = set.cache;
@@ -243,7 +300,7 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
          * Finch keys its connections itself */
         req.cache_endpoint = qm_finch_applies(q, r) ? NULL : r->transport;
     }
-    if (req.naddrs > 0 && qm_finch_applies(q, r))
+    if (req.naddrs > 0 && !d->probe && qm_finch_applies(q, r))
         qm_finch_start(d, &req); /* d may be gone after this */
     else
         d->session = deliver_start(q->base, &req, qm_delivery_done, d);
@@ -307,8 +364,12 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     d->e = e;
     d->queue = core_entry_queue(e);
     d->rcpt = core_entry_rcpts(e, &d->nrcpt);
-    d->m = core_message_ctx(core_entry_message(e));
-    d->m->deliveries++;
+    if (qm_verify_owns(q, core_entry_message(e))) {
+        d->probe = 1;
+    } else {
+        d->m = core_message_ctx(core_entry_message(e));
+        d->m->deliveries++;
+    }
     d->dest = core_queue_ctx(d->queue);
     d->cache_store = core_queue_cache_store(d->queue);
     d->handoff = qm_now_sec();

@@ -312,8 +312,13 @@ void qm_core_entry_deferred(void *ctx, struct core_entry *e, const char *reason)
     const uint64_t *rcpt;
     int n;
 
-    (void)ctx;
     rcpt = core_entry_rcpts(e, &n);
+    if (qm_verify_owns(ctx, core_entry_message(e))) {
+        qm_verify_decided(
+            ctx, core_transport_name(core_queue_transport(core_entry_queue(e))),
+            rcpt, n, NULL, DELIVER_DEFER, "4.4.1", reason, "none", 0, 0);
+        return;
+    }
     qm_outcome_suspended(core_message_ctx(core_entry_message(e)), rcpt, n,
                          reason);
 }

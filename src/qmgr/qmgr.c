@@ -174,6 +174,7 @@ static void settings_apply(struct qmgr *q)
     cp.reuse_count_limit =
         (int)conf_int(conf, NULL, CONF_smtp_connection_reuse_count_limit);
     deliver_cache_params_set(q->cache, &cp);
+    qm_verify_settings(q);
     scan.tv_sec = q->scan_delay_ms / 1000;
     scan.tv_usec = (q->scan_delay_ms % 1000) * 1000;
     event_add(q->scan_ev, &scan);
@@ -350,6 +351,7 @@ void qmgr_free(struct qmgr *q)
     qm_metrics_free(q);
     qm_finch_free(q);
     qm_router_free(q);
+    qm_verify_free(q);
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         qm_message_free(m);

@@ -55,6 +55,17 @@
  *			int deferred, int null_sender, int64_t arrival,
  *			int64_t now, int64_t *next_attempt)
  *	int64_t	qmgr_retry_jitter(int64_t wait, uint32_t rnd)
+ *
+ *	int	qmgr_verify(struct qmgr *q, const char *address,
+ *			int64_t wait_ms, int flags,
+ *			struct qmgr_verify_answer *now, qmgr_verify_fn *done,
+ *			void *ctx, struct qmgr_verify_wait **wait)
+ *	void	qmgr_verify_cancel(struct qmgr_verify_wait *w)
+ *	const char *qmgr_verify_status_name(enum qmgr_verify_status s)
+ *
+ *	struct qmgr_verify_cache *qmgr_verify_cache_create(
+ *			const struct qmgr_verify_cache_params *p)
+ *	(and the rest of verify_cache.c)
  * DESCRIPTION
  *	qmgr/ feeds the active queue from the spool, hands entries to the
  *	delivery agents and applies their results to the spool and to
@@ -353,6 +364,68 @@ int64_t qmgr_retry_jitter(int64_t wait, uint32_t rnd);
 enum qmgr_fate qmgr_retry_decide(const struct qmgr_retry *r, int deferred,
                                  int null_sender, int64_t arrival, int64_t now,
                                  int64_t *next_attempt);
+/*
+ * Address verification (verify.c, verify_cache.c; decisions 96 to 99).
+ * qmgr_verify() answers for address at once (returns 1, the answer in
+ * *now) from the cache, or sends a probe and returns 0: done(ctx, a)
+ * then comes once, from the loop, with the probe's answer, or with
+ * "undetermined" when wait_ms pass first (0: at once, the probe goes
+ * on), unless qmgr_verify_cancel(*wait) was called before.
+ * QMGR_VERIFY_CACHED: no probe, the cache's answer or undetermined.
+ */
+enum qmgr_verify_status {
+    QMGR_VERIFY_DELIVERABLE,
+    QMGR_VERIFY_UNDELIVERABLE,
+    QMGR_VERIFY_UNDETERMINED,
+};
+
+struct qmgr_verify_answer {
+    enum qmgr_verify_status status;
+    char dsn[16];    /* "2.1.5", "5.1.1", "4.4.1" */
+    char text[600];  /* "250 2.1.5 Ok", "host X said: 550 ...", a reason */
+    int64_t updated; /* when the cache took it (ms), 0 if not cached */
+    int cached;      /* came from the cache */
+    int in_progress; /* undetermined because the probe is still under way */
+};
+
+#define QMGR_VERIFY_CACHED 1
+
+struct qmgr_verify_wait;
+typedef void qmgr_verify_fn(void *ctx, const struct qmgr_verify_answer *a);
+
+int qmgr_verify(struct qmgr *q, const char *address, int64_t wait_ms, int flags,
+                struct qmgr_verify_answer *now, qmgr_verify_fn *done, void *ctx,
+                struct qmgr_verify_wait **wait);
+void qmgr_verify_cancel(struct qmgr_verify_wait *w);
+const char *qmgr_verify_status_name(enum qmgr_verify_status s);
+
+struct qmgr_verify_cache_params {
+    int64_t pos_expire, pos_refresh; /* ms */
+    int64_t neg_expire, neg_refresh; /* ms */
+    int neg_cache;
+    long limit; /* answers kept at most */
+};
+
+enum qmgr_verify_found {
+    QMGR_VERIFY_MISS,
+    QMGR_VERIFY_FRESH,
+    QMGR_VERIFY_STALE, /* served, but a probe should renew it */
+};
+
+struct qmgr_verify_cache;
+
+struct qmgr_verify_cache *
+qmgr_verify_cache_create(const struct qmgr_verify_cache_params *p);
+void qmgr_verify_cache_params_set(struct qmgr_verify_cache *c,
+                                  const struct qmgr_verify_cache_params *p);
+enum qmgr_verify_found qmgr_verify_cache_get(struct qmgr_verify_cache *c,
+                                             const char *address, int64_t now,
+                                             struct qmgr_verify_answer *out);
+void qmgr_verify_cache_put(struct qmgr_verify_cache *c, const char *address,
+                           const struct qmgr_verify_answer *a, int64_t now);
+size_t qmgr_verify_cache_count(const struct qmgr_verify_cache *c);
+void qmgr_verify_cache_free(struct qmgr_verify_cache *c);
+
 size_t qmgr_addresses(const struct dns_result *res, unsigned port, int limit,
                       struct deliver_addr *out, size_t max);
 enum tlsrpt_result qmgr_tlsrpt_result(enum deliver_tls_fail kind);

@@ -23,6 +23,8 @@
  *	sasl.c		SMTP AUTH of a delivery: the password table, the log
  *	tlsrpt.c	TLS reporting: counts, periods, the spool
  *	tlsrpt_send.c	TLS reporting: the reports made and sent
+ *	verify.c	address verification: probes as one pseudo-message
+ *	verify_cache.c	address verification: the answers kept
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -77,7 +79,8 @@ struct qm_tlsa_host {
 
 struct qm_delivery {
     struct qmgr *q;
-    struct qm_msg *m;
+    struct qm_msg *m; /* NULL for address probes */
+    int probe;        /* an entry of the verification message */
     struct core_entry *e;
     struct core_queue *queue; /* the entry's */
     const uint64_t *rcpt;     /* the entry's recipients, while it lives */
@@ -146,6 +149,7 @@ struct qmgr {
     TAILQ_HEAD(, qm_msg) routing; /* messages with routing jobs waiting */
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
+    struct qm_verify *verify; /* address verification (verify.c) */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -184,6 +188,22 @@ void qm_router_run(struct qmgr *q);
 void qm_router_forget(struct qm_msg *m);
 void qm_router_free(struct qmgr *q);
 void qm_router_stats(const struct qmgr *q, long *busy, long *waiting);
+/* verify.c */
+struct qm_verify;
+void qm_verify_settings(struct qmgr *q);
+int qm_verify_owns(const struct qmgr *q, const struct core_message *cm);
+const char *qm_verify_address(const struct qmgr *q, uint64_t no);
+const char *qm_verify_sender(const struct qmgr *q);
+void qm_verify_decided(struct qmgr *q, const char *transport,
+                       const uint64_t *no, int n,
+                       const struct deliver_rcpt_result *res,
+                       enum deliver_status st, const char *dsn,
+                       const char *text, const char *relay, double handoff,
+                       double conn_done);
+void qm_verify_free(struct qmgr *q);
+
+/* deliver.c: recipient k's address, for a message or a probe */
+const char *qm_delivery_address(const struct qm_delivery *d, int k);
 
 /* feed.c */
 void qm_feed_ask(struct qmgr *q, long delay_us);

@@ -133,14 +133,18 @@ static void dest_text(struct util_buf *b, const struct core_queue_status *d,
     util_buf_puts(b, "\n");
 }
 
-static void job_out(struct util_buf *b, const struct core_job_status *j,
-                    int json)
+static void job_out(const struct qmgr *q, struct util_buf *b,
+                    const struct core_job_status *j, int json)
 {
-    const struct qm_msg *m = core_message_ctx(j->message);
+    /* the address probes' pseudo-message shows as "verify" */
+    const char *id =
+        qm_verify_owns(q, j->message)
+            ? "verify"
+            : ((const struct qm_msg *)core_message_ctx(j->message))->id;
 
     if (json) {
         util_buf_puts(b, "{\"queue_id\": ");
-        util_json_string(b, m->id);
+        util_json_string(b, id);
         util_buf_printf(b,
                         ", \"entries_read\": %d, \"entries_selected\": %d, "
                         "\"slots_available\": %d, \"slots_used\": %d, "
@@ -153,7 +157,7 @@ static void job_out(struct util_buf *b, const struct core_job_status *j,
     util_buf_printf(b,
                     "    %-16s entries %d/%d selected, slots %d available, "
                     "%d used, %ld recipients%s\n",
-                    m->id, j->selected_entries, j->read_entries,
+                    id, j->selected_entries, j->read_entries,
                     j->slots_available, j->slots_used, j->rcpt_count,
                     j->preempting ? ", preempting" : "");
 }
@@ -206,7 +210,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
             core_job_status(job, &js);
             util_buf_puts(b, first ? "" : ", ");
             first = 0;
-            job_out(b, &js, 1);
+            job_out(q, b, &js, 1);
         }
         util_buf_puts(b, "]}");
         free(ds);
@@ -242,7 +246,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
         struct core_job_status js;
 
         core_job_status(job, &js);
-        job_out(b, &js, 0);
+        job_out(q, b, &js, 0);
     }
     free(ds);
 }

@@ -186,14 +186,12 @@ int qm_sts_applies(const struct qm_delivery *d)
 int qm_sts_own_mx(const struct qm_delivery *d)
 {
     const struct route_result *r = &d->dest->route;
-    const struct spool_rcpt *sr;
     const char *at;
 
     if (r->type != ROUTE_SMTP || !r->mx || d->nrcpt == 0)
         return 0;
     /* the queue's recipients share the next hop: one tells the domain */
-    sr = qm_rcpt_get(d->m, (uint32_t)d->rcpt[0]);
-    at = strrchr(sr->address, '@');
+    at = strrchr(qm_delivery_address(d, 0), '@');
     return at != NULL && strcasecmp(at + 1, r->nexthop) == 0;
 }
 

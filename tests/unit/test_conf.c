@@ -135,6 +135,14 @@ static const struct {
     {"max_message_concurrency", 20},
     {"scale_max_concurrency", 10},
     {"router_worker_limit", 100},
+    {"unverified_recipient_reject_code", 450},
+    {"unverified_recipient_defer_code", 450},
+    {"unverified_sender_reject_code", 450},
+    {"unverified_sender_defer_code", 450},
+    {"address_verify_cache_limit", 100000},
+    {"address_verify_concurrency_limit", 10},
+    {"address_verify_pending_request_limit", 5000},
+    {"address_verify_poll_count", 3},
 };
 
 static const struct {
@@ -176,6 +184,11 @@ static const struct {
     {"smtp_tls_session_cache_timeout", 3600000, 's'},
     {"smtp_mta_sts_fetch_timeout", 10000, 's'},
     {"smtp_tls_report_period", 86400000, 's'},
+    {"address_verify_positive_expire_time", 31 * 86400000LL, 'd'},
+    {"address_verify_positive_refresh_time", 7 * 86400000LL, 'd'},
+    {"address_verify_negative_expire_time", 3 * 86400000LL, 'd'},
+    {"address_verify_negative_refresh_time", 3 * 3600000LL, 'h'},
+    {"address_verify_poll_delay", 3000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -237,6 +250,8 @@ static const struct {
     {"smtpd_sender_login_maps", CONF_STRING, ""},
     {"smtpd_submission_listen", CONF_LIST, ""},
     {"smtpd_submission_options", CONF_LIST, "smtpd_tls_security_level=encrypt"},
+    {"smtpd_recipient_restrictions", CONF_LIST, ""},
+    {"address_verify_sender", CONF_STRING, "double-bounce"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -334,6 +349,7 @@ static void test_table_has_every_parameter(void **state)
         "smtpd_tls_auth_only",
         "smtpd_sasl_authenticated_header",
         "smtpd_peername_lookup",
+        "address_verify_negative_cache",
         "smtputf8_enable",
     };
     size_t i;
@@ -366,9 +382,11 @@ static void test_table_has_every_parameter(void **state)
      * names: 1 boolean and 1 time (decision 84); smtputf8_enable
      * (decision 85); Finch's scheduler: 1 choice, 3 integers and 3
      * times (decisions 93 and 94); its routing workers: 1 integer (decision
-     * 108).
+     * 108); address verification (decisions 96 to 99):
+     * smtpd_recipient_restrictions, 4 reply codes, and 11 address_verify_*
+     * (1 string, 1 boolean, 4 integers, 5 times).
      */
-    assert_int_equal(conf_param_count, 151);
+    assert_int_equal(conf_param_count, 167);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -898,6 +898,125 @@ static void test_reuse_transport_limits(void **state)
 }
 
 /* A local delivery cancelled before the loop runs never calls back. */
+/* An address probe (decision 96) of two_rcpts: no body, no DATA. */
+static struct deliver_result *probe(const struct deliver_addr *a)
+{
+    struct event_base *base = event_base_new();
+    struct deliver_request req = {0};
+
+    req.proto = DELIVER_SMTP;
+    req.probe = 1;
+    req.helo_name = "client.test";
+    req.sender = "double-bounce@client.test";
+    req.rcpt = two_rcpts;
+    req.nrcpt = 2;
+    req.addrs = a;
+    req.naddrs = 1;
+    req.session_limit = 1;
+    req.timeouts = (struct deliver_timeouts){5000, 5000, 5000, 5000,
+                                             5000, 5000, 5000, 5000};
+    result = NULL;
+    deliver_start(base, &req, done_cb, NULL);
+    event_base_dispatch(base);
+    event_base_free(base);
+    assert_non_null(result);
+    return result;
+}
+
+/* A probe with PIPELINING: MAIL and the RCPTs in one write, never DATA;
+ * each RCPT reply is its recipient's answer (2xx, 5xx), then QUIT. */
+static void test_probe_pipelined(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {3, "250 2.1.0 Ok\r\n250 2.1.5 Ok\r\n550 5.1.1 <b@x.test>: no\r\n"},
+        {1, "221 2.0.0 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = probe(&a);
+    server_stop(&sv);
+    assert_string_equal(sv.got,
+                        "EHLO client.test\r\n"
+                        "MAIL FROM:<double-bounce@client.test> SIZE=0\r\n"
+                        "RCPT TO:<a@x.test>\r\n"
+                        "RCPT TO:<b@x.test>\r\n"
+                        "QUIT\r\n");
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_OK);
+    assert_string_equal(r->rcpt[0].enhanced, "2.1.5");
+    assert_string_equal(r->rcpt[0].text, "250 2.1.5 Ok");
+    assert_int_equal(r->rcpt[1].status, DELIVER_BOUNCE);
+    assert_string_equal(r->rcpt[1].text,
+                        "host mx.test[127.0.0.1] said: 550 5.1.1 <b@x.test>: "
+                        "no (in reply to RCPT TO command)");
+    deliver_result_free(r);
+}
+
+/* Lockstep: a 4xx RCPT reply is a deferral (undetermined); still no DATA
+ * though a recipient was accepted. */
+static void test_probe_lockstep_defer(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, "250 mx.test\r\n"},
+        {1, "250 2.1.0 Ok\r\n"},
+        {1, "450 4.2.0 <a@x.test>: greylisted\r\n"},
+        {1, "250 2.1.5 Ok\r\n"},
+        {1, "221 2.0.0 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = probe(&a);
+    server_stop(&sv);
+    assert_null(strstr(sv.got, "DATA"));
+    assert_non_null(strstr(sv.got, "RCPT TO:<b@x.test>\r\nQUIT\r\n"));
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_string_equal(r->rcpt[0].enhanced, "4.2.0");
+    assert_int_equal(r->rcpt[1].status, DELIVER_OK);
+    deliver_result_free(r);
+}
+
+/* A pipelined probe whose MAIL is refused: both recipients get that
+ * reply, the RCPT replies are read and ignored (no DATA reply awaited). */
+static void test_probe_mail_rejected(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {3, "553 5.7.1 sender rejected\r\n503 5.5.1 no\r\n503 5.5.1 no\r\n"},
+        {1, "221 Bye\r\n"},
+        {0, NULL},
+    };
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    server_start(&sv, script);
+    addr_of(&a, "mx.test", sv.port);
+    r = probe(&a);
+    server_stop(&sv);
+    assert_null(strstr(sv.got, "DATA"));
+    assert_non_null(strstr(sv.got, "QUIT\r\n"));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(r->rcpt[i].status, DELIVER_BOUNCE);
+    deliver_result_free(r);
+}
+
 static void test_local_cancel(void **state)
 {
     struct event_base *base = event_base_new();
@@ -932,6 +1051,9 @@ int main(void)
         cmocka_unit_test(test_discard),
         cmocka_unit_test(test_error),
         cmocka_unit_test(test_local_cancel),
+        cmocka_unit_test(test_probe_pipelined),
+        cmocka_unit_test(test_probe_lockstep_defer),
+        cmocka_unit_test(test_probe_mail_rejected),
         cmocka_unit_test(test_reuse),
         cmocka_unit_test(test_reuse_not_stored),
         cmocka_unit_test(test_reuse_across_domains),
