@@ -69,6 +69,7 @@ static const char *const state_doing[] = {
     "sending RCPT TO",
     "sending DATA command",
     "sending end of data -- message may be sent more than once",
+    "sending RSET",
     "sending QUIT",
     "done",
 };
@@ -185,8 +186,8 @@ static void connection_lost(struct deliver_session *s, int timed_out)
         snprintf(reason, sizeof(reason), "lost connection with %s while %s",
                  s->peer, state_doing[s->state]);
     }
-    if (s->state == ST_QUIT) {
-        /* Everything was decided; a lost QUIT changes nothing. */
+    if (s->state == ST_QUIT || s->state == ST_RSET) {
+        /* Everything was decided; a lost QUIT or RSET changes nothing. */
         connection_finish(s);
     } else if (s->reused && s->replies == 0) {
         /* A cached connection that died while idle: not a failure. */

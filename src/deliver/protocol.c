@@ -343,6 +343,9 @@ static void data_rejected(struct deliver_session *s, const char *command)
                      s->reply.enhanced, text);
 }
 
+static void end_refused(struct deliver_session *s);
+static void end_transaction(struct deliver_session *s);
+
 static void after_rcpts(struct deliver_session *s)
 {
     if (s->req.probe) {
@@ -355,7 +358,7 @@ static void after_rcpts(struct deliver_session *s)
         send_line(s, "DATA");
         connection_timer_arm(s, s->req.timeouts.data_init);
     } else {
-        send_quit(s);
+        end_refused(s);
     }
 }
 
@@ -381,7 +384,7 @@ static void on_mail(struct deliver_session *s)
         connection_timer_arm(s, s->req.timeouts.rcpt);
         return;
     }
-    send_quit(s);
+    end_refused(s);
 }
 
 static void on_rcpt(struct deliver_session *s)
@@ -426,7 +429,45 @@ static void on_data(struct deliver_session *s)
     }
     if (s->accepted > 0)
         data_rejected(s, "DATA");
-    send_quit(s);
+    end_refused(s);
+}
+
+/* May the connection be cached now (under the limits it returns)? */
+static const struct deliver_cache_params *
+may_cache(const struct deliver_session *s)
+{
+    const struct deliver_cache_params *limits;
+
+    if (s->req.cache == NULL || !s->req.cache_store ||
+        starttls_out_cache_key(s, s->tls_on) == NULL || s->auth_long)
+        return NULL;
+    limits = deliver_cache_limits(s->req.cache, &s->req);
+    return deliver_cache_may_keep(limits, s->born_us, s->uses) ? limits : NULL;
+}
+
+/*
+ * A transaction that sent no message (MAIL, every RCPT or DATA refused):
+ * the connection is sound, so one that is to be kept is reset (RSET) and
+ * kept, as the reference's client does; otherwise QUIT.
+ */
+static void end_refused(struct deliver_session *s)
+{
+    if (s->req.probe || may_cache(s) == NULL) {
+        send_quit(s);
+        return;
+    }
+    s->state = ST_RSET;
+    send_line(s, "RSET");
+    connection_timer_arm(s, s->req.timeouts.quit);
+}
+
+/* The RSET reply: a clean state to cache, else goodbye. */
+static void on_rset(struct deliver_session *s)
+{
+    if (s->reply.code / 100 == 2)
+        end_transaction(s);
+    else
+        send_quit(s);
 }
 
 /*
@@ -439,11 +480,7 @@ static void end_transaction(struct deliver_session *s)
     const struct deliver_cache_params *limits;
     char *key, *endpoint;
 
-    if (s->req.cache == NULL || !s->req.cache_store ||
-        starttls_out_cache_key(s, s->tls_on) == NULL || s->auth_long ||
-        !deliver_cache_may_keep(limits =
-                                    deliver_cache_limits(s->req.cache, &s->req),
-                                s->born_us, s->uses)) {
+    if ((limits = may_cache(s)) == NULL) {
         send_quit(s);
         return;
     }
@@ -552,6 +589,9 @@ void protocol_reply(struct deliver_session *s)
         break;
     case ST_DOT:
         on_dot(s);
+        break;
+    case ST_RSET:
+        on_rset(s);
         break;
     case ST_QUIT:
         connection_finish(s);

@@ -84,6 +84,7 @@ enum deliver_state {
     ST_RCPT,
     ST_DATA,
     ST_DOT,
+    ST_RSET, /* RSET after a transaction that sent nothing, to keep it */
     ST_QUIT,
     ST_DONE,
 };

@@ -618,6 +618,45 @@ static void test_reuse_by_address(void **state)
     assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
 }
 
+/* A transaction in which the server took no recipient (greylisting: 451
+ * for each, then 554 to the pipelined DATA) ends with RSET, as the
+ * reference's client ends one when it means to keep the connection, and
+ * the connection is cached for the next delivery instead of closed. */
+static void test_reuse_after_all_refused(void **state)
+{
+    static const struct step script[] = {
+        {0, GREETING},
+        {1, EHLO_PIPE},
+        {4, "250 2.1.0 Ok\r\n451 4.7.1 greylisted\r\n451 4.7.1 greylisted\r\n"
+            "554 5.5.1 Error: no valid recipients\r\n"},
+        {1, "250 2.0.0 Ok\r\n"},
+        TXN_STEPS,
+        {0, NULL},
+    };
+    struct deliver_cache_params p = {5000, 300000, 0};
+    struct deliver_cache *cache;
+    struct server sv;
+    struct deliver_addr a;
+    struct deliver_result *r;
+
+    (void)state;
+    cache = reuse_begin(&sv, script, &p, &a);
+    r = deliver_cached(&a, cache);
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->rcpt[0].status, DELIVER_DEFER);
+    assert_int_equal(r->rcpt[1].status, DELIVER_DEFER);
+    deliver_result_free(r);
+    assert_int_equal(deliver_cache_count(cache), 1);
+    r = deliver_cached(&a, cache);
+    all_sent(r);
+    assert_int_equal(r->conn_use, 2);
+    deliver_result_free(r);
+    reuse_end(cache, &sv);
+    assert_int_equal(count_of(sv.got, "EHLO"), 1);
+    assert_int_equal(count_of(sv.got, "RSET\r\n"), 1);
+    assert_int_equal(count_of(sv.got, "MAIL FROM"), 2);
+}
+
 /* On demand: a delivery the caller does not ask to keep its connection
  * takes a cached one all the same, and then says QUIT instead of putting
  * it back; so does one that connects afresh. */
@@ -1058,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_reuse_not_stored),
         cmocka_unit_test(test_reuse_across_domains),
         cmocka_unit_test(test_reuse_by_address),
+        cmocka_unit_test(test_reuse_after_all_refused),
         cmocka_unit_test(test_queue_behind),
         cmocka_unit_test(test_queue_behind_closed),
         cmocka_unit_test(test_reuse_dead_connection),
