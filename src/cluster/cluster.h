@@ -1,0 +1,158 @@
+#ifndef SLUICE_CLUSTER_H
+#define SLUICE_CLUSTER_H
+
+/*
+ * NAME
+ *	cluster 3 - daemons sharing destination state on Redis
+ * SYNOPSIS
+ *	#include "cluster/cluster.h"
+ *
+ *	int	cluster_url_parse(const char *text, struct cluster_url *u,
+ *			char *why, size_t whylen)
+ *	int	cluster_share(int limit, int members)
+ *
+ *	struct cluster_leases *cluster_leases_create(void)
+ *	void	cluster_leases_free(struct cluster_leases *t)
+ *	void	cluster_leases_demand(struct cluster_leases *t,
+ *			const char *name, int limit, int want, int busy)
+ *	size_t	cluster_leases_round(struct cluster_leases *t,
+ *			struct cluster_lease_req **reqs)
+ *	void	cluster_leases_grant(struct cluster_leases *t,
+ *			const char *name, int granted)
+ *	int	cluster_leases_cap(const struct cluster_leases *t,
+ *			const char *name, int limit, int joined, int members)
+ *
+ *	int	cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
+ *			int64_t now_mono, int64_t now_wall, int64_t *retry)
+ *
+ *	struct cluster *cluster_create(struct event_base *base,
+ *			const struct cluster_config *cfg,
+ *			const struct cluster_callbacks *cb)
+ *	void	cluster_free(struct cluster *c)
+ *	void	cluster_poke(struct cluster *c)
+ *	void	cluster_demand(struct cluster *c, const char *name,
+ *			int limit, int want, int busy)
+ *	int	cluster_cap(const struct cluster *c, const char *name,
+ *			int limit)
+ *	int	cluster_joined(const struct cluster *c)
+ *	int	cluster_members(const struct cluster *c)
+ *	struct core_destdb *cluster_destdb(struct cluster *c,
+ *			struct core_destdb *inner)
+ * DESCRIPTION
+ *	Daemons of one cluster (cluster_name) on one Redis share what they
+ *	know of delivery hosts and hold a destination's concurrency limit
+ *	together (doc/cluster.md, decision 100). Every scheduling decision
+ *	stays local and synchronous: this layer mirrors Redis state into
+ *	local numbers (a cap per destination queue, retry times in destdb)
+ *	and out again, asynchronously, in one script call per sync.
+ *
+ *	The pure parts, unit-tested alone:
+ *
+ *	cluster_url_parse() reads cluster_redis_url:
+ *	redis://[[USER]:PASSWORD@]IP[:PORT] (port 6379) or
+ *	unix://[[USER]:PASSWORD@]/PATH. The host must be an IP address: a
+ *	name would be looked up blocking the event loop. TLS (rediss://)
+ *	is refused: Debian's hiredis 0.14 has none.
+ *
+ *	cluster_share() is a member's share of a limit when it decides
+ *	alone: limit divided by the live members it last knew, rounded
+ *	down, at least 1 (0: no limit).
+ *
+ *	The lease table: cluster_leases_demand() records a queue's demand
+ *	for this round (name "TRANSPORT:QUEUE", its concurrency limit, the
+ *	deliveries it could run, those in flight); cluster_leases_round()
+ *	lists what the next script call carries (every queue with demand,
+ *	leases or a want to withdraw; a queue not named this round asks for
+ *	nothing) and forgets the queues with none of these;
+ *	cluster_leases_grant() stores a reply's count; cluster_leases_cap()
+ *	is how many deliveries the queue may have in flight: the leases
+ *	held while joined (0 before the first grant), the share while
+ *	alone, -1 (no cap) for a queue without a limit.
+ *
+ *	cluster_fact_merge() decides whether a retry time another member
+ *	published (wall-clock milliseconds) replaces the local one
+ *	(monotonic milliseconds, -1: none): when it is later and still in
+ *	the future; then *retry is it on the local clock.
+ *
+ *	The object: cluster_create() connects (never blocking) and starts
+ *	syncing; cluster_poke() asks for a sync soon (demand changed); at
+ *	each sync the demand callback names every queue's demand with
+ *	cluster_demand(), and after each reply or change of state the caps
+ *	callback reads cluster_cap() for each queue. cluster_joined() says
+ *	whether Redis answers; cluster_members() the live members last
+ *	known. cluster_destdb() wraps Finch's destdb: failures and
+ *	recoveries of hosts go out, other members' come in.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct core_destdb;
+
+struct cluster_url {
+    int unix_socket;
+    char path[108]; /* unix:// */
+    char ip[64];    /* redis:// */
+    int port;
+    char user[64];
+    char password[256];
+};
+
+int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
+                      size_t whylen);
+int cluster_share(int limit, int members);
+
+struct cluster_leases;
+
+struct cluster_lease_req {
+    char name[256];
+    int limit, want, busy;
+};
+
+struct cluster_leases *cluster_leases_create(void);
+void cluster_leases_free(struct cluster_leases *t);
+void cluster_leases_demand(struct cluster_leases *t, const char *name,
+                           int limit, int want, int busy);
+size_t cluster_leases_round(struct cluster_leases *t,
+                            struct cluster_lease_req **reqs);
+void cluster_leases_grant(struct cluster_leases *t, const char *name,
+                          int granted);
+int cluster_leases_cap(const struct cluster_leases *t, const char *name,
+                       int limit, int joined, int members);
+
+int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
+                       int64_t now_mono, int64_t now_wall, int64_t *retry);
+
+struct cluster;
+
+struct cluster_config {
+    const char *url;
+    const char *name;   /* cluster_name */
+    const char *prefix; /* cluster_key_prefix */
+    const char *member; /* this daemon: host name and process id */
+    int64_t lease_ms;   /* cluster_lease_time */
+    int64_t timeout_ms; /* cluster_redis_timeout */
+};
+
+struct cluster_callbacks {
+    void (*log)(void *ctx, int warning, const char *line);
+    void (*demand)(void *ctx); /* name each queue's demand now */
+    void (*caps)(void *ctx);   /* the caps may have changed */
+    void *ctx;
+};
+
+struct cluster *cluster_create(struct event_base *base,
+                               const struct cluster_config *cfg,
+                               const struct cluster_callbacks *cb);
+void cluster_free(struct cluster *c);
+void cluster_poke(struct cluster *c);
+void cluster_demand(struct cluster *c, const char *name, int limit, int want,
+                    int busy);
+int cluster_cap(const struct cluster *c, const char *name, int limit);
+int cluster_joined(const struct cluster *c);
+int cluster_members(const struct cluster *c);
+struct core_destdb *cluster_destdb(struct cluster *c,
+                                   struct core_destdb *inner);
+
+#endif
