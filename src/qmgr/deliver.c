@@ -348,6 +348,7 @@ void qm_dispatch(struct qmgr *q)
         return;
     while ((e = core_select(q->core, qm_now_ms())) != NULL)
         delivery_start(q, e);
+    qm_cluster_poke(q);
     next = core_next_timer(q->core);
     if (next != CORE_TIME_NEVER) {
         core_time_t wait = next - qm_now_ms();

@@ -23,12 +23,14 @@
  *	sasl.c		SMTP AUTH of a delivery: the password table, the log
  *	tlsrpt.c	TLS reporting: counts, periods, the spool
  *	tlsrpt_send.c	TLS reporting: the reports made and sent
+ *	cluster.c	a cluster on Redis: leases as queue caps, shared destdb
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
 
 #include "qmgr/qmgr.h"
 
+#include "cluster/cluster.h"
 #include "route/route.h"
 #include "spool/spool.h"
 #include "sts/sts.h"
@@ -83,8 +85,8 @@ struct qm_delivery {
     double handoff;
     struct deliver_session *session;
     int dns_wait;
-    int cache_store;           /* keep the connection: more is coming */
-    struct qm_worker *worker;  /* Finch: the connection it went to */
+    int cache_store;                   /* keep the connection: more is coming */
+    struct qm_worker *worker;          /* Finch: the connection it went to */
     struct deliver_request *finch_req; /* Finch: the job, for a retry */
     int finch_tries;                   /* Finch: hosts tried */
     int waiting;                       /* Finch: waiting for a worker */
@@ -125,21 +127,23 @@ struct qmgr {
     uint64_t bounce_size_limit;     /* bounce_size_limit */
     char hostname[256];             /* myhostname, for notices */
     uint64_t next_id;
-    int feed_asked;     /* a look at the spool is scheduled */
+    int feed_asked;       /* a look at the spool is scheduled */
     int64_t feed_last_us; /* when the last look began (monotonic) */
-    int spool_has_more; /* the last look stopped for want of room */
-    long feed_batch;    /* room worth a new look at the spool */
-    int closing;        /* qmgr_stop(): start nothing, write nothing */
-    int draining;       /* qmgr_drain(): start nothing, finish what runs */
-    long submitting;    /* new messages not yet committed */
-    long recipients;    /* read from the spool, awaiting an outcome */
-    long records;       /* recipient records held in batches */
+    int spool_has_more;   /* the last look stopped for want of room */
+    long feed_batch;      /* room worth a new look at the spool */
+    int closing;          /* qmgr_stop(): start nothing, write nothing */
+    int draining;         /* qmgr_drain(): start nothing, finish what runs */
+    long submitting;      /* new messages not yet committed */
+    long recipients;      /* read from the spool, awaiting an outcome */
+    long records;         /* recipient records held in batches */
     struct qmgr_stats stats;
-    struct qm_tstats *tstats; /* per transport, for the metrics */
-    struct core_destdb *destdb; /* Finch's, made at its first use */
-    LIST_HEAD(, qm_worker) workers;        /* Finch's connections */
-    TAILQ_HEAD(, qm_delivery) finch_wait;  /* jobs waiting for one */
+    struct qm_tstats *tstats;             /* per transport, for the metrics */
+    struct core_destdb *destdb;           /* Finch's, made at its first use */
+    LIST_HEAD(, qm_worker) workers;       /* Finch's connections */
+    TAILQ_HEAD(, qm_delivery) finch_wait; /* jobs waiting for one */
     uint64_t worker_next;
+    struct cluster *cluster; /* cluster_redis_url's, or NULL */
+    int cluster_caps;        /* applying the cluster's caps: no poke */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -160,8 +164,15 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
+
+/* cluster.c */
+void qm_cluster_open(struct qmgr *q);
+void qm_cluster_close(struct qmgr *q);
+void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_poke(struct qmgr *q);
+struct core_destdb *qm_cluster_destdb(struct qmgr *q,
+                                      struct core_destdb *inner);
 
 /* finch.c */
 int qm_finch_applies(const struct qmgr *q, const struct route_result *r);
