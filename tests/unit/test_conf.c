@@ -145,6 +145,8 @@ static const struct {
     {"smtp_active_connection_max_age", 300000, 's'},
     {"smtp_idle_connection_max_age", 2000, 's'},
     {"destdb_record_lifetime", 300000, 's'},
+    {"cluster_lease_time", 3000, 's'},
+    {"cluster_redis_timeout", 500, 's'},
     {"default_transport_rate_delay", 0, 's'},
     {"default_recipient_refill_delay", 5000, 's'},
     {"transport_retry_time", 60000, 's'},
@@ -193,6 +195,9 @@ static const struct {
     {"smtp_connection_cache_destinations", CONF_LIST, ""},
     {"queue_directory", CONF_STRING, "/var/spool/sluice"},
     {"myhostname", CONF_STRING, ""},
+    {"cluster_redis_url", CONF_STRING, ""},
+    {"cluster_name", CONF_STRING, "sluice"},
+    {"cluster_key_prefix", CONF_STRING, "sluice:"},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
@@ -364,9 +369,10 @@ static void test_table_has_every_parameter(void **state)
      * (smtp_connection_cache_destinations); the SMTP server's client
      * names: 1 boolean and 1 time (decision 84); smtputf8_enable
      * (decision 85); Finch's scheduler: 1 choice, 3 integers and 3
-     * times (decisions 93 and 94).
+     * times (decisions 93 and 94); a cluster on Redis: 3 strings and 2
+     * times (decision 100).
      */
-    assert_int_equal(conf_param_count, 150);
+    assert_int_equal(conf_param_count, 155);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
