@@ -209,6 +209,37 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
     cluster_drop(c);
 }
 
+/* A round with no Redis: the rates' tokens from this member's share. */
+static void alone_round(struct cluster *c)
+{
+    struct cluster_lease_req *reqs;
+    int64_t wait;
+
+    if (c->cb.demand)
+        c->cb.demand(c->cb.ctx);
+    wait = cluster_leases_alone(c->leases, util_clock_mono_ms(), c->members);
+    free((cluster_leases_round(c->leases, &reqs), reqs));
+    if (wait >= 0)
+        cluster_rate_wait(c, wait);
+    cluster_caps(c);
+}
+
+static void wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cluster_poke(arg);
+}
+
+void cluster_rate_wait(struct cluster *c, int64_t ms)
+{
+    struct timeval tv;
+
+    if (evtimer_pending(c->wait_ev, &tv))
+        return; /* one is coming */
+    schedule(c->wait_ev, ms < 1 ? 1 : ms);
+}
+
 static void sync_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct cluster *c = arg;
@@ -219,8 +250,10 @@ static void sync_cb(evutil_socket_t fd, short what, void *arg)
         c->dirty = 1; /* after the one in flight */
         return;
     }
+    if (c->state == CL_ALONE)
+        alone_round(c);
     if (c->ac == NULL)
-        return; /* alone: the shares do not change */
+        return;
     cluster_sync_send(c);
     if (c->seq != 0)
         schedule(c->timeout_ev, c->timeout_ms);
@@ -280,6 +313,7 @@ struct cluster *cluster_create(struct event_base *base,
     c->timeout_ev = evtimer_new(base, timeout_cb, c);
     c->retry_ev = evtimer_new(base, retry_cb, c);
     c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
+    c->wait_ev = evtimer_new(base, wait_cb, c);
     tick.tv_sec = (time_t)(c->lease_ms / 3 / 1000);
     tick.tv_usec = (suseconds_t)(c->lease_ms / 3 % 1000) * 1000;
     event_add(c->tick_ev, &tick);
@@ -306,6 +340,7 @@ void cluster_free(struct cluster *c)
     event_free(c->timeout_ev);
     event_free(c->retry_ev);
     event_free(c->tick_ev);
+    event_free(c->wait_ev);
     cluster_leases_free(c->leases);
     free(c->reqs);
     free(c->facts);
@@ -352,6 +387,22 @@ int cluster_cap(const struct cluster *c, const char *name, int limit)
         (held = cluster_leases_cap(c->leases, name, limit, 1, 1)) < cap)
         cap = held;
     return cap;
+}
+
+void cluster_rate(struct cluster *c, const char *name, int count,
+                  int64_t period_ms, int want)
+{
+    cluster_leases_rate(c->leases, name, count, period_ms, want);
+}
+
+int cluster_tokens(const struct cluster *c, const char *name)
+{
+    return cluster_leases_tokens(c->leases, name);
+}
+
+void cluster_spend(struct cluster *c, const char *name)
+{
+    cluster_leases_spend(c->leases, name);
 }
 
 int cluster_joined(const struct cluster *c)

@@ -22,6 +22,23 @@
  *	int	cluster_leases_cap(const struct cluster_leases *t,
  *			const char *name, int limit, int joined, int members)
  *
+ *	void	cluster_leases_rate(struct cluster_leases *t,
+ *			const char *name, int count, int64_t period_ms,
+ *			int want)
+ *	void	cluster_leases_tokens_add(struct cluster_leases *t,
+ *			const char *name, int tokens)
+ *	int	cluster_leases_tokens(const struct cluster_leases *t,
+ *			const char *name)
+ *	void	cluster_leases_spend(struct cluster_leases *t,
+ *			const char *name)
+ *	int64_t	cluster_leases_alone(struct cluster_leases *t, int64_t now,
+ *			int members)
+ *
+ *	int	cluster_rate_parse(const char *text, struct cluster_rate *r,
+ *			char *why, size_t whylen)
+ *	int	cluster_gcra(int64_t *tat, int64_t now, int count,
+ *			int64_t period, int want, int64_t *wait)
+ *
  *	int	cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
  *			int64_t now_mono, int64_t now_wall, int64_t *retry)
  *
@@ -36,6 +53,10 @@
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
+ *	void	cluster_rate(struct cluster *c, const char *name, int count,
+ *			int64_t period_ms, int want)
+ *	int	cluster_tokens(const struct cluster *c, const char *name)
+ *	void	cluster_spend(struct cluster *c, const char *name)
  *	struct core_destdb *cluster_destdb(struct cluster *c,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -69,6 +90,18 @@
  *	held while joined (0 before the first grant), the share while
  *	alone, -1 (no cap) for a queue without a limit.
  *
+ *	Rates (<transport>_destination_rate, decision 102): a queue with a
+ *	rate names it each round with cluster_leases_rate() (count per
+ *	period, and the starts it wants tokens for); granted tokens are
+ *	added with cluster_leases_tokens_add(), one is spent per delivery
+ *	started (cluster_leases_spend()); cluster_leases_tokens() says how
+ *	many are left, -1 for a queue without a rate. cluster_leases_alone()
+ *	grants the tokens of the round's rate wants itself, from this
+ *	member's share of each rate (count / members, at least 1) on its
+ *	own GCRA, and returns the ms until one more would fit (-1: none
+ *	waits). cluster_rate_parse()
+ *	reads COUNT/TIME; cluster_gcra() is the arithmetic (rate.c).
+ *
  *	cluster_fact_merge() decides whether a retry time another member
  *	published (wall-clock milliseconds) replaces the local one
  *	(monotonic milliseconds, -1: none): when it is later and still in
@@ -78,7 +111,10 @@
  *	syncing; cluster_poke() asks for a sync soon (demand changed); at
  *	each sync the demand callback names every queue's demand with
  *	cluster_demand(), and after each reply or change of state the caps
- *	callback reads cluster_cap() for each queue. cluster_joined() says
+ *	callback reads cluster_cap() for each queue. cluster_rate(),
+ *	cluster_tokens() and cluster_spend() are the lease table's for a
+ *	queue's rate; alone, the member grants its tokens itself from its
+ *	share of the rate. cluster_joined() says
  *	whether Redis answers; cluster_members() the live members last
  *	known. cluster_destdb() wraps Finch's destdb: failures and
  *	recoveries of hosts go out, other members' come in.
@@ -108,6 +144,8 @@ struct cluster_leases;
 struct cluster_lease_req {
     char name[256];
     int limit, want, busy;
+    int rate_count, rate_want; /* rate_count 0: no rate */
+    int64_t rate_period;
 };
 
 struct cluster_leases *cluster_leases_create(void);
@@ -120,6 +158,24 @@ void cluster_leases_grant(struct cluster_leases *t, const char *name,
                           int granted);
 int cluster_leases_cap(const struct cluster_leases *t, const char *name,
                        int limit, int joined, int members);
+
+struct cluster_rate {
+    int count; /* per period; 0: no rate */
+    int64_t period_ms;
+};
+
+int cluster_rate_parse(const char *text, struct cluster_rate *r, char *why,
+                       size_t whylen);
+int cluster_gcra(int64_t *tat, int64_t now, int count, int64_t period, int want,
+                 int64_t *wait);
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
+                         int64_t period_ms, int want);
+void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
+                               int tokens);
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name);
+void cluster_leases_spend(struct cluster_leases *t, const char *name);
+int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now,
+                             int members);
 
 int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
                        int64_t now_mono, int64_t now_wall, int64_t *retry);
@@ -151,6 +207,10 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
+void cluster_rate(struct cluster *c, const char *name, int count,
+                  int64_t period_ms, int want);
+int cluster_tokens(const struct cluster *c, const char *name);
+void cluster_spend(struct cluster *c, const char *name);
 int cluster_members(const struct cluster *c);
 struct core_destdb *cluster_destdb(struct cluster *c,
                                    struct core_destdb *inner);

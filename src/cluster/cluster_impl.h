@@ -38,6 +38,7 @@ struct cluster {
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
     struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
+    struct event *wait_ev;      /* a rate fits one more start */
     struct core_destdb *destdb; /* cluster_destdb()'s, while it lives */
 };
 
@@ -48,6 +49,7 @@ void cluster_go_alone(struct cluster *c, const char *why);
 void cluster_go_joined(struct cluster *c);
 void cluster_drop(struct cluster *c);
 void cluster_sync_send(struct cluster *c);
+void cluster_rate_wait(struct cluster *c, int64_t ms);
 
 extern const char cluster_sync_script[];
 

@@ -46,6 +46,10 @@ struct lease {
     int named;   /* in this round */
     int asked;   /* the last request carried a want */
     int granted; /* held, as the last reply said */
+    int rate_count, rate_want, rate_named;
+    int64_t rate_period;
+    int tokens;        /* starts granted, not yet spent */
+    int64_t local_tat; /* alone: the member's own GCRA */
 };
 
 struct cluster_leases {
@@ -113,23 +117,88 @@ static void leases_grow(struct cluster_leases *t)
     t->size = size;
 }
 
-void cluster_leases_demand(struct cluster_leases *t, const char *name,
-                           int limit, int want, int busy)
+/* The record of name; made when absent and make is set. */
+static struct lease *lease_get(struct cluster_leases *t, const char *name,
+                               int make)
 {
     struct lease **pp = lease_slot(t, name), *l = *pp;
 
-    if (l == NULL) {
-        if (want <= 0 && busy <= 0)
-            return; /* nothing to ask, nothing held */
-        l = *pp = xcalloc(1, sizeof(*l));
-        l->name = xstrdup(name);
-        if (++t->count > t->size)
-            leases_grow(t);
-    }
+    if (l != NULL || !make)
+        return l;
+    l = *pp = xcalloc(1, sizeof(*l));
+    l->name = xstrdup(name);
+    if (++t->count > t->size)
+        leases_grow(t);
+    return l;
+}
+
+void cluster_leases_demand(struct cluster_leases *t, const char *name,
+                           int limit, int want, int busy)
+{
+    /* nothing to ask, nothing held: no record */
+    struct lease *l = lease_get(t, name, want > 0 || busy > 0);
+
+    if (l == NULL)
+        return;
     l->limit = limit;
     l->want = want < 0 ? 0 : want;
     l->busy = busy < 0 ? 0 : busy;
     l->named = 1;
+}
+
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
+                         int64_t period_ms, int want)
+{
+    struct lease *l = lease_get(t, name, want > 0);
+
+    if (l == NULL)
+        return;
+    l->rate_count = count;
+    l->rate_period = period_ms;
+    l->rate_want = want < 0 ? 0 : want;
+    l->rate_named = 1;
+}
+
+void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
+                               int tokens)
+{
+    struct lease *l = *lease_slot(t, name);
+
+    if (l != NULL && tokens > 0)
+        l->tokens += tokens;
+}
+
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name)
+{
+    const struct lease *l = *lease_slot(t, name);
+
+    return l == NULL || l->rate_count == 0 ? -1 : l->tokens;
+}
+
+void cluster_leases_spend(struct cluster_leases *t, const char *name)
+{
+    struct lease *l = *lease_slot(t, name);
+
+    if (l != NULL && l->tokens > 0)
+        l->tokens--;
+}
+
+int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now, int members)
+{
+    int64_t next = -1, wait;
+
+    for (size_t i = 0; i < t->size; i++)
+        for (struct lease *l = t->hash[i]; l; l = l->next) {
+            int share = cluster_share(l->rate_count, members);
+
+            if (l->rate_count == 0 || l->rate_want == 0)
+                continue;
+            l->tokens += cluster_gcra(&l->local_tat, now, share, l->rate_period,
+                                      l->rate_want, &wait);
+            if (wait > 0 && (next < 0 || wait < next))
+                next = wait;
+        }
+    return next;
 }
 
 /* Forget what has nothing to say; else list it. */
@@ -137,8 +206,11 @@ static int lease_keep(struct lease *l)
 {
     if (!l->named)
         l->want = l->busy = 0;
-    l->named = 0;
-    return l->want > 0 || l->busy > 0 || l->granted > 0 || l->asked;
+    if (!l->rate_named)
+        l->rate_want = 0;
+    l->named = l->rate_named = 0;
+    return l->want > 0 || l->busy > 0 || l->granted > 0 || l->asked ||
+           l->rate_want > 0 || l->tokens > 0;
 }
 
 size_t cluster_leases_round(struct cluster_leases *t,
@@ -162,6 +234,9 @@ size_t cluster_leases_round(struct cluster_leases *t,
             r[n].limit = l->limit;
             r[n].want = l->want;
             r[n].busy = l->busy;
+            r[n].rate_count = l->rate_count;
+            r[n].rate_period = l->rate_period;
+            r[n].rate_want = l->rate_want;
             l->asked = l->want > 0;
             n++;
             pp = &l->next;

@@ -10,10 +10,12 @@
  *	(doc/cluster.md, decision 100). KEYS[1] is the members' sorted set
  *	(member scored by the end of its heartbeat), KEYS[2] the hosts'
  *	hash (host to retry time, wall-clock ms), then for each queue its
- *	lease sorted set ("MEMBER:SLOT" scored by expiry) and its want
- *	hash (member to "WANT EXPIRY"). ARGV: member, lease time (ms),
- *	whether to pull the hosts, the queue count, then LIMIT WANT BUSY
- *	per queue, then the fact count and HOST RETRY per fact.
+ *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
+ *	(member to "WANT EXPIRY") and its rate's theoretical arrival time
+ *	(GCRA). ARGV: member, lease time (ms), whether to pull the hosts,
+ *	the queue count, then LIMIT WANT BUSY RCOUNT RPERIOD RWANT per
+ *	queue (LIMIT 0: no leases; RCOUNT 0: no rate), then the fact count
+ *	and HOST RETRY per fact.
  *
  *	Time is Redis's own (TIME), so members' clocks need not agree for
  *	leases. Per queue: expired leases and wants go; this member's
@@ -23,10 +25,13 @@
  *	less; it keeps at least the leases its deliveries in flight use,
  *	gives back the rest above the target, renews what it keeps, and
  *	takes free slots up to the target while the set holds fewer than
- *	the limit. The sum of leases never exceeds the limit.
+ *	the limit. The sum of leases never exceeds the limit. A rate
+ *	grants up to RWANT starts by GCRA (rate.c's arithmetic, on the
+ *	stored arrival time), one key per queue.
  *
  *	It returns { live members, { grant per queue }, { HOST, RETRY,
- *	... } } (the hosts only when pulled).
+ *	... }, { starts per queue }, ms until a rate fits one more or -1 }
+ *	(the hosts only when pulled).
  */
 
 #include "cluster/cluster_impl.h"
@@ -41,11 +46,30 @@ const char cluster_sync_script[] =
     "redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
     "local live = redis.call('ZCARD', KEYS[1])\n"
     "local grants, a, prefix = {}, 5, member .. ':'\n"
+    "local tokens, minwait = {}, -1\n"
     "for q = 1, nq do\n"
-    "  local L, W = KEYS[1 + 2 * q], KEYS[2 + 2 * q]\n"
+    "  local L, W, R = KEYS[3 * q], KEYS[3 * q + 1], KEYS[3 * q + 2]\n"
     "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
-    "  local busy = tonumber(ARGV[a + 2])\n"
-    "  a = a + 3\n"
+    "  local busy, rcount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])\n"
+    "  local rperiod, rwant = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])\n"
+    "  a = a + 6\n"
+    "  tokens[q] = 0\n"
+    "  if rcount > 0 and rwant > 0 then\n"
+    "    local iv = math.max(1, math.floor(rperiod / rcount))\n"
+    "    local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
+    "    local fit = math.floor((now + rperiod - t) / iv)\n"
+    "    local n = math.max(0, math.min(rwant, fit))\n"
+    "    if n > 0 then\n"
+    "      redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
+    "    end\n"
+    "    if n < rwant then\n"
+    "      local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
+    "      if minwait < 0 or w < minwait then minwait = w end\n"
+    "    end\n"
+    "    tokens[q] = n\n"
+    "  end\n"
+    "  grants[q] = 0\n"
+    "  if limit > 0 then\n"
     "  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"
     "  if want > 0 then\n"
     "    redis.call('HSET', W, member, want .. ' ' .. (now + ttl))\n"
@@ -95,6 +119,7 @@ const char cluster_sync_script[] =
     "  end\n"
     "  if count > 0 then redis.call('PEXPIRE', L, ttl * 2) end\n"
     "  grants[q] = count\n"
+    "  end\n"
     "end\n"
     "local nf = tonumber(ARGV[a])\n"
     "a = a + 1\n"
@@ -116,4 +141,4 @@ const char cluster_sync_script[] =
     "    else facts[#facts + 1] = kv[i]; facts[#facts + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
-    "return { live, grants, facts }\n";
+    "return { live, grants, facts, tokens, minwait }\n";

@@ -10,15 +10,17 @@
  *	closes the lease table's round and sends script.c's script with
  *	the round's queues and the host facts waiting to go out (they go
  *	with it: lost if it fails, decision 100). The reply, checked
- *	strictly, gives the live members, each queue's grant (then the
- *	caps callback) and, when pulled, the other members' host facts
- *	(into destdb); a reply that is an error or malformed makes the
+ *	strictly, gives the live members, each queue's grant and starts
+ *	by its rate (then the caps callback), when a rate fits one more
+ *	start (a sync then), and, when pulled, the other members' host
+ *	facts (into destdb); a reply that is an error or malformed makes the
  *	member decide alone and drops the connection.
  */
 
 #include "cluster/cluster_impl.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +73,13 @@ static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 2 + 2 * c->nreqs);
+    arg_fmt(a, "%zu", 2 + 3 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
+        arg_fmt(a, "%srate:%s", c->tag, c->reqs[i].name);
     }
     arg_fmt(a, "%s", c->member);
     arg_fmt(a, "%lld", (long long)c->lease_ms);
@@ -86,6 +89,9 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%d", c->reqs[i].limit);
         arg_fmt(a, "%d", c->reqs[i].want);
         arg_fmt(a, "%d", c->reqs[i].busy);
+        arg_fmt(a, "%d", c->reqs[i].rate_count);
+        arg_fmt(a, "%lld", (long long)c->reqs[i].rate_period);
+        arg_fmt(a, "%d", c->reqs[i].rate_want);
     }
     arg_fmt(a, "%zu", c->nfacts);
     for (size_t i = 0; i < c->nfacts; i++) {
@@ -124,26 +130,43 @@ static int reply_facts(struct cluster *c, const redisReply *r)
     return 0;
 }
 
-static int reply_apply(struct cluster *c, const redisReply *r)
+/* An array of nreqs integers, none negative. */
+static int reply_counts(const struct cluster *c, const redisReply *r)
 {
-    const redisReply *grants;
     long long v;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        reply_int(r->element[0], &v) < 0 || v < 1 ||
-        r->element[1]->type != REDIS_REPLY_ARRAY ||
-        r->element[1]->elements != c->nreqs)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != c->nreqs)
         return -1;
-    grants = r->element[1];
     for (size_t i = 0; i < c->nreqs; i++)
-        if (reply_int(grants->element[i], &v) < 0 || v < 0)
+        if (reply_int(r->element[i], &v) < 0 || v < 0)
             return -1;
+    return 0;
+}
+
+static int reply_apply(struct cluster *c, const redisReply *r)
+{
+    const redisReply *grants, *tokens;
+    long long v, wait;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
+        reply_int(r->element[0], &v) < 0 || v < 1 ||
+        reply_counts(c, r->element[1]) < 0 ||
+        reply_counts(c, r->element[3]) < 0 ||
+        reply_int(r->element[4], &wait) < 0)
+        return -1;
     if (reply_facts(c, r->element[2]) < 0)
         return -1;
-    c->members = (int)r->element[0]->integer;
-    for (size_t i = 0; i < c->nreqs; i++)
+    grants = r->element[1];
+    tokens = r->element[3];
+    c->members = (int)v;
+    for (size_t i = 0; i < c->nreqs; i++) {
         cluster_leases_grant(c->leases, c->reqs[i].name,
                              (int)grants->element[i]->integer);
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name,
+                                  (int)tokens->element[i]->integer);
+    }
+    if (wait >= 0)
+        cluster_rate_wait(c, wait);
     return 0;
 }
 

@@ -8,6 +8,8 @@
  *	void	qm_cluster_close(struct qmgr *q)
  *	void	qm_cluster_queue(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_poke(struct qmgr *q)
+ *	void	qm_cluster_started(struct qmgr *q, struct core_queue *cq)
+ *	void	qm_cluster_done(struct qmgr *q, struct core_queue *cq)
  *	struct core_destdb *qm_cluster_destdb(struct qmgr *q,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -25,6 +27,13 @@
  *	first grant, the share while alone); qm_cluster_poke(), at each
  *	dispatch, asks for a sync, except while the caps themselves are
  *	being applied (that dispatch changes no demand).
+ *
+ *	A queue with <transport>_destination_rate also asks for starts (as
+ *	many as wait beyond the tokens in hand, a burst at most) and its cap
+ *	is at most its deliveries in flight plus its tokens;
+ *	qm_cluster_started() spends one for each delivery started, and
+ *	qm_cluster_done() lowers the cap with each delivery ended, so that
+ *	a start always takes a token.
  *
  *	qm_cluster_destdb() shares Finch's destdb with the cluster
  *	(cluster_destdb()); without a cluster it is inner itself.
@@ -61,24 +70,58 @@ static void each_queue(struct qmgr *q, queue_fn *fn)
             fn(q, cq);
 }
 
+/* The queue's <transport>_destination_rate (checked at start). */
+static int queue_rate(struct qmgr *q, struct core_queue *cq,
+                      struct cluster_rate *r)
+{
+    char why[200];
+
+    return cluster_rate_parse(
+               conf_str(q->conf, core_transport_name(core_queue_transport(cq)),
+                        CONF_default_destination_rate),
+               r, why, sizeof(why)) == 0 &&
+           r->count > 0;
+}
+
 static void demand_one(struct qmgr *q, struct core_queue *cq)
 {
     int limit = queue_limit(q, cq), busy = core_queue_busy(cq);
-    int want = core_queue_dead(cq) ? 0 : busy + core_queue_todo(cq);
+    int todo = core_queue_dead(cq) ? 0 : core_queue_todo(cq);
+    int want = busy + todo, tokens;
+    struct cluster_rate r;
     char name[256];
 
-    if (limit <= 0)
-        return; /* no limit, no leases */
     queue_name(cq, name, sizeof(name));
-    cluster_demand(q->cluster, name, limit, want < limit ? want : limit, busy);
+    if (limit > 0)
+        cluster_demand(q->cluster, name, limit, want < limit ? want : limit,
+                       busy);
+    if (queue_rate(q, cq, &r)) {
+        /* starts for what waits beyond the tokens in hand, a burst at most */
+        tokens = cluster_tokens(q->cluster, name);
+        want = todo - (tokens > 0 ? tokens : 0);
+        cluster_rate(q->cluster, name, r.count, r.period_ms,
+                     want < r.count ? want : r.count);
+    }
 }
 
+/* The leases' cap, and no more starts than the rate's tokens allow. */
 static void cap_one(struct qmgr *q, struct core_queue *cq)
 {
+    int cap, tokens, by_rate;
+    struct cluster_rate r;
     char name[256];
 
     queue_name(cq, name, sizeof(name));
-    core_queue_cap_set(cq, cluster_cap(q->cluster, name, queue_limit(q, cq)));
+    cap = cluster_cap(q->cluster, name, queue_limit(q, cq));
+    tokens = cluster_tokens(q->cluster, name);
+    if (tokens < 0 && queue_rate(q, cq, &r))
+        tokens = 0; /* a rate, no token yet */
+    if (tokens >= 0) {
+        by_rate = core_queue_busy(cq) + tokens;
+        if (cap < 0 || by_rate < cap)
+            cap = by_rate;
+    }
+    core_queue_cap_set(cq, cap);
 }
 
 static void on_demand(void *ctx)
@@ -145,6 +188,30 @@ void qm_cluster_queue(struct qmgr *q, struct core_queue *cq)
         return;
     cap_one(q, cq);
     cluster_poke(q->cluster);
+}
+
+void qm_cluster_started(struct qmgr *q, struct core_queue *cq)
+{
+    char name[256];
+
+    if (q->cluster == NULL)
+        return;
+    queue_name(cq, name, sizeof(name));
+    if (cluster_tokens(q->cluster, name) < 0)
+        return;
+    cluster_spend(q->cluster, name);
+    cap_one(q, cq);
+}
+
+void qm_cluster_done(struct qmgr *q, struct core_queue *cq)
+{
+    char name[256];
+
+    if (q->cluster == NULL)
+        return;
+    queue_name(cq, name, sizeof(name));
+    if (cluster_tokens(q->cluster, name) >= 0)
+        cap_one(q, cq); /* one fewer in flight: not one more start */
 }
 
 void qm_cluster_poke(struct qmgr *q)

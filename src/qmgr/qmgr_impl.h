@@ -171,6 +171,8 @@ void qm_cluster_open(struct qmgr *q);
 void qm_cluster_close(struct qmgr *q);
 void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
+void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
 struct core_destdb *qm_cluster_destdb(struct qmgr *q,
                                       struct core_destdb *inner);
 

@@ -14,7 +14,10 @@
 #      the whole limit; restarted, it delivers what it had: nothing lost;
 #   5. stop Redis mid-run, start it again: every message delivered exactly
 #      once, the fallback and the rejoin logged by each daemon.
-# Output is TAP; bounded waits; about 20 s.
+#   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
+#      12 messages, 4 from each daemon at once, take 2 s.
+# Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
+# of the scratch directory (logs, counts) in DIR.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
@@ -43,8 +46,9 @@ lim_port=$(free_port)
 all_port=$(free_port)
 kill_port=$(free_port)
 down_port=$(free_port)
+rate_port=$(free_port)
 dead_port=$(free_port)
-start_count_sink lim "$lim_port $all_port $kill_port $down_port" \
+start_count_sink lim "$lim_port $all_port $kill_port $down_port $rate_port" \
     --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
 start_count_sink dead "$dead_port" \
     --greeting "421 4.3.2 service not available" ||
@@ -56,6 +60,7 @@ all.test relay:[127.0.0.1]:$all_port
 kill.test relay:[127.0.0.1]:$kill_port
 down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
+rate.test rated:[127.0.0.1]:$rate_port
 EOF
 conf="cluster_redis_url = unix://$sock
 cluster_name = t$$
@@ -67,7 +72,18 @@ maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
 relay_connection_cache_on_demand = no
-smtp_delivery_scheduler = finch"
+smtp_delivery_scheduler = finch
+transports = smtp:smtp, relay:smtp, rated:smtp
+rated_destination_rate = 4/1s"
+
+# sluice config (and sluiced) refuse a URL that is not an IP address.
+printf 'queue_directory = %s/x\ncluster_redis_url = redis://localhost:6379\n' \
+    "$tmp" >"$tmp/bad.conf"
+"$build/sluice" -c "$tmp/bad.conf" config cluster_redis_url >/dev/null \
+    2>"$tmp/bad.err"
+expect "a host name in cluster_redis_url is refused (exit 1)" \
+    "1 sluice: cluster_redis_url: the host must be an IP address (a name would be looked up blocking the daemon)" \
+    "$? $(cat "$tmp/bad.err")"
 
 start() { # start NAME: sluiced in $tmp/NAME, its pid in $pid_NAME
     sluiced_start "$tmp/$1" "$conf" || return 1
@@ -146,6 +162,24 @@ wait_for 10 grep -qF "no host of 127.0.0.1 may be tried" \
 expect "the dead host saw one connection, a's" 1 \
     "$(counter dead connections)"
 
+# 3b. A rate of 4 per second for the cluster: 12 messages, 4 from each
+# daemon at once, take 2 s (a burst of 4, then one each 250 ms), where
+# each daemon alone would send its 4 at once.
+each rate.test 4
+wait_for 10 delivered rate 12 || not_ok "12 messages to rate.test arrive"
+sent_span() {
+    grep -h "@rate.test>.*status=sent" "$tmp"/[abc]/log |
+        sed 's/^[0-9-]*T\([0-9:.]*\)+.*/\1/' | sort |
+        awk -F: '{ t = $1 * 3600 + $2 * 60 + $3; if (NR == 1) f = t; l = t }
+            END { printf "%d %.1f\n", NR, l - f }'
+}
+span=$(sent_span)
+if [ "${span%% *}" = 12 ] && awk -v s="${span#* }" 'BEGIN { exit !(s >= 1.6 && s <= 4) }'; then
+    ok "rate.test: 12 deliveries at 4/s for the cluster over ${span#* } s"
+else
+    not_ok "rate.test: 12 deliveries at 4/s for the cluster (got: $span)"
+fi
+
 # 4. SIGKILL c mid-run.
 each kill.test 20
 wait_for 10 delivered kill 6
@@ -168,9 +202,6 @@ wait_for 20 kill_all
 expect "kill.test: nothing lost" 60 "$(distinct kill.test)"
 
 # 5. Redis stops mid-run and comes back.
-if [ -n "${CLUSTER_KEEP:-}" ]; then
-    (for _s in $(seq 1 100); do echo "$(date +%T.%N) $(counter lim open "$down_port")"; sleep 0.05; done >"$tmp/open.trace") &
-fi
 each down.test 15
 wait_for 10 delivered down 6
 kill "$redis_pid"

@@ -227,6 +227,103 @@ static void test_fact_merge(void **state)
     assert_int_equal(cluster_fact_merge(-1, 1000000, 5000, 1000000, &retry), 0);
 }
 
+/* <transport>_destination_rate: N/TIME, TIME with a unit (s by default). */
+static void test_rate_parse(void **state)
+{
+    struct cluster_rate r;
+    char why[200];
+    static const char *bad[] = {"0/s",  "x/s",   "10",
+                                "10/",  "10/0s", "10/5y",
+                                "-1/s", "10/s/", "99999999999/s"};
+
+    (void)state;
+    assert_int_equal(cluster_rate_parse("", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.count, 0); /* none */
+    assert_int_equal(cluster_rate_parse("100/1m", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.count, 100);
+    assert_int_equal(r.period_ms, 60000);
+    assert_int_equal(cluster_rate_parse("5/s", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 1000);
+    assert_int_equal(cluster_rate_parse("3/2h", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 7200000);
+    assert_int_equal(cluster_rate_parse("10/500ms", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 500);
+    assert_int_equal(cluster_rate_parse("7/30", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 30000);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (cluster_rate_parse(bad[i], &r, why, sizeof(why)) != -1)
+            fail_msg("accepted: %s", bad[i]);
+}
+
+/*
+ * GCRA: with 10 per 1000 ms (one every 100 ms, a burst of 10), a fresh
+ * limiter grants 10 at once, then one per 100 ms; asking more than fits
+ * grants what fits and says when the next one does.
+ */
+static void test_gcra(void **state)
+{
+    int64_t tat = 0, wait = -1;
+
+    (void)state;
+    assert_int_equal(cluster_gcra(&tat, 5000, 10, 1000, 4, &wait), 4);
+    assert_int_equal(tat, 5400);
+    assert_int_equal(wait, 0); /* more would fit now */
+    assert_int_equal(cluster_gcra(&tat, 5000, 10, 1000, 20, &wait), 6);
+    assert_int_equal(tat, 6000);
+    assert_int_equal(wait, 100);
+    assert_int_equal(cluster_gcra(&tat, 5050, 10, 1000, 1, &wait), 0);
+    assert_int_equal(tat, 6000);
+    assert_int_equal(wait, 50);
+    assert_int_equal(cluster_gcra(&tat, 5100, 10, 1000, 3, &wait), 1);
+    assert_int_equal(tat, 6100);
+    assert_int_equal(wait, 100);
+    /* idle long enough: the burst again, no more */
+    assert_int_equal(cluster_gcra(&tat, 9000, 10, 1000, 50, &wait), 10);
+    assert_int_equal(tat, 10000);
+    /* asking nothing changes nothing */
+    assert_int_equal(cluster_gcra(&tat, 9000, 10, 1000, 0, &wait), 0);
+    assert_int_equal(tat, 10000);
+    /* alone with 3 members: a third of the rate */
+    tat = 0;
+    assert_int_equal(cluster_gcra(&tat, 5000, 10 / 3, 1000, 50, &wait), 3);
+}
+
+/* Tokens: granted, spent one per delivery started, never below 0. */
+static void test_leases_tokens(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), -1); /* no rate */
+    cluster_leases_demand(t, "smtp:a", 4, 3, 0);
+    cluster_leases_rate(t, "smtp:a", 10, 60000, 3);
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].rate_count, 10);
+    assert_int_equal(r[0].rate_period, 60000);
+    assert_int_equal(r[0].rate_want, 3);
+    free(r);
+    cluster_leases_tokens_add(t, "smtp:a", 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 2);
+    cluster_leases_spend(t, "smtp:a");
+    cluster_leases_spend(t, "smtp:a");
+    cluster_leases_spend(t, "smtp:a");
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 0);
+    /* a rate-limited queue with nothing else to say still asks */
+    cluster_leases_rate(t, "smtp:b", 10, 60000, 1);
+    nr = cluster_leases_round(t, &r);
+    assert_non_null(find_req(r, nr, "smtp:b"));
+    assert_int_equal(find_req(r, nr, "smtp:b")->limit, 0);
+    free(r);
+    /* alone among 2: 5 per minute, a burst of 5 then one per 12 s */
+    cluster_leases_rate(t, "smtp:b", 10, 60000, 8);
+    assert_int_equal(cluster_leases_alone(t, 1000, 2), 12000);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:b"), 5);
+    cluster_leases_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +335,9 @@ int main(void)
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_leases_many),
         cmocka_unit_test(test_fact_merge),
+        cmocka_unit_test(test_rate_parse),
+        cmocka_unit_test(test_gcra),
+        cmocka_unit_test(test_leases_tokens),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -198,6 +198,7 @@ static const struct {
     {"cluster_redis_url", CONF_STRING, ""},
     {"cluster_name", CONF_STRING, "sluice"},
     {"cluster_key_prefix", CONF_STRING, "sluice:"},
+    {"default_destination_rate", CONF_STRING, ""},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
@@ -258,6 +259,7 @@ static const struct {
     {"default_destination_concurrency_failed_cohort_limit",
      "_destination_concurrency_failed_cohort_limit"},
     {"default_destination_rate_delay", "_destination_rate_delay"},
+    {"default_destination_rate", "_destination_rate"},
     {"default_transport_rate_delay", "_transport_rate_delay"},
     {"default_delivery_slot_cost", "_delivery_slot_cost"},
     {"default_delivery_slot_loan", "_delivery_slot_loan"},
@@ -370,9 +372,10 @@ static void test_table_has_every_parameter(void **state)
      * names: 1 boolean and 1 time (decision 84); smtputf8_enable
      * (decision 85); Finch's scheduler: 1 choice, 3 integers and 3
      * times (decisions 93 and 94); a cluster on Redis: 3 strings and 2
-     * times (decision 100).
+     * times (decision 100); the cluster's destination rate, 1 string
+     * (decision 102).
      */
-    assert_int_equal(conf_param_count, 155);
+    assert_int_equal(conf_param_count, 156);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
