@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/event.h>
 #include <hiredis/async.h>
@@ -117,6 +118,7 @@ void cluster_drop(struct cluster *c)
 
     c->seq = 0; /* the replies that free() cancels are not ours now */
     c->ac = NULL;
+    cluster_susp_unsent(c);
     if (ac != NULL)
         redisAsyncFree(ac);
     schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
@@ -130,6 +132,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         return;
     c->ac = NULL; /* hiredis frees it */
     c->seq = 0;
+    cluster_susp_unsent(c);
     cluster_go_alone(c, ac->errstr[0] ? ac->errstr : "connection failed");
     schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
 }
@@ -142,6 +145,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         return; /* dropped by us */
     c->ac = NULL;
     c->seq = 0;
+    cluster_susp_unsent(c);
     cluster_go_alone(c, status == REDIS_OK
                             ? "connection closed"
                             : (ac->errstr[0] ? ac->errstr : "connection lost"));
@@ -342,6 +346,9 @@ void cluster_free(struct cluster *c)
     event_free(c->tick_ev);
     event_free(c->wait_ev);
     cluster_leases_free(c->leases);
+    cluster_susps_clear(&c->susp_known);
+    cluster_susps_clear(&c->susp_out);
+    cluster_susps_clear(&c->susp_sent);
     free(c->reqs);
     free(c->facts);
     free(c->url_text);
@@ -403,6 +410,39 @@ int cluster_tokens(const struct cluster *c, const char *name)
 void cluster_spend(struct cluster *c, const char *name)
 {
     cluster_leases_spend(c->leases, name);
+}
+
+void cluster_suspend(struct cluster *c, const char *dest, int64_t until)
+{
+    cluster_susps_set(&c->susp_known, dest, until);
+    /* the out list keeps resumptions too (-1): Redis must hear of them */
+    for (size_t i = 0; i < c->susp_out.n; i++)
+        if (strcasecmp(c->susp_out.v[i].dest, dest) == 0) {
+            c->susp_out.v[i].until = until;
+            cluster_poke(c);
+            return;
+        }
+    cluster_susps_set(&c->susp_out, dest, 0);
+    c->susp_out.v[c->susp_out.n - 1].until = until;
+    cluster_poke(c);
+}
+
+/* A sync that failed: its suspensions go out with the next, unless a
+ * newer change to the same destination is waiting. */
+void cluster_susp_unsent(struct cluster *c)
+{
+    for (size_t i = 0; i < c->susp_sent.n; i++) {
+        const struct cluster_susp *s = &c->susp_sent.v[i];
+        int newer = 0;
+
+        for (size_t j = 0; j < c->susp_out.n && !newer; j++)
+            newer = strcasecmp(c->susp_out.v[j].dest, s->dest) == 0;
+        if (!newer) {
+            cluster_susps_set(&c->susp_out, s->dest, 0);
+            c->susp_out.v[c->susp_out.n - 1].until = s->until;
+        }
+    }
+    c->susp_sent.n = 0;
 }
 
 int cluster_joined(const struct cluster *c)

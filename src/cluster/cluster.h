@@ -39,6 +39,13 @@
  *	int	cluster_gcra(int64_t *tat, int64_t now, int count,
  *			int64_t period, int want, int64_t *wait)
  *
+ *	void	cluster_susps_set(struct cluster_susps *known,
+ *			const char *dest, int64_t until)
+ *	void	cluster_susps_merge(struct cluster_susps *known,
+ *			const struct cluster_susp *set, size_t n,
+ *			const struct cluster_susp_fns *fns, void *ctx)
+ *	void	cluster_susps_clear(struct cluster_susps *known)
+ *
  *	int	cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
  *			int64_t now_mono, int64_t now_wall, int64_t *retry)
  *
@@ -57,6 +64,8 @@
  *			int64_t period_ms, int want)
  *	int	cluster_tokens(const struct cluster *c, const char *name)
  *	void	cluster_spend(struct cluster *c, const char *name)
+ *	void	cluster_suspend(struct cluster *c, const char *dest,
+ *			int64_t until)
  *	struct core_destdb *cluster_destdb(struct cluster *c,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -102,6 +111,10 @@
  *	waits). cluster_rate_parse()
  *	reads COUNT/TIME; cluster_gcra() is the arithmetic (rate.c).
  *
+ *	Suspensions (suspend.c, decision 103): the set of destinations
+ *	suspended in the cluster as this member last applied it, changes
+ *	made here recorded, and the merge of a pulled set into it.
+ *
  *	cluster_fact_merge() decides whether a retry time another member
  *	published (wall-clock milliseconds) replaces the local one
  *	(monotonic milliseconds, -1: none): when it is later and still in
@@ -114,7 +127,10 @@
  *	callback reads cluster_cap() for each queue. cluster_rate(),
  *	cluster_tokens() and cluster_spend() are the lease table's for a
  *	queue's rate; alone, the member grants its tokens itself from its
- *	share of the rate. cluster_joined() says
+ *	share of the rate. cluster_suspend() publishes a suspension made
+ *	here (until: wall-clock ms, 0 until resumed, -1 resumed; kept until
+ *	Redis has it); the suspend and resume callbacks apply another
+ *	member's at each pull. cluster_joined() says
  *	whether Redis answers; cluster_members() the live members last
  *	known. cluster_destdb() wraps Finch's destdb: failures and
  *	recoveries of hosts go out, other members' come in.
@@ -180,6 +196,28 @@ int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now,
 int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
                        int64_t now_mono, int64_t now_wall, int64_t *retry);
 
+struct cluster_susp {
+    char dest[256];
+    int64_t until; /* wall-clock ms; 0: until resumed; -1: resumed */
+};
+
+struct cluster_susps {
+    struct cluster_susp *v;
+    size_t n, cap;
+};
+
+struct cluster_susp_fns {
+    void (*suspend)(void *ctx, const char *dest, int64_t until);
+    void (*resume)(void *ctx, const char *dest);
+};
+
+void cluster_susps_set(struct cluster_susps *known, const char *dest,
+                       int64_t until);
+void cluster_susps_merge(struct cluster_susps *known,
+                         const struct cluster_susp *set, size_t n,
+                         const struct cluster_susp_fns *fns, void *ctx);
+void cluster_susps_clear(struct cluster_susps *known);
+
 struct cluster;
 
 struct cluster_config {
@@ -196,6 +234,7 @@ struct cluster_callbacks {
     void (*demand)(void *ctx); /* name each queue's demand now */
     void (*caps)(void *ctx);   /* the caps may have changed */
     void *ctx;
+    struct cluster_susp_fns susp; /* another member's suspend or resume */
 };
 
 struct cluster *cluster_create(struct event_base *base,
@@ -207,6 +246,7 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
+void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
 void cluster_rate(struct cluster *c, const char *name, int count,
                   int64_t period_ms, int want);
 int cluster_tokens(const struct cluster *c, const char *name);

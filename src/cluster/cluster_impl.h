@@ -38,8 +38,11 @@ struct cluster {
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
     struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
-    struct event *wait_ev;      /* a rate fits one more start */
-    struct core_destdb *destdb; /* cluster_destdb()'s, while it lives */
+    struct event *wait_ev;           /* a rate fits one more start */
+    struct core_destdb *destdb;      /* cluster_destdb()'s, while it lives */
+    struct cluster_susps susp_known; /* as last applied */
+    struct cluster_susps susp_out;   /* made here, Redis not told yet */
+    struct cluster_susps susp_sent;  /* in the sync in flight */
 };
 
 void cluster_log(struct cluster *c, int warning, const char *fmt, ...)
@@ -50,6 +53,7 @@ void cluster_go_joined(struct cluster *c);
 void cluster_drop(struct cluster *c);
 void cluster_sync_send(struct cluster *c);
 void cluster_rate_wait(struct cluster *c, int64_t ms);
+void cluster_susp_unsent(struct cluster *c);
 
 extern const char cluster_sync_script[];
 

@@ -9,13 +9,16 @@
  *	One EVAL per sync does a member's whole exchange, atomically
  *	(doc/cluster.md, decision 100). KEYS[1] is the members' sorted set
  *	(member scored by the end of its heartbeat), KEYS[2] the hosts'
- *	hash (host to retry time, wall-clock ms), then for each queue its
+ *	hash (host to retry time, wall-clock ms), KEYS[3] the suspensions'
+ *	hash (destination to its end, wall-clock ms, 0: until resumed),
+ *	then for each queue its
  *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
  *	(member to "WANT EXPIRY") and its rate's theoretical arrival time
  *	(GCRA). ARGV: member, lease time (ms), whether to pull the hosts,
  *	the queue count, then LIMIT WANT BUSY RCOUNT RPERIOD RWANT per
  *	queue (LIMIT 0: no leases; RCOUNT 0: no rate), then the fact count
- *	and HOST RETRY per fact.
+ *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
+ *	per suspension (UNTIL -1: resumed).
  *
  *	Time is Redis's own (TIME), so members' clocks need not agree for
  *	leases. Per queue: expired leases and wants go; this member's
@@ -30,8 +33,9 @@
  *	stored arrival time), one key per queue.
  *
  *	It returns { live members, { grant per queue }, { HOST, RETRY,
- *	... }, { starts per queue }, ms until a rate fits one more or -1 }
- *	(the hosts only when pulled).
+ *	... }, { starts per queue }, ms until a rate fits one more or -1,
+ *	{ DEST, UNTIL, ... } or 0 } (the hosts and the suspensions only
+ *	when pulled).
  */
 
 #include "cluster/cluster_impl.h"
@@ -48,7 +52,7 @@ const char cluster_sync_script[] =
     "local grants, a, prefix = {}, 5, member .. ':'\n"
     "local tokens, minwait = {}, -1\n"
     "for q = 1, nq do\n"
-    "  local L, W, R = KEYS[3 * q], KEYS[3 * q + 1], KEYS[3 * q + 2]\n"
+    "  local L, W, R = KEYS[3 * q + 1], KEYS[3 * q + 2], KEYS[3 * q + 3]\n"
     "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
     "  local busy, rcount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])\n"
     "  local rperiod, rwant = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])\n"
@@ -132,7 +136,15 @@ const char cluster_sync_script[] =
     "    if retry > old then redis.call('HSET', KEYS[2], host, retry) end\n"
     "  end\n"
     "end\n"
-    "local facts = {}\n"
+    "local ns = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for i = 1, ns do\n"
+    "  local dest, untl = ARGV[a], tonumber(ARGV[a + 1])\n"
+    "  a = a + 2\n"
+    "  if untl < 0 then redis.call('HDEL', KEYS[3], dest)\n"
+    "  else redis.call('HSET', KEYS[3], dest, untl) end\n"
+    "end\n"
+    "local facts, susp = {}, 0\n"
     "if pull == '1' then\n"
     "  local kv = redis.call('HGETALL', KEYS[2])\n"
     "  for i = 1, #kv, 2 do\n"
@@ -141,4 +153,13 @@ const char cluster_sync_script[] =
     "    else facts[#facts + 1] = kv[i]; facts[#facts + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
-    "return { live, grants, facts, tokens, minwait }\n";
+    "if pull == '1' then\n"
+    "  susp = {}\n"
+    "  local kv = redis.call('HGETALL', KEYS[3])\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    local u = tonumber(kv[i + 1])\n"
+    "    if u > 0 and u <= now then redis.call('HDEL', KEYS[3], kv[i])\n"
+    "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
+    "  end\n"
+    "end\n"
+    "return { live, grants, facts, tokens, minwait, susp }\n";

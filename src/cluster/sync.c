@@ -73,9 +73,10 @@ static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 2 + 3 * c->nreqs);
+    arg_fmt(a, "%zu", 3 + 3 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
+    arg_fmt(a, "%ssuspend", c->tag);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
@@ -99,6 +100,15 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%lld", (long long)c->facts[i].retry_wall);
     }
     c->nfacts = 0;
+    arg_fmt(a, "%zu", c->susp_out.n);
+    for (size_t i = 0; i < c->susp_out.n; i++) {
+        arg_fmt(a, "%s", c->susp_out.v[i].dest);
+        arg_fmt(a, "%lld", (long long)c->susp_out.v[i].until);
+    }
+    /* in flight now; back to susp_out if this sync fails */
+    cluster_susps_clear(&c->susp_sent);
+    c->susp_sent = c->susp_out;
+    memset(&c->susp_out, 0, sizeof(c->susp_out));
 }
 
 static int reply_int(const redisReply *r, long long *v)
@@ -143,18 +153,63 @@ static int reply_counts(const struct cluster *c, const redisReply *r)
     return 0;
 }
 
+/* Merge what Redis holds, with the changes made here since this sync
+ * left laid over it (Redis has not heard of them yet). */
+static void susps_merge(struct cluster *c, const struct cluster_susp *set,
+                        size_t n)
+{
+    struct cluster_susps all = {0};
+
+    for (size_t i = 0; i < n; i++)
+        cluster_susps_set(&all, set[i].dest, set[i].until);
+    for (size_t i = 0; i < c->susp_out.n; i++)
+        cluster_susps_set(&all, c->susp_out.v[i].dest, c->susp_out.v[i].until);
+    cluster_susps_merge(&c->susp_known, all.v, all.n, &c->cb.susp, c->cb.ctx);
+    cluster_susps_clear(&all);
+}
+
+/* The cluster's suspensions, DEST UNTIL pairs (0: not pulled). */
+static int reply_susps(struct cluster *c, const redisReply *r)
+{
+    struct cluster_susp *set;
+    size_t n = 0;
+    int bad = 0;
+
+    if (r->type == REDIS_REPLY_INTEGER)
+        return 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        return -1;
+    set = xcalloc(r->elements / 2 + 1, sizeof(*set));
+    for (size_t i = 0; i < r->elements && !bad; i += 2, n++) {
+        const redisReply *d = r->element[i], *u = r->element[i + 1];
+        char *end;
+
+        bad = d->type != REDIS_REPLY_STRING || u->type != REDIS_REPLY_STRING ||
+              d->len >= sizeof(set[n].dest);
+        if (!bad) {
+            snprintf(set[n].dest, sizeof(set[n].dest), "%s", d->str);
+            set[n].until = strtoll(u->str, &end, 10);
+            bad = *end != '\0' || set[n].until < 0;
+        }
+    }
+    if (!bad && c->cb.susp.suspend != NULL)
+        susps_merge(c, set, n);
+    free(set);
+    return bad ? -1 : 0;
+}
+
 static int reply_apply(struct cluster *c, const redisReply *r)
 {
     const redisReply *grants, *tokens;
     long long v, wait;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
         reply_int(r->element[0], &v) < 0 || v < 1 ||
         reply_counts(c, r->element[1]) < 0 ||
         reply_counts(c, r->element[3]) < 0 ||
         reply_int(r->element[4], &wait) < 0)
         return -1;
-    if (reply_facts(c, r->element[2]) < 0)
+    if (reply_facts(c, r->element[2]) < 0 || reply_susps(c, r->element[5]) < 0)
         return -1;
     grants = r->element[1];
     tokens = r->element[3];
@@ -182,12 +237,14 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
     if (reply == NULL)
         return; /* the connection ends: on_disconnect() says why */
     if (reply->type == REDIS_REPLY_ERROR || reply_apply(c, reply) < 0) {
+        cluster_susp_unsent(c);
         cluster_go_alone(c, reply->type == REDIS_REPLY_ERROR
                                 ? reply->str
                                 : "a malformed reply to the sync script");
         redisAsyncDisconnect(ac);
         return;
     }
+    c->susp_sent.n = 0; /* Redis has them */
     cluster_go_joined(c);
     cluster_caps(c);
     if (c->dirty) {

@@ -10,6 +10,9 @@
  *	void	qm_cluster_poke(struct qmgr *q)
  *	void	qm_cluster_started(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_done(struct qmgr *q, struct core_queue *cq)
+ *	void	qm_cluster_suspended(struct qmgr *q, const char *dest,
+ *			int64_t duration_ms)
+ *	void	qm_cluster_resumed(struct qmgr *q, const char *dest)
  *	struct core_destdb *qm_cluster_destdb(struct qmgr *q,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -34,6 +37,12 @@
  *	qm_cluster_started() spends one for each delivery started, and
  *	qm_cluster_done() lowers the cap with each delivery ended, so that
  *	a start always takes a token.
+ *
+ *	qm_cluster_suspended() and qm_cluster_resumed() publish the
+ *	operator's `sluice suspend` and `resume` (decision 103); another
+ *	member's are applied here through qmgr_suspend() and qmgr_resume(),
+ *	logged as "cluster NAME: suspend DEST[ for a time]: by the cluster"
+ *	and "cluster NAME: resume DEST: by the cluster".
  *
  *	qm_cluster_destdb() shares Finch's destdb with the cluster
  *	(cluster_destdb()); without a cluster it is inner itself.
@@ -139,6 +148,54 @@ static void on_caps(void *ctx)
     q->cluster_caps = 0;
 }
 
+/* Another member suspended dest (until: wall-clock ms, 0: until
+ * resumed): so does this daemon, for what is left of it. */
+static void on_suspend(void *ctx, const char *dest, int64_t until)
+{
+    struct qmgr *q = ctx;
+    int64_t left = until > 0 ? until - util_clock_wall_us() / 1000 : 0;
+    struct util_buf out = {0};
+    char why[300];
+
+    if (until > 0 && left <= 0)
+        return;
+    q->cluster_applying = 1;
+    if (qmgr_suspend(q, dest, left, &out, why, sizeof(why)) == 0)
+        qm_log(q, QMGR_LOG_INFO, "cluster %s: suspend %s%s: by the cluster",
+               conf_str(q->conf, NULL, CONF_cluster_name), dest,
+               left > 0 ? " for a time" : "");
+    q->cluster_applying = 0;
+    util_buf_free(&out);
+}
+
+static void on_resume(void *ctx, const char *dest)
+{
+    struct qmgr *q = ctx;
+    struct util_buf out = {0};
+    char why[300];
+
+    q->cluster_applying = 1;
+    if (qmgr_resume(q, dest, &out, why, sizeof(why)) == 0)
+        qm_log(q, QMGR_LOG_INFO, "cluster %s: resume %s: by the cluster",
+               conf_str(q->conf, NULL, CONF_cluster_name), dest);
+    q->cluster_applying = 0;
+    util_buf_free(&out);
+}
+
+void qm_cluster_suspended(struct qmgr *q, const char *dest, int64_t duration_ms)
+{
+    if (q->cluster != NULL && !q->cluster_applying)
+        cluster_suspend(
+            q->cluster, dest,
+            duration_ms > 0 ? util_clock_wall_us() / 1000 + duration_ms : 0);
+}
+
+void qm_cluster_resumed(struct qmgr *q, const char *dest)
+{
+    if (q->cluster != NULL && !q->cluster_applying)
+        cluster_suspend(q->cluster, dest, -1);
+}
+
 static void on_log(void *ctx, int warning, const char *line)
 {
     qm_log(ctx, warning ? QMGR_LOG_WARNING : QMGR_LOG_INFO, "%s", line);
@@ -163,7 +220,8 @@ void qm_cluster_open(struct qmgr *q)
             .timeout_ms =
                 conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
         },
-        &(struct cluster_callbacks){on_log, on_demand, on_caps, q});
+        &(struct cluster_callbacks){
+            on_log, on_demand, on_caps, q, {on_suspend, on_resume}});
     if (q->cluster == NULL) {
         qm_log(q, QMGR_LOG_WARNING,
                "cluster_redis_url %s does not parse: no cluster", url);

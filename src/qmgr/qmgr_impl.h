@@ -144,6 +144,7 @@ struct qmgr {
     uint64_t worker_next;
     struct cluster *cluster; /* cluster_redis_url's, or NULL */
     int cluster_caps;        /* applying the cluster's caps: no poke */
+    int cluster_applying;    /* another member's suspension: no echo */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -173,6 +174,9 @@ void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_suspended(struct qmgr *q, const char *dest,
+                          int64_t duration_ms);
+void qm_cluster_resumed(struct qmgr *q, const char *dest);
 struct core_destdb *qm_cluster_destdb(struct qmgr *q,
                                       struct core_destdb *inner);
 

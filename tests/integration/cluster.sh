@@ -15,7 +15,9 @@
 #   5. stop Redis mid-run, start it again: every message delivered exactly
 #      once, the fallback and the rejoin logged by each daemon.
 #   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
-#      12 messages, 4 from each daemon at once, take 2 s.
+#      12 messages, 4 from each daemon at once, take 2 s;
+#   3c. sluice suspend on one daemon holds the destination on another,
+#      sluice resume on a third frees it there.
 # Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
 # of the scratch directory (logs, counts) in DIR.
 build=${1:-build}
@@ -47,8 +49,10 @@ all_port=$(free_port)
 kill_port=$(free_port)
 down_port=$(free_port)
 rate_port=$(free_port)
+susp_port=$(free_port)
 dead_port=$(free_port)
-start_count_sink lim "$lim_port $all_port $kill_port $down_port $rate_port" \
+start_count_sink lim \
+    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port" \
     --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
 start_count_sink dead "$dead_port" \
     --greeting "421 4.3.2 service not available" ||
@@ -61,6 +65,7 @@ kill.test relay:[127.0.0.1]:$kill_port
 down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
 rate.test rated:[127.0.0.1]:$rate_port
+susp.test relay:[127.0.0.1]:$susp_port
 EOF
 conf="cluster_redis_url = unix://$sock
 cluster_name = t$$
@@ -179,6 +184,23 @@ if [ "${span%% *}" = 12 ] && awk -v s="${span#* }" 'BEGIN { exit !(s >= 1.6 && s
 else
     not_ok "rate.test: 12 deliveries at 4/s for the cluster (got: $span)"
 fi
+
+# 3c. sluice suspend on a holds susp.test in b; sluice resume on c frees it.
+"$build/sluice" -c "$tmp/a/sluice.conf" suspend susp.test >/dev/null
+by_cluster() { grep -qF "cluster t$$: $2 susp.test: by the cluster" "$tmp/$1/log"; }
+wait_for 5 by_cluster b suspend &&
+    ok "a's suspension of susp.test reaches b" ||
+    not_ok "a's suspension of susp.test reaches b"
+submit b susp.test 1 1
+wait_for 5 grep -qF "to=<u1@susp.test>" "$tmp/b/log"
+expect "b defers mail for the suspended destination" 1 \
+    "$(grep -F "to=<u1@susp.test>" "$tmp/b/log" |
+        grep -cF "delivery temporarily suspended")"
+"$build/sluice" -c "$tmp/c/sluice.conf" resume susp.test >/dev/null
+wait_for 5 by_cluster b resume && ok "c's resume reaches b" ||
+    not_ok "c's resume reaches b"
+wait_for 10 delivered susp 1 && ok "b delivers susp.test once resumed" ||
+    not_ok "b delivers susp.test once resumed"
 
 # 4. SIGKILL c mid-run.
 each kill.test 20

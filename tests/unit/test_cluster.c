@@ -324,6 +324,56 @@ static void test_leases_tokens(void **state)
     cluster_leases_free(t);
 }
 
+struct susp_log {
+    char text[400];
+};
+
+static void susp_on(void *ctx, const char *dest, int64_t until)
+{
+    struct susp_log *l = ctx;
+    size_t len = strlen(l->text);
+
+    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld ", dest,
+             (long long)until);
+}
+
+static void susp_off(void *ctx, const char *dest)
+{
+    struct susp_log *l = ctx;
+    size_t len = strlen(l->text);
+
+    snprintf(l->text + len, sizeof(l->text) - len, "-%s ", dest);
+}
+
+/* The pulled set against the known one: new or changed ones are
+ * suspended, gone ones resumed, known ones left alone; local changes
+ * are not applied again. */
+static void test_susps_merge(void **state)
+{
+    static const struct cluster_susp_fns fns = {susp_on, susp_off};
+    struct cluster_susps k = {0};
+    struct cluster_susp set[3] = {
+        {"a.example", 0}, {"b.example", 5000}, {"c.example", 0}};
+    struct susp_log l = {""};
+
+    (void)state;
+    cluster_susps_set(&k, "c.example", 0); /* suspended here */
+    cluster_susps_merge(&k, set, 3, &fns, &l);
+    assert_string_equal(l.text, "+a.example:0 +b.example:5000 ");
+    l.text[0] = '\0';
+    cluster_susps_merge(&k, set, 3, &fns, &l); /* the same: nothing */
+    assert_string_equal(l.text, "");
+    set[1].until = 9000;                           /* b extended */
+    cluster_susps_merge(&k, set + 1, 1, &fns, &l); /* a and c resumed */
+    assert_string_equal(l.text, "+b.example:9000 -a.example -c.example ");
+    l.text[0] = '\0';
+    cluster_susps_set(&k, "B.EXAMPLE", -1); /* resumed here */
+    cluster_susps_merge(&k, NULL, 0, &fns, &l);
+    assert_string_equal(l.text, "");
+    assert_int_equal(k.n, 0);
+    cluster_susps_clear(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_rate_parse),
         cmocka_unit_test(test_gcra),
         cmocka_unit_test(test_leases_tokens),
+        cmocka_unit_test(test_susps_merge),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
