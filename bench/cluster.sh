@@ -30,6 +30,7 @@ NAME=cluster
 . "$(dirname "$0")/lib.sh"
 
 LIMIT=20
+KEEP=0
 BUILD=${BENCH_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
 while getopts l: opt; do
 	case $opt in
@@ -47,7 +48,7 @@ need_sluice "$BUILD" "set BENCH_BUILD"
 
 make_dir
 PIDS=
-trap 'stop_all "$PIDS $SINK_PIDS"' EXIT INT TERM HUP
+trap 'stop_all "$PIDS" "$SINK_PIDS"' EXIT INT TERM HUP
 need_free 127.0.2.1:2525
 smtp_sink 127.0.2.1:2525 "$DIR/sink"
 SOCK=$DIR/redis.sock
