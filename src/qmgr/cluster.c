@@ -41,7 +41,7 @@
  *	qm_cluster_suspended() and qm_cluster_resumed() publish the
  *	operator's `sluice suspend` and `resume` (decision 103); another
  *	member's are applied here through qmgr_suspend() and qmgr_resume(),
- *	logged as "cluster NAME: suspend DEST[ for a time]: by the cluster"
+ *	logged as "cluster NAME: suspend DEST[ for Ns]: by the cluster"
  *	and "cluster NAME: resume DEST: by the cluster".
  *
  *	qm_cluster_destdb() shares Finch's destdb with the cluster
@@ -155,15 +155,17 @@ static void on_suspend(void *ctx, const char *dest, int64_t until)
     struct qmgr *q = ctx;
     int64_t left = until > 0 ? until - util_clock_wall_us() / 1000 : 0;
     struct util_buf out = {0};
-    char why[300];
+    char why[300], span[40] = "";
 
     if (until > 0 && left <= 0)
         return;
+    if (left > 0)
+        snprintf(span, sizeof(span), " for %llds",
+                 (long long)((left + 999) / 1000));
     q->cluster_applying = 1;
     if (qmgr_suspend(q, dest, left, &out, why, sizeof(why)) == 0)
         qm_log(q, QMGR_LOG_INFO, "cluster %s: suspend %s%s: by the cluster",
-               conf_str(q->conf, NULL, CONF_cluster_name), dest,
-               left > 0 ? " for a time" : "");
+               conf_str(q->conf, NULL, CONF_cluster_name), dest, span);
     q->cluster_applying = 0;
     util_buf_free(&out);
 }
