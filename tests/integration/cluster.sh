@@ -13,7 +13,10 @@
 #   4. SIGKILL one daemon mid-run: its leases expire, the other two hold
 #      the whole limit; restarted, it delivers what it had: nothing lost;
 #   5. stop Redis mid-run, start it again: every message delivered exactly
-#      once, the fallback and the rejoin logged by each daemon.
+#      once, the fallback and the rejoin logged by each daemon;
+#   6. beside all this, a fourth daemon whose "Redis" is hostile
+#      (lib/fake_redis.py) decides alone, says so once, stays up and
+#      delivers.
 #   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
 #      12 messages, 4 from each daemon at once, take 2 s;
 #   3c. sluice suspend on one daemon holds the destination on another,
@@ -66,6 +69,7 @@ down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
 rate.test rated:[127.0.0.1]:$rate_port
 susp.test relay:[127.0.0.1]:$susp_port
+hostile.test relay:[127.0.0.1]:$susp_port
 EOF
 conf="cluster_redis_url = unix://$sock
 cluster_name = t$$
@@ -97,6 +101,18 @@ start() { # start NAME: sluiced in $tmp/NAME, its pid in $pid_NAME
 for d in a b c; do
     start $d || { not_ok "sluiced $d starts"; tap_done; }
 done
+# h: a daemon whose "Redis" is hostile (lib/fake_redis.py: silence, a
+# reply of the wrong shape, an error, a cut reply, 1 MB of garbage, a
+# close), running beside the others: it must decide alone, say so once,
+# stay up and deliver.
+python3 tests/integration/lib/fake_redis.py "$tmp/fake.sock" \
+    "$tmp/fake.count" 2>"$tmp/fake.err" &
+pids="$pids $!"
+wait_for 5 test -S "$tmp/fake.sock" || not_ok "fake_redis.py listens"
+sluiced_start "$tmp/h" "$(echo "$conf" |
+    sed "s|^cluster_redis_url = .*|cluster_redis_url = unix://$tmp/fake.sock|")" ||
+    not_ok "sluiced h starts"
+pid_h=$sluiced_pid
 joined() { grep -qF "cluster t$$: joined at unix://$sock" "$tmp/$1/log"; }
 if wait_for 5 joined a && wait_for 5 joined b && wait_for 5 joined c; then
     ok "the three daemons join cluster t$$"
@@ -196,6 +212,7 @@ wait_for 5 grep -qF "to=<u1@susp.test>" "$tmp/b/log"
 expect "b defers mail for the suspended destination" 1 \
     "$(grep -F "to=<u1@susp.test>" "$tmp/b/log" |
         grep -cF "delivery temporarily suspended")"
+wait_for 5 by_cluster c suspend
 "$build/sluice" -c "$tmp/c/sluice.conf" resume susp.test >/dev/null
 wait_for 5 by_cluster b resume && ok "c's resume reaches b" ||
     not_ok "c's resume reaches b"
@@ -248,5 +265,16 @@ once down.test 45
 max=$(max_open down)
 [ "$max" -le 4 ] && ok "down.test: at most 4 at once ($max)" ||
     not_ok "down.test: at most 4 at once ($max)"
+# h, after the rest: five hostile answers seen, up, alone, delivering.
+submit h hostile.test 1 1
+fake_done() { [ "$(cat "$tmp/fake.count")" -ge 5 ]; }
+wait_for 10 fake_done || not_ok "h connected to the fake 5 times"
+kill -0 "$pid_h" && ok "h survives a hostile Redis ($(cat "$tmp/fake.count") connections)" ||
+    not_ok "h survives a hostile Redis"
+expect "h logs once that it decides alone: no reply in time" 1 \
+    "$(grep -cF "cluster t$$: Redis at unix://$tmp/fake.sock unavailable (no reply within 300 ms)" "$tmp/h/log")"
+hostile_sent() { grep -qF "<hostile.test." "$tmp/lim.ids"; }
+wait_for 5 hostile_sent
+expect "h delivers alone" 1 "$(grep -cF "<hostile.test." "$tmp/lim.ids")"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done
