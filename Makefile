@@ -37,6 +37,9 @@ CFLAGS   += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
             -DSLUICE_CONFIG_FILE='"$(SYSCONFDIR)/sluice/sluice.conf"'
 CFLAGS   += $(shell pkg-config --cflags $(LIB_PKGS))
 LDLIBS   += $(shell pkg-config --libs $(LIB_PKGS)) -lcrypt -lpthread -lm
+# hiredis by its libraries alone: its --cflags would put hiredis/ (alloc.h,
+# read.h, ...) on the include path; sources say <hiredis/async.h>.
+LDLIBS   += $(shell pkg-config --libs hiredis)
 TEST_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 TEST_LIBS   := $(shell pkg-config --libs $(PKGS))
 

@@ -74,6 +74,7 @@
  *	int	core_queue_busy(const struct core_queue *q)
  *	int	core_queue_todo(const struct core_queue *q)
  *	int	core_queue_dead(const struct core_queue *q)
+ *	void	core_queue_cap_set(struct core_queue *q, int cap)
  *	int	core_queue_cache_store(const struct core_queue *q)
  *	const char *core_queue_refusal(const struct core_queue *q)
  *	int	core_queue_release(struct core_queue *q, void **ctx)
@@ -366,6 +367,7 @@ void core_queue_ctx_set(struct core_queue *q, void *ctx);
 int core_queue_busy(const struct core_queue *q);
 int core_queue_todo(const struct core_queue *q);
 int core_queue_dead(const struct core_queue *q);
+void core_queue_cap_set(struct core_queue *q, int cap);
 int core_queue_cache_store(const struct core_queue *q);
 const char *core_queue_refusal(const struct core_queue *q);
 int core_queue_release(struct core_queue *q, void **ctx);
@@ -462,12 +464,12 @@ struct core_host_view {
 };
 
 struct core_destdb_ops {
-    void (*conn_open)(struct core_destdb *db, const char *host,
-                      uint64_t conn, core_time_t now);
-    void (*conn_jobs)(struct core_destdb *db, const char *host,
-                      uint64_t conn, int jobs, core_time_t now);
-    void (*conn_close)(struct core_destdb *db, const char *host,
-                       uint64_t conn, core_time_t now);
+    void (*conn_open)(struct core_destdb *db, const char *host, uint64_t conn,
+                      core_time_t now);
+    void (*conn_jobs)(struct core_destdb *db, const char *host, uint64_t conn,
+                      int jobs, core_time_t now);
+    void (*conn_close)(struct core_destdb *db, const char *host, uint64_t conn,
+                       core_time_t now);
     void (*host_fail)(struct core_destdb *db, const char *host,
                       core_time_t retry_at);
     void (*host_ok)(struct core_destdb *db, const char *host);

@@ -213,6 +213,7 @@ struct core_queue {
     enum core_queue_state state;
     int window;              /* concurrency allowed while READY */
     int busy;                /* deliveries in flight */
+    int cap;                 /* at most this many busy (leases), -1: none */
     double success;          /* positive feedback accumulator */
     double failure;          /* negative feedback accumulator */
     double fail_cohorts;     /* failed pseudo-cohorts since the last success */

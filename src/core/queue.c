@@ -15,6 +15,7 @@
  *			enum core_hop hop, const char *reason)
  *	void	core_queue_flush(struct core_queue *q, core_time_t now)
  *	int	core_queue_window_report(const struct core_queue *q)
+ *	void	core_queue_cap_set(struct core_queue *q, int cap)
  *	int	core_queue_cache_store(const struct core_queue *q)
  *
  *	struct core_queue *core_queue_next(const struct core_transport *t,
@@ -61,6 +62,11 @@
  *	A dead queue starts nothing; its revival timer fires after the
  *	transport's dead_backoff (minimal_backoff_time). core_queue_flush()
  *	revives a dead queue at once; on a live one it does nothing.
+ *
+ *	core_queue_cap_set() caps the deliveries in flight below the
+ *	window, whatever the window says (cap < 0: no cap, the default):
+ *	a cluster's connection leases (cluster/) are the cap, so that the
+ *	window's feedback stays local while the limit is the cluster's.
  *
  *	core_queue_window_report() is the window as the reference shows
  *	it: 0 for a dead queue, -1 while paused by a rate delay.
@@ -136,6 +142,7 @@ struct core_queue *core_queue_create(struct core_transport *t, const char *key)
     q->state = CORE_QUEUE_READY;
     q->window = queue_initial_window(q);
     q->last_done = -1;
+    q->cap = -1;
     q->timer.fire = queue_timer_fire;
     TAILQ_INIT(&q->todo);
     TAILQ_INIT(&q->busy_list);
@@ -205,7 +212,14 @@ void core_queue_free(struct core_queue *q)
 
 int core_queue_open(const struct core_queue *q)
 {
-    return q->state == CORE_QUEUE_READY && q->busy < q->window;
+    return q->state == CORE_QUEUE_READY && q->busy < q->window &&
+           (q->cap < 0 || q->busy < q->cap);
+}
+
+void core_queue_cap_set(struct core_queue *q, int cap)
+{
+    q->cap = cap;
+    core_queue_ready_update(q);
 }
 
 /*

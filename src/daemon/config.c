@@ -78,6 +78,7 @@
 
 #include "daemon/daemon.h"
 
+#include "cluster/cluster.h"
 #include "conf/conf.h"
 #include "dkim/dkim.h"
 #include "dns/dns.h"
@@ -296,6 +297,30 @@ static int servers_check(const struct conf *conf, char *why, size_t whylen)
     return status;
 }
 
+/* cluster_redis_url and each transport's rate must parse (decisions 100
+ * and 102). */
+static int cluster_check(const struct conf *conf,
+                         const struct route_table *routes, char *why,
+                         size_t whylen)
+{
+    const char *url = conf_str(conf, NULL, CONF_cluster_redis_url);
+    struct cluster_url u;
+    struct cluster_rate r;
+
+    if (url[0] != '\0' && cluster_url_parse(url, &u, why, whylen) < 0)
+        return -1;
+    if (cluster_rate_parse(conf_str(conf, NULL, CONF_default_destination_rate),
+                           &r, why, whylen) < 0)
+        return -1;
+    for (int i = 0; i < route_transport_count(routes); i++)
+        if (cluster_rate_parse(conf_str(conf,
+                                        route_transport_at(routes, i)->name,
+                                        CONF_default_destination_rate),
+                               &r, why, whylen) < 0)
+            return -1;
+    return 0;
+}
+
 /* Everything after the parameters themselves. */
 static int whole_check(const char *opt_path, const struct conf *conf,
                        const struct route_table *routes, char *why,
@@ -325,6 +350,8 @@ static int whole_check(const char *opt_path, const struct conf *conf,
             return -1;
         }
     }
+    if (cluster_check(conf, routes, why, whylen) < 0)
+        return -1;
     return servers_check(conf, why, whylen);
 }
 

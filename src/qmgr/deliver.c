@@ -78,6 +78,7 @@ static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
     struct core_queue *cq = d->queue;
 
     core_entry_done(d->e, qm_now_ms(), hop, reason);
+    qm_cluster_done(d->q, cq);
     qm_dest_release(cq);
 }
 
@@ -413,8 +414,11 @@ void qm_dispatch(struct qmgr *q)
 
     if (q->closing || q->draining)
         return;
-    while ((e = core_select(q->core, qm_now_ms())) != NULL)
+    while ((e = core_select(q->core, qm_now_ms())) != NULL) {
+        qm_cluster_started(q, core_entry_queue(e));
         delivery_start(q, e);
+    }
+    qm_cluster_poke(q);
     next = core_next_timer(q->core);
     if (next != CORE_TIME_NEVER) {
         core_time_t wait = next - qm_now_ms();

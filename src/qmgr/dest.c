@@ -42,6 +42,7 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
         d->route.address = NULL; /* the one field that points outside */
         cq = core_queue_create(t, key);
         core_queue_ctx_set(cq, d);
+        qm_cluster_queue(q, cq);
     }
     return cq;
 }

@@ -142,8 +142,9 @@ static void host_name(const struct deliver_addr *a, char *buf, size_t len)
 static struct core_destdb *finch_db(struct qmgr *q)
 {
     if (q->destdb == NULL)
-        q->destdb = core_destdb_memory(
-            conf_time_ms(q->conf, NULL, CONF_destdb_record_lifetime));
+        q->destdb = qm_cluster_destdb(
+            q, core_destdb_memory(
+                   conf_time_ms(q->conf, NULL, CONF_destdb_record_lifetime)));
     return q->destdb;
 }
 

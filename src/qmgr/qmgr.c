@@ -217,6 +217,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
         return NULL;
     }
     settings_apply(q);
+    qm_cluster_open(q);
     qm_sts_open(q);
     qm_tlsrpt_open(q);
     qm_feed_ask(q, 0);
@@ -352,6 +353,7 @@ void qmgr_free(struct qmgr *q)
     qm_finch_free(q);
     qm_router_free(q);
     qm_verify_free(q);
+    qm_cluster_close(q); /* after destdb, which it may wrap */
     while ((m = TAILQ_FIRST(&q->msgs)) != NULL) {
         TAILQ_REMOVE(&q->msgs, m, link);
         qm_message_free(m);

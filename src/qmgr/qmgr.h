@@ -306,8 +306,8 @@ struct qmgr_deliver_settings {
     struct deliver_cache_params cache;
     const char *cache_always; /* smtp_connection_cache_destinations */
     const char *helo_name;    /* smtp_helo_name */
-    size_t line_limit;     /* smtp_line_length_limit, 0 = none */
-    int mime_conversion;   /* not disable_mime_output_conversion */
+    size_t line_limit;        /* smtp_line_length_limit, 0 = none */
+    int mime_conversion;      /* not disable_mime_output_conversion */
 };
 
 void qmgr_deliver_settings(const struct conf *conf, const char *transport,

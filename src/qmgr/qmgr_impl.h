@@ -25,12 +25,14 @@
  *	tlsrpt_send.c	TLS reporting: the reports made and sent
  *	verify.c	address verification: probes as one pseudo-message
  *	verify_cache.c	address verification: the answers kept
+ *	cluster.c	a cluster on Redis: leases as queue caps, shared destdb
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
 
 #include "qmgr/qmgr.h"
 
+#include "cluster/cluster.h"
 #include "route/route.h"
 #include "spool/spool.h"
 #include "sts/sts.h"
@@ -150,6 +152,9 @@ struct qmgr {
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
     struct qm_verify *verify; /* address verification (verify.c) */
+    struct cluster *cluster; /* cluster_redis_url's, or NULL */
+    int cluster_caps;        /* applying the cluster's caps: no poke */
+    int cluster_applying;    /* another member's suspension: no echo */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -171,6 +176,19 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
 void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
+
+/* cluster.c */
+void qm_cluster_open(struct qmgr *q);
+void qm_cluster_close(struct qmgr *q);
+void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_poke(struct qmgr *q);
+void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_suspended(struct qmgr *q, const char *dest,
+                          int64_t duration_ms);
+void qm_cluster_resumed(struct qmgr *q, const char *dest);
+struct core_destdb *qm_cluster_destdb(struct qmgr *q,
+                                      struct core_destdb *inner);
 
 /* finch.c */
 int qm_finch_applies(const struct qmgr *q, const struct route_result *r);

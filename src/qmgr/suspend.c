@@ -30,7 +30,10 @@
  *	TRANSPORT:KEY" per queue. It returns -1 with the reason when no
  *	suspended queue matches.
  *
- *	Suspensions live in the daemon's memory: a restart ends them.
+ *	Suspensions live in the daemon's memory: a restart ends them. In a
+ *	cluster (cluster_redis_url) both go to every member through Redis
+ *	(qmgr/cluster.c, decision 103), and a member that starts gets the
+ *	cluster's suspensions at its first pull.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -121,8 +124,10 @@ int qmgr_suspend(struct qmgr *q, const char *destination, int64_t duration_ms,
 {
     struct suspend_call sc = {duration_ms, out};
 
-    return dest_each(q, destination, 1, suspend_one, &sc, why, whylen) < 0 ? -1
-                                                                           : 0;
+    if (dest_each(q, destination, 1, suspend_one, &sc, why, whylen) < 0)
+        return -1;
+    qm_cluster_suspended(q, destination, duration_ms);
+    return 0;
 }
 
 struct resume_call {
@@ -155,6 +160,7 @@ int qmgr_resume(struct qmgr *q, const char *destination, struct util_buf *out,
     struct resume_call rc = {out, 0};
     struct smtp_node node;
 
+    qm_cluster_resumed(q, destination); /* suspended elsewhere, maybe */
     if (dest_each(q, destination, 0, resume_one, &rc, why, whylen) < 0)
         return -1;
     if (rc.resumed == 0) {

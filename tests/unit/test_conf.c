@@ -154,6 +154,8 @@ static const struct {
     {"smtp_active_connection_max_age", 300000, 's'},
     {"smtp_idle_connection_max_age", 2000, 's'},
     {"destdb_record_lifetime", 300000, 's'},
+    {"cluster_lease_time", 3000, 's'},
+    {"cluster_redis_timeout", 500, 's'},
     {"default_transport_rate_delay", 0, 's'},
     {"default_recipient_refill_delay", 5000, 's'},
     {"transport_retry_time", 60000, 's'},
@@ -207,6 +209,10 @@ static const struct {
     {"smtp_connection_cache_destinations", CONF_LIST, ""},
     {"queue_directory", CONF_STRING, "/var/spool/sluice"},
     {"myhostname", CONF_STRING, ""},
+    {"cluster_redis_url", CONF_STRING, ""},
+    {"cluster_name", CONF_STRING, "sluice"},
+    {"cluster_key_prefix", CONF_STRING, "sluice:"},
+    {"default_destination_rate", CONF_STRING, ""},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
@@ -269,6 +275,7 @@ static const struct {
     {"default_destination_concurrency_failed_cohort_limit",
      "_destination_concurrency_failed_cohort_limit"},
     {"default_destination_rate_delay", "_destination_rate_delay"},
+    {"default_destination_rate", "_destination_rate"},
     {"default_transport_rate_delay", "_transport_rate_delay"},
     {"default_delivery_slot_cost", "_delivery_slot_cost"},
     {"default_delivery_slot_loan", "_delivery_slot_loan"},
@@ -384,9 +391,11 @@ static void test_table_has_every_parameter(void **state)
      * times (decisions 93 and 94); its routing workers: 1 integer (decision
      * 108); address verification (decisions 96 to 99):
      * smtpd_recipient_restrictions, 4 reply codes, and 11 address_verify_*
-     * (1 string, 1 boolean, 4 integers, 5 times).
+     * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
+     * strings and 2 times (decision 100); the cluster's destination rate,
+     * 1 string (decision 102).
      */
-    assert_int_equal(conf_param_count, 167);
+    assert_int_equal(conf_param_count, 173);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -291,6 +291,35 @@ static void test_process_limit(void **state)
 }
 
 /*
+ * A cluster's leases cap a queue below its window (issue 22): with window
+ * 5 and cap 2 the third start waits; a cap of 0 stops starts; -1 lifts it.
+ */
+static void test_queue_cap(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *a;
+
+    (void)state;
+    fx->params.initial_concurrency = 5;
+    fixture_transport(fx);
+    a = core_queue_create(fx->t, "a.example");
+    core_queue_cap_set(a, 2);
+    fixture_start(a, 2, 0);
+    assert_false(core_queue_can_start(a));
+    core_queue_cap_set(a, 3);
+    assert_true(core_queue_can_start(a));
+    core_queue_cap_set(a, 0);
+    assert_false(core_queue_can_start(a));
+    core_queue_cap_set(a, -1);
+    assert_true(core_queue_can_start(a));
+    fixture_start(a, 3, 0);
+    assert_false(core_queue_can_start(a)); /* the window, 5 */
+    for (int i = 0; i < 5; i++)
+        core_queue_done(a, 1, CORE_HOP_OK, NULL);
+    fixture_free(fx);
+}
+
+/*
  * A reload changes a transport's parameters under its live queues: a
  * window above the new concurrency limit comes down to it at once (the
  * limit is the operator's promise to the receiver), a dead queue stays
@@ -570,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_destination_rate_delay),
         cmocka_unit_test(test_transport_rate_delay),
         cmocka_unit_test(test_process_limit),
+        cmocka_unit_test(test_queue_cap),
         cmocka_unit_test(test_cache_on_demand),
         cmocka_unit_test(test_transport_update),
         cmocka_unit_test(test_transport_suspend),

@@ -1,0 +1,476 @@
+/*
+ * NAME
+ *	cluster 3 - a member of a cluster: its connection to Redis, its syncs
+ * SYNOPSIS
+ *	#include "cluster/cluster.h"
+ *
+ *	struct cluster *cluster_create(struct event_base *base,
+ *			const struct cluster_config *cfg,
+ *			const struct cluster_callbacks *cb)
+ *	void	cluster_free(struct cluster *c)
+ *	void	cluster_poke(struct cluster *c)
+ *	void	cluster_demand(struct cluster *c, const char *name,
+ *			int limit, int want, int busy)
+ *	int	cluster_cap(const struct cluster *c, const char *name,
+ *			int limit)
+ *	int	cluster_joined(const struct cluster *c)
+ *	int	cluster_members(const struct cluster *c)
+ * DESCRIPTION
+ *	The member's state is one of three. Joining (from the start to the
+ *	first reply): queues with a limit start nothing, one round trip.
+ *	Joined: Redis answers; each queue's cap is its leases. Alone: Redis
+ *	refused the connection, closed it, answered with an error, or not
+ *	within cluster_redis_timeout; each queue's cap is its share of the
+ *	limit (cluster_share(), the live members last known), the
+ *	connection is dropped and made again every second, and the first
+ *	reply joins again. Each change to alone or joined is logged once.
+ *
+ *	A sync is one EVAL of script.c's script: at most one is in
+ *	flight; cluster_poke() asks for one in the next turn of the event
+ *	loop, a poke during a sync asks for another after it. A timer syncs
+ *	every third of cluster_lease_time, renewing the leases and the
+ *	heartbeat, and pulls the other members' host facts then.
+ *	Nothing waits for Redis: the event loop goes on, and the caps in
+ *	force are the last ones known.
+ *
+ *	cluster_create() returns NULL when cfg->url does not parse (the
+ *	daemon's configuration check says why first).
+ */
+
+#include "cluster/cluster_impl.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include <hiredis/adapters/libevent.h>
+#pragma GCC diagnostic pop
+
+#include "core/core.h"
+#include "util/util.h"
+
+void cluster_log(struct cluster *c, int warning, const char *fmt, ...)
+{
+    char line[600];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (c->cb.log)
+        c->cb.log(c->cb.ctx, warning, line);
+}
+
+void cluster_caps(struct cluster *c)
+{
+    if (c->cb.caps)
+        c->cb.caps(c->cb.ctx);
+}
+
+void cluster_go_alone(struct cluster *c, const char *why)
+{
+    if (c->state == CL_ALONE)
+        return;
+    c->state = CL_ALONE;
+    c->alone_members = c->members;
+    c->grace_end = util_clock_mono_ms() + c->lease_ms;
+    cluster_log(c, 1,
+                "cluster %s: Redis at %s unavailable (%s): deciding alone "
+                "with 1/%d of each destination's limit",
+                c->name, c->url_text, why, c->members < 1 ? 1 : c->members);
+    cluster_caps(c);
+}
+
+void cluster_go_joined(struct cluster *c)
+{
+    if (c->state == CL_JOINED)
+        return;
+    if (c->state == CL_ALONE && c->ever_joined)
+        c->probation_end = util_clock_mono_ms() + c->lease_ms;
+    c->state = CL_JOINED;
+    cluster_log(c, 0, "cluster %s: %s at %s as %s, %d live members", c->name,
+                c->ever_joined ? "rejoined" : "joined", c->url_text, c->member,
+                c->members);
+    c->ever_joined = 1;
+}
+
+static void schedule(struct event *ev, int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    evtimer_add(ev, &tv);
+}
+
+/* Drop the connection (a timeout, a bad reply); connect again later. */
+void cluster_drop(struct cluster *c)
+{
+    redisAsyncContext *ac = c->ac;
+
+    c->seq = 0; /* the replies that free() cancels are not ours now */
+    c->ac = NULL;
+    cluster_susp_unsent(c);
+    if (ac != NULL)
+        redisAsyncFree(ac);
+    schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct cluster *c = ac->data;
+
+    if (status == REDIS_OK)
+        return;
+    c->ac = NULL; /* hiredis frees it */
+    c->seq = 0;
+    cluster_susp_unsent(c);
+    cluster_go_alone(c, ac->errstr[0] ? ac->errstr : "connection failed");
+    schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct cluster *c = ac->data;
+
+    if (c->ac != ac)
+        return; /* dropped by us */
+    c->ac = NULL;
+    c->seq = 0;
+    cluster_susp_unsent(c);
+    cluster_go_alone(c, status == REDIS_OK
+                            ? "connection closed"
+                            : (ac->errstr[0] ? ac->errstr : "connection lost"));
+    schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
+}
+
+static void on_auth(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct cluster *c = ac->data;
+    redisReply *reply = r;
+
+    (void)priv;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
+        cluster_go_alone(c, reply->str);
+        redisAsyncDisconnect(ac); /* from a callback: freed after it */
+    }
+}
+
+static void cluster_connect(struct cluster *c)
+{
+    redisAsyncContext *ac = c->url.unix_socket
+                                ? redisAsyncConnectUnix(c->url.path)
+                                : redisAsyncConnect(c->url.ip, c->url.port);
+
+    if (ac == NULL || ac->err) {
+        cluster_go_alone(c, ac ? ac->errstr : "out of memory");
+        if (ac)
+            redisAsyncFree(ac);
+        schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
+        return;
+    }
+    ac->data = c;
+    redisLibeventAttach(ac, c->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    c->ac = ac;
+    if (c->url.password[0] && c->url.user[0])
+        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s %s", c->url.user,
+                          c->url.password);
+    else if (c->url.password[0])
+        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", c->url.password);
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct cluster *c = arg;
+
+    (void)fd;
+    (void)what;
+    cluster_connect(c);
+    c->pull = 1;
+    cluster_poke(c);
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct cluster *c = arg;
+    char why[80];
+
+    (void)fd;
+    (void)what;
+    snprintf(why, sizeof(why), "no reply within %lld ms",
+             (long long)c->timeout_ms);
+    cluster_go_alone(c, why);
+    cluster_drop(c);
+}
+
+/* A round with no Redis: the rates' tokens from this member's share. */
+static void alone_round(struct cluster *c)
+{
+    struct cluster_lease_req *reqs;
+    int64_t wait;
+
+    if (c->cb.demand)
+        c->cb.demand(c->cb.ctx);
+    wait = cluster_leases_alone(c->leases, util_clock_mono_ms(), c->members);
+    free((cluster_leases_round(c->leases, &reqs), reqs));
+    if (wait >= 0)
+        cluster_rate_wait(c, wait);
+    cluster_caps(c);
+}
+
+static void wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cluster_poke(arg);
+}
+
+void cluster_rate_wait(struct cluster *c, int64_t ms)
+{
+    struct timeval tv;
+
+    if (evtimer_pending(c->wait_ev, &tv))
+        return; /* one is coming */
+    schedule(c->wait_ev, ms < 1 ? 1 : ms);
+}
+
+static void sync_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct cluster *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->seq != 0) {
+        c->dirty = 1; /* after the one in flight */
+        return;
+    }
+    if (c->state == CL_ALONE)
+        alone_round(c);
+    if (c->ac == NULL)
+        return;
+    cluster_sync_send(c);
+    if (c->seq != 0)
+        schedule(c->timeout_ev, c->timeout_ms);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct cluster *c = arg;
+
+    (void)fd;
+    (void)what;
+    c->pull = 1;
+    if (c->state == CL_ALONE)
+        cluster_caps(c); /* the grace may have ended */
+    sync_cb(-1, 0, c);
+}
+
+void cluster_poke(struct cluster *c)
+{
+    if (!evtimer_pending(c->sync_ev, NULL))
+        schedule(c->sync_ev, 0);
+}
+
+static char *tag_of(const struct cluster_config *cfg)
+{
+    size_t len = strlen(cfg->prefix) + strlen(cfg->name) + 4;
+    char *tag = xmalloc(len);
+
+    /* the braces: a hash tag, every key in one slot of a Redis Cluster */
+    snprintf(tag, len, "%s{%s}:", cfg->prefix, cfg->name);
+    return tag;
+}
+
+struct cluster *cluster_create(struct event_base *base,
+                               const struct cluster_config *cfg,
+                               const struct cluster_callbacks *cb)
+{
+    struct cluster *c = xcalloc(1, sizeof(*c));
+    struct timeval tick;
+    char why[200];
+
+    if (cluster_url_parse(cfg->url, &c->url, why, sizeof(why)) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->base = base;
+    c->url_text = xstrdup(cfg->url);
+    c->name = xstrdup(cfg->name);
+    c->member = xstrdup(cfg->member);
+    c->tag = tag_of(cfg);
+    c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
+    c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    c->cb = *cb;
+    c->members = 1;
+    c->leases = cluster_leases_create();
+    c->sync_ev = evtimer_new(base, sync_cb, c);
+    c->timeout_ev = evtimer_new(base, timeout_cb, c);
+    c->retry_ev = evtimer_new(base, retry_cb, c);
+    c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
+    c->wait_ev = evtimer_new(base, wait_cb, c);
+    tick.tv_sec = (time_t)(c->lease_ms / 3 / 1000);
+    tick.tv_usec = (suseconds_t)(c->lease_ms / 3 % 1000) * 1000;
+    event_add(c->tick_ev, &tick);
+    c->pull = 1;
+    cluster_connect(c);
+    cluster_poke(c);
+    return c;
+}
+
+void cluster_free(struct cluster *c)
+{
+    if (c == NULL)
+        return;
+    c->cb.log = NULL;
+    c->cb.caps = NULL;
+    if (c->ac != NULL) {
+        redisAsyncContext *ac = c->ac;
+
+        c->ac = NULL;
+        c->seq = 0;
+        redisAsyncFree(ac);
+    }
+    event_free(c->sync_ev);
+    event_free(c->timeout_ev);
+    event_free(c->retry_ev);
+    event_free(c->tick_ev);
+    event_free(c->wait_ev);
+    cluster_leases_free(c->leases);
+    cluster_susps_clear(&c->susp_known);
+    cluster_susps_clear(&c->susp_out);
+    cluster_susps_clear(&c->susp_sent);
+    free(c->reqs);
+    free(c->facts);
+    free(c->url_text);
+    free(c->name);
+    free(c->member);
+    free(c->tag);
+    free(c);
+}
+
+/*
+ * Rejoining, and for a lease time after, ask no more than the share:
+ * Redis may have lost its leases (a restart), and the other members'
+ * deliveries in flight, each within its share, hold no lease until they
+ * sync again.
+ */
+void cluster_demand(struct cluster *c, const char *name, int limit, int want,
+                    int busy)
+{
+    if (c->state == CL_ALONE || c->probation_end > util_clock_mono_ms()) {
+        int members =
+            c->members > c->alone_members ? c->members : c->alone_members;
+        int share = cluster_share(limit, members);
+
+        if (want > share)
+            want = share;
+    }
+    cluster_leases_demand(c->leases, name, limit, want, busy);
+}
+
+/*
+ * For a lease time after it goes alone, a queue keeps no more than the
+ * leases it held: the others' leases, and their deliveries, are still
+ * good for that long.
+ */
+int cluster_cap(const struct cluster *c, const char *name, int limit)
+{
+    int cap = cluster_leases_cap(c->leases, name, limit, c->state != CL_ALONE,
+                                 c->members);
+    int held;
+
+    if (c->state == CL_ALONE && cap > 0 &&
+        c->grace_end > util_clock_mono_ms() &&
+        (held = cluster_leases_cap(c->leases, name, limit, 1, 1)) < cap)
+        cap = held;
+    return cap;
+}
+
+void cluster_rate(struct cluster *c, const char *name, int count,
+                  int64_t period_ms, int want)
+{
+    cluster_leases_rate(c->leases, name, count, period_ms, want);
+}
+
+int cluster_tokens(const struct cluster *c, const char *name)
+{
+    return cluster_leases_tokens(c->leases, name);
+}
+
+void cluster_spend(struct cluster *c, const char *name)
+{
+    cluster_leases_spend(c->leases, name);
+}
+
+void cluster_suspend(struct cluster *c, const char *dest, int64_t until)
+{
+    cluster_susps_set(&c->susp_known, dest, until);
+    /* the out list keeps resumptions too (-1): Redis must hear of them */
+    for (size_t i = 0; i < c->susp_out.n; i++)
+        if (strcasecmp(c->susp_out.v[i].dest, dest) == 0) {
+            c->susp_out.v[i].until = until;
+            cluster_poke(c);
+            return;
+        }
+    cluster_susps_set(&c->susp_out, dest, 0);
+    c->susp_out.v[c->susp_out.n - 1].until = until;
+    cluster_poke(c);
+}
+
+/* A sync that failed: its suspensions go out with the next, unless a
+ * newer change to the same destination is waiting. */
+void cluster_susp_unsent(struct cluster *c)
+{
+    for (size_t i = 0; i < c->susp_sent.n; i++) {
+        const struct cluster_susp *s = &c->susp_sent.v[i];
+        int newer = 0;
+
+        for (size_t j = 0; j < c->susp_out.n && !newer; j++)
+            newer = strcasecmp(c->susp_out.v[j].dest, s->dest) == 0;
+        if (!newer) {
+            cluster_susps_set(&c->susp_out, s->dest, 0);
+            c->susp_out.v[c->susp_out.n - 1].until = s->until;
+        }
+    }
+    c->susp_sent.n = 0;
+}
+
+int cluster_joined(const struct cluster *c)
+{
+    return c->state == CL_JOINED;
+}
+
+int cluster_members(const struct cluster *c)
+{
+    return c->members;
+}
+
+void cluster_fact_publish(struct cluster *c, const char *host,
+                          int64_t retry_wall)
+{
+    struct cluster_fact_out *f;
+
+    for (size_t i = 0; i < c->nfacts; i++)
+        if (strcmp(c->facts[i].host, host) == 0) {
+            c->facts[i].retry_wall = retry_wall;
+            return;
+        }
+    if (c->nfacts == c->capfacts) {
+        c->capfacts = c->capfacts ? 2 * c->capfacts : 8;
+        c->facts = xrealloc(c->facts, c->capfacts * sizeof(*c->facts));
+    }
+    f = &c->facts[c->nfacts++];
+    snprintf(f->host, sizeof(f->host), "%s", host);
+    f->retry_wall = retry_wall;
+    cluster_poke(c);
+}

@@ -1,0 +1,258 @@
+#ifndef SLUICE_CLUSTER_H
+#define SLUICE_CLUSTER_H
+
+/*
+ * NAME
+ *	cluster 3 - daemons sharing destination state on Redis
+ * SYNOPSIS
+ *	#include "cluster/cluster.h"
+ *
+ *	int	cluster_url_parse(const char *text, struct cluster_url *u,
+ *			char *why, size_t whylen)
+ *	int	cluster_share(int limit, int members)
+ *
+ *	struct cluster_leases *cluster_leases_create(void)
+ *	void	cluster_leases_free(struct cluster_leases *t)
+ *	void	cluster_leases_demand(struct cluster_leases *t,
+ *			const char *name, int limit, int want, int busy)
+ *	size_t	cluster_leases_round(struct cluster_leases *t,
+ *			struct cluster_lease_req **reqs)
+ *	void	cluster_leases_grant(struct cluster_leases *t,
+ *			const char *name, int granted)
+ *	int	cluster_leases_cap(const struct cluster_leases *t,
+ *			const char *name, int limit, int joined, int members)
+ *
+ *	void	cluster_leases_rate(struct cluster_leases *t,
+ *			const char *name, int count, int64_t period_ms,
+ *			int want)
+ *	void	cluster_leases_tokens_add(struct cluster_leases *t,
+ *			const char *name, int tokens)
+ *	int	cluster_leases_tokens(const struct cluster_leases *t,
+ *			const char *name)
+ *	void	cluster_leases_spend(struct cluster_leases *t,
+ *			const char *name)
+ *	int64_t	cluster_leases_alone(struct cluster_leases *t, int64_t now,
+ *			int members)
+ *
+ *	int	cluster_rate_parse(const char *text, struct cluster_rate *r,
+ *			char *why, size_t whylen)
+ *	int	cluster_gcra(int64_t *tat, int64_t now, int count,
+ *			int64_t period, int want, int64_t *wait)
+ *
+ *	void	cluster_susps_set(struct cluster_susps *known,
+ *			const char *dest, int64_t until)
+ *	void	cluster_susps_merge(struct cluster_susps *known,
+ *			const struct cluster_susp *set, size_t n,
+ *			const struct cluster_susp_fns *fns, void *ctx)
+ *	void	cluster_susps_clear(struct cluster_susps *known)
+ *
+ *	int	cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
+ *			int64_t now_mono, int64_t now_wall, int64_t *retry)
+ *
+ *	struct cluster *cluster_create(struct event_base *base,
+ *			const struct cluster_config *cfg,
+ *			const struct cluster_callbacks *cb)
+ *	void	cluster_free(struct cluster *c)
+ *	void	cluster_poke(struct cluster *c)
+ *	void	cluster_demand(struct cluster *c, const char *name,
+ *			int limit, int want, int busy)
+ *	int	cluster_cap(const struct cluster *c, const char *name,
+ *			int limit)
+ *	int	cluster_joined(const struct cluster *c)
+ *	int	cluster_members(const struct cluster *c)
+ *	void	cluster_rate(struct cluster *c, const char *name, int count,
+ *			int64_t period_ms, int want)
+ *	int	cluster_tokens(const struct cluster *c, const char *name)
+ *	void	cluster_spend(struct cluster *c, const char *name)
+ *	void	cluster_suspend(struct cluster *c, const char *dest,
+ *			int64_t until)
+ *	struct core_destdb *cluster_destdb(struct cluster *c,
+ *			struct core_destdb *inner)
+ * DESCRIPTION
+ *	Daemons of one cluster (cluster_name) on one Redis share what they
+ *	know of delivery hosts and hold a destination's concurrency limit
+ *	together (doc/cluster.md, decision 100). Every scheduling decision
+ *	stays local and synchronous: this layer mirrors Redis state into
+ *	local numbers (a cap per destination queue, retry times in destdb)
+ *	and out again, asynchronously, in one script call per sync.
+ *
+ *	The pure parts, unit-tested alone:
+ *
+ *	cluster_url_parse() reads cluster_redis_url:
+ *	redis://[[USER]:PASSWORD@]IP[:PORT] (port 6379) or
+ *	unix://[[USER]:PASSWORD@]/PATH. The host must be an IP address: a
+ *	name would be looked up blocking the event loop. TLS (rediss://)
+ *	is refused: Debian's hiredis 0.14 has none.
+ *
+ *	cluster_share() is a member's share of a limit when it decides
+ *	alone: limit divided by the live members it last knew, rounded
+ *	down, at least 1 (0: no limit).
+ *
+ *	The lease table: cluster_leases_demand() records a queue's demand
+ *	for this round (name "TRANSPORT:QUEUE", its concurrency limit, the
+ *	deliveries it could run, those in flight); cluster_leases_round()
+ *	lists what the next script call carries (every queue with demand,
+ *	leases or a want to withdraw; a queue not named this round asks for
+ *	nothing) and forgets the queues with none of these;
+ *	cluster_leases_grant() stores a reply's count; cluster_leases_cap()
+ *	is how many deliveries the queue may have in flight: the leases
+ *	held while joined (0 before the first grant), the share while
+ *	alone, -1 (no cap) for a queue without a limit.
+ *
+ *	Rates (<transport>_destination_rate, decision 102): a queue with a
+ *	rate names it each round with cluster_leases_rate() (count per
+ *	period, and the starts it wants tokens for); granted tokens are
+ *	added with cluster_leases_tokens_add(), one is spent per delivery
+ *	started (cluster_leases_spend()); cluster_leases_tokens() says how
+ *	many are left, -1 for a queue without a rate. cluster_leases_alone()
+ *	grants the tokens of the round's rate wants itself, from this
+ *	member's share of each rate (count / members, at least 1) on its
+ *	own GCRA, and returns the ms until one more would fit (-1: none
+ *	waits). cluster_rate_parse()
+ *	reads COUNT/TIME; cluster_gcra() is the arithmetic (rate.c).
+ *
+ *	Suspensions (suspend.c, decision 103): the set of destinations
+ *	suspended in the cluster as this member last applied it, changes
+ *	made here recorded, and the merge of a pulled set into it.
+ *
+ *	cluster_fact_merge() decides whether a retry time another member
+ *	published (wall-clock milliseconds) replaces the local one
+ *	(monotonic milliseconds, -1: none): when it is later and still in
+ *	the future; then *retry is it on the local clock.
+ *
+ *	The object: cluster_create() connects (never blocking) and starts
+ *	syncing; cluster_poke() asks for a sync soon (demand changed); at
+ *	each sync the demand callback names every queue's demand with
+ *	cluster_demand(), and after each reply or change of state the caps
+ *	callback reads cluster_cap() for each queue. cluster_rate(),
+ *	cluster_tokens() and cluster_spend() are the lease table's for a
+ *	queue's rate; alone, the member grants its tokens itself from its
+ *	share of the rate. cluster_suspend() publishes a suspension made
+ *	here (until: wall-clock ms, 0 until resumed, -1 resumed; kept until
+ *	Redis has it); the suspend and resume callbacks apply another
+ *	member's at each pull. cluster_joined() says
+ *	whether Redis answers; cluster_members() the live members last
+ *	known. cluster_destdb() wraps Finch's destdb: failures and
+ *	recoveries of hosts go out, other members' come in.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct core_destdb;
+
+struct cluster_url {
+    int unix_socket;
+    char path[108]; /* unix:// */
+    char ip[64];    /* redis:// */
+    int port;
+    char user[64];
+    char password[256];
+};
+
+int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
+                      size_t whylen);
+int cluster_share(int limit, int members);
+
+struct cluster_leases;
+
+struct cluster_lease_req {
+    char name[256];
+    int limit, want, busy;
+    int rate_count, rate_want; /* rate_count 0: no rate */
+    int64_t rate_period;
+};
+
+struct cluster_leases *cluster_leases_create(void);
+void cluster_leases_free(struct cluster_leases *t);
+void cluster_leases_demand(struct cluster_leases *t, const char *name,
+                           int limit, int want, int busy);
+size_t cluster_leases_round(struct cluster_leases *t,
+                            struct cluster_lease_req **reqs);
+void cluster_leases_grant(struct cluster_leases *t, const char *name,
+                          int granted);
+int cluster_leases_cap(const struct cluster_leases *t, const char *name,
+                       int limit, int joined, int members);
+
+struct cluster_rate {
+    int count; /* per period; 0: no rate */
+    int64_t period_ms;
+};
+
+int cluster_rate_parse(const char *text, struct cluster_rate *r, char *why,
+                       size_t whylen);
+int cluster_gcra(int64_t *tat, int64_t now, int count, int64_t period, int want,
+                 int64_t *wait);
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
+                         int64_t period_ms, int want);
+void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
+                               int tokens);
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name);
+void cluster_leases_spend(struct cluster_leases *t, const char *name);
+int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now,
+                             int members);
+
+int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
+                       int64_t now_mono, int64_t now_wall, int64_t *retry);
+
+struct cluster_susp {
+    char dest[256];
+    int64_t until; /* wall-clock ms; 0: until resumed; -1: resumed */
+};
+
+struct cluster_susps {
+    struct cluster_susp *v;
+    size_t n, cap;
+};
+
+struct cluster_susp_fns {
+    void (*suspend)(void *ctx, const char *dest, int64_t until);
+    void (*resume)(void *ctx, const char *dest);
+};
+
+void cluster_susps_set(struct cluster_susps *known, const char *dest,
+                       int64_t until);
+void cluster_susps_merge(struct cluster_susps *known,
+                         const struct cluster_susp *set, size_t n,
+                         const struct cluster_susp_fns *fns, void *ctx);
+void cluster_susps_clear(struct cluster_susps *known);
+
+struct cluster;
+
+struct cluster_config {
+    const char *url;
+    const char *name;   /* cluster_name */
+    const char *prefix; /* cluster_key_prefix */
+    const char *member; /* this daemon: host name and process id */
+    int64_t lease_ms;   /* cluster_lease_time */
+    int64_t timeout_ms; /* cluster_redis_timeout */
+};
+
+struct cluster_callbacks {
+    void (*log)(void *ctx, int warning, const char *line);
+    void (*demand)(void *ctx); /* name each queue's demand now */
+    void (*caps)(void *ctx);   /* the caps may have changed */
+    void *ctx;
+    struct cluster_susp_fns susp; /* another member's suspend or resume */
+};
+
+struct cluster *cluster_create(struct event_base *base,
+                               const struct cluster_config *cfg,
+                               const struct cluster_callbacks *cb);
+void cluster_free(struct cluster *c);
+void cluster_poke(struct cluster *c);
+void cluster_demand(struct cluster *c, const char *name, int limit, int want,
+                    int busy);
+int cluster_cap(const struct cluster *c, const char *name, int limit);
+int cluster_joined(const struct cluster *c);
+void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
+void cluster_rate(struct cluster *c, const char *name, int count,
+                  int64_t period_ms, int want);
+int cluster_tokens(const struct cluster *c, const char *name);
+void cluster_spend(struct cluster *c, const char *name);
+int cluster_members(const struct cluster *c);
+struct core_destdb *cluster_destdb(struct cluster *c,
+                                   struct core_destdb *inner);
+
+#endif

@@ -1,0 +1,67 @@
+#ifndef SLUICE_CLUSTER_IMPL_H
+#define SLUICE_CLUSTER_IMPL_H
+
+/* cluster/'s own: the sync script and the wrapped destdb's hooks. */
+
+#include "cluster/cluster.h"
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+
+#define CLUSTER_RECONNECT_MS 1000
+
+enum cluster_state { CL_JOINING, CL_JOINED, CL_ALONE };
+
+struct cluster_fact_out {
+    char host[128];
+    int64_t retry_wall;
+};
+
+struct cluster {
+    struct event_base *base;
+    struct cluster_url url;
+    char *url_text, *name, *member;
+    char *tag; /* the start of every key: "PREFIX{NAME}:" */
+    int64_t lease_ms, timeout_ms;
+    struct cluster_callbacks cb;
+    redisAsyncContext *ac;
+    enum cluster_state state;
+    int ever_joined, members;
+    int alone_members;     /* members known when it went alone */
+    int64_t probation_end; /* after a rejoin: wants capped by the share */
+    int64_t grace_end;     /* after going alone: caps by the leases held */
+    struct cluster_leases *leases;
+    struct cluster_lease_req *reqs; /* of the sync in flight */
+    size_t nreqs;
+    uint64_t seq, next_seq; /* the sync in flight; 0: none */
+    int dirty, pull;
+    struct cluster_fact_out *facts;
+    size_t nfacts, capfacts;
+    struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
+    struct event *wait_ev;           /* a rate fits one more start */
+    struct core_destdb *destdb;      /* cluster_destdb()'s, while it lives */
+    struct cluster_susps susp_known; /* as last applied */
+    struct cluster_susps susp_out;   /* made here, Redis not told yet */
+    struct cluster_susps susp_sent;  /* in the sync in flight */
+};
+
+void cluster_log(struct cluster *c, int warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cluster_caps(struct cluster *c);
+void cluster_go_alone(struct cluster *c, const char *why);
+void cluster_go_joined(struct cluster *c);
+void cluster_drop(struct cluster *c);
+void cluster_sync_send(struct cluster *c);
+void cluster_rate_wait(struct cluster *c, int64_t ms);
+void cluster_susp_unsent(struct cluster *c);
+
+extern const char cluster_sync_script[];
+
+/* A host fact to publish: retry_wall 0 withdraws it. */
+void cluster_fact_publish(struct cluster *c, const char *host,
+                          int64_t retry_wall);
+/* Another member's fact, into the wrapped destdb. */
+void cluster_destdb_apply(struct core_destdb *db, const char *host,
+                          int64_t retry_wall);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * NAME
+ *	script 3 - the Lua script of one sync with Redis
+ * SYNOPSIS
+ *	#include "cluster/cluster_impl.h"
+ *
+ *	extern const char cluster_sync_script[]
+ * DESCRIPTION
+ *	One EVAL per sync does a member's whole exchange, atomically
+ *	(doc/cluster.md, decision 100). KEYS[1] is the members' sorted set
+ *	(member scored by the end of its heartbeat), KEYS[2] the hosts'
+ *	hash (host to retry time, wall-clock ms), KEYS[3] the suspensions'
+ *	hash (destination to its end, wall-clock ms, 0: until resumed),
+ *	then for each queue its
+ *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
+ *	(member to "WANT EXPIRY") and its rate's theoretical arrival time
+ *	(GCRA). ARGV: member, lease time (ms), whether to pull the hosts,
+ *	the queue count, then LIMIT WANT BUSY RCOUNT RPERIOD RWANT per
+ *	queue (LIMIT 0: no leases; RCOUNT 0: no rate), then the fact count
+ *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
+ *	per suspension (UNTIL -1: resumed).
+ *
+ *	Time is Redis's own (TIME), so members' clocks need not agree for
+ *	leases. Per queue: expired leases and wants go; this member's
+ *	want is stored; its target is its fair part of the limit among the
+ *	members that want (the limit divided by their number, the
+ *	remainder to the first by name), or more when the others want
+ *	less; it keeps at least the leases its deliveries in flight use,
+ *	gives back the rest above the target, renews what it keeps, and
+ *	takes free slots up to the target while the set holds fewer than
+ *	the limit. The sum of leases never exceeds the limit. A rate
+ *	grants up to RWANT starts by GCRA (rate.c's arithmetic, on the
+ *	stored arrival time), one key per queue.
+ *
+ *	It returns { live members, { grant per queue }, { HOST, RETRY,
+ *	... }, { starts per queue }, ms until a rate fits one more or -1,
+ *	{ DEST, UNTIL, ... } or 0 } (the hosts and the suspensions only
+ *	when pulled).
+ */
+
+#include "cluster/cluster_impl.h"
+
+const char cluster_sync_script[] =
+    "local member, ttl = ARGV[1], tonumber(ARGV[2])\n"
+    "local pull, nq = ARGV[3], tonumber(ARGV[4])\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+    "redis.call('ZADD', KEYS[1], now + ttl, member)\n"
+    "redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
+    "local live = redis.call('ZCARD', KEYS[1])\n"
+    "local grants, a, prefix = {}, 5, member .. ':'\n"
+    "local tokens, minwait = {}, -1\n"
+    "for q = 1, nq do\n"
+    "  local L, W, R = KEYS[3 * q + 1], KEYS[3 * q + 2], KEYS[3 * q + 3]\n"
+    "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
+    "  local busy, rcount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])\n"
+    "  local rperiod, rwant = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])\n"
+    "  a = a + 6\n"
+    "  tokens[q] = 0\n"
+    "  if rcount > 0 and rwant > 0 then\n"
+    "    local iv = math.max(1, math.floor(rperiod / rcount))\n"
+    "    local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
+    "    local fit = math.floor((now + rperiod - t) / iv)\n"
+    "    local n = math.max(0, math.min(rwant, fit))\n"
+    "    if n > 0 then\n"
+    "      redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
+    "    end\n"
+    "    if n < rwant then\n"
+    "      local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
+    "      if minwait < 0 or w < minwait then minwait = w end\n"
+    "    end\n"
+    "    tokens[q] = n\n"
+    "  end\n"
+    "  grants[q] = 0\n"
+    "  if limit > 0 then\n"
+    "  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"
+    "  if want > 0 then\n"
+    "    redis.call('HSET', W, member, want .. ' ' .. (now + ttl))\n"
+    "    redis.call('PEXPIRE', W, ttl * 2)\n"
+    "  else redis.call('HDEL', W, member) end\n"
+    "  local kv, names, others = redis.call('HGETALL', W), {}, 0\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    local w, e = string.match(kv[i + 1], '^(%d+) (%d+)$')\n"
+    "    if not w or tonumber(e) <= now then redis.call('HDEL', W, kv[i])\n"
+    "    else\n"
+    "      names[#names + 1] = kv[i]\n"
+    "      if kv[i] ~= member then others = others + tonumber(w) end\n"
+    "    end\n"
+    "  end\n"
+    "  table.sort(names)\n"
+    "  local target = 0\n"
+    "  if want > 0 then\n"
+    "    local rank = 0\n"
+    "    for i, m in ipairs(names) do if m == member then rank = i - 1 end "
+    "end\n"
+    "    local fair = math.floor(limit / #names)\n"
+    "    if rank < limit % #names then fair = fair + 1 end\n"
+    "    target = math.min(want, math.max(fair, limit - others))\n"
+    "  end\n"
+    "  local mine = {}\n"
+    "  for _, m in ipairs(redis.call('ZRANGE', L, 0, -1)) do\n"
+    "    if string.sub(m, 1, #prefix) == prefix then\n"
+    "      mine[#mine + 1] = tonumber(string.sub(m, #prefix + 1))\n"
+    "    end\n"
+    "  end\n"
+    "  table.sort(mine)\n"
+    "  local keep = math.max(target, math.min(busy, #mine))\n"
+    "  local held, count = {}, 0\n"
+    "  for i, s in ipairs(mine) do\n"
+    "    if i <= keep then\n"
+    "      redis.call('ZADD', L, now + ttl, prefix .. s)\n"
+    "      held[s] = true\n"
+    "      count = count + 1\n"
+    "    else redis.call('ZREM', L, prefix .. s) end\n"
+    "  end\n"
+    "  local s = 0\n"
+    "  while count < target and redis.call('ZCARD', L) < limit do\n"
+    "    while held[s] do s = s + 1 end\n"
+    "    redis.call('ZADD', L, now + ttl, prefix .. s)\n"
+    "    held[s] = true\n"
+    "    count = count + 1\n"
+    "  end\n"
+    "  if count > 0 then redis.call('PEXPIRE', L, ttl * 2) end\n"
+    "  grants[q] = count\n"
+    "  end\n"
+    "end\n"
+    "local nf = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for f = 1, nf do\n"
+    "  local host, retry = ARGV[a], tonumber(ARGV[a + 1])\n"
+    "  a = a + 2\n"
+    "  if retry == 0 then redis.call('HDEL', KEYS[2], host)\n"
+    "  else\n"
+    "    local old = tonumber(redis.call('HGET', KEYS[2], host) or '0')\n"
+    "    if retry > old then redis.call('HSET', KEYS[2], host, retry) end\n"
+    "  end\n"
+    "end\n"
+    "local ns = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for i = 1, ns do\n"
+    "  local dest, untl = ARGV[a], tonumber(ARGV[a + 1])\n"
+    "  a = a + 2\n"
+    "  if untl < 0 then redis.call('HDEL', KEYS[3], dest)\n"
+    "  else redis.call('HSET', KEYS[3], dest, untl) end\n"
+    "end\n"
+    "local facts, susp = {}, 0\n"
+    "if pull == '1' then\n"
+    "  local kv = redis.call('HGETALL', KEYS[2])\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    if tonumber(kv[i + 1]) <= now then redis.call('HDEL', KEYS[2], "
+    "kv[i])\n"
+    "    else facts[#facts + 1] = kv[i]; facts[#facts + 1] = kv[i + 1] end\n"
+    "  end\n"
+    "end\n"
+    "if pull == '1' then\n"
+    "  susp = {}\n"
+    "  local kv = redis.call('HGETALL', KEYS[3])\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    local u = tonumber(kv[i + 1])\n"
+    "    if u > 0 and u <= now then redis.call('HDEL', KEYS[3], kv[i])\n"
+    "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
+    "  end\n"
+    "end\n"
+    "return { live, grants, facts, tokens, minwait, susp }\n";

@@ -1,0 +1,271 @@
+/*
+ * NAME
+ *	sync 3 - one exchange with Redis: the request and its reply
+ * SYNOPSIS
+ *	#include "cluster/cluster_impl.h"
+ *
+ *	void	cluster_sync_send(struct cluster *c)
+ * DESCRIPTION
+ *	cluster_sync_send() asks the caller for every queue's demand,
+ *	closes the lease table's round and sends script.c's script with
+ *	the round's queues and the host facts waiting to go out (they go
+ *	with it: lost if it fails, decision 100). The reply, checked
+ *	strictly, gives the live members, each queue's grant and starts
+ *	by its rate (then the caps callback), when a rate fits one more
+ *	start (a sync then), and, when pulled, the other members' host
+ *	facts (into destdb); a reply that is an error or malformed makes the
+ *	member decide alone and drops the connection.
+ */
+
+#include "cluster/cluster_impl.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "util/util.h"
+
+struct sync_args {
+    const char **argv;
+    size_t *len;
+    int argc, cap;
+};
+
+static void arg_add(struct sync_args *a, char *s)
+{
+    if (a->argc == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->argv = xrealloc(a->argv, (size_t)a->cap * sizeof(*a->argv));
+        a->len = xrealloc(a->len, (size_t)a->cap * sizeof(*a->len));
+    }
+    a->argv[a->argc] = s;
+    a->len[a->argc++] = strlen(s);
+}
+
+static void arg_fmt(struct sync_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void arg_fmt(struct sync_args *a, const char *fmt, ...)
+{
+    char buf[600];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    arg_add(a, xstrdup(buf));
+}
+
+static void args_free(struct sync_args *a, int from)
+{
+    for (int i = from; i < a->argc; i++)
+        free((char *)a->argv[i]);
+    free(a->argv);
+    free(a->len);
+}
+
+/* EVAL script numkeys KEYS... ARGV... (doc/cluster.md). */
+static void sync_args(struct cluster *c, struct sync_args *a)
+{
+    arg_add(a, (char *)"EVAL");
+    arg_add(a, (char *)cluster_sync_script);
+    arg_fmt(a, "%zu", 3 + 3 * c->nreqs);
+    arg_fmt(a, "%smembers", c->tag);
+    arg_fmt(a, "%shosts", c->tag);
+    arg_fmt(a, "%ssuspend", c->tag);
+    for (size_t i = 0; i < c->nreqs; i++) {
+        arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
+        arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
+        arg_fmt(a, "%srate:%s", c->tag, c->reqs[i].name);
+    }
+    arg_fmt(a, "%s", c->member);
+    arg_fmt(a, "%lld", (long long)c->lease_ms);
+    arg_fmt(a, "%d", c->pull);
+    arg_fmt(a, "%zu", c->nreqs);
+    for (size_t i = 0; i < c->nreqs; i++) {
+        arg_fmt(a, "%d", c->reqs[i].limit);
+        arg_fmt(a, "%d", c->reqs[i].want);
+        arg_fmt(a, "%d", c->reqs[i].busy);
+        arg_fmt(a, "%d", c->reqs[i].rate_count);
+        arg_fmt(a, "%lld", (long long)c->reqs[i].rate_period);
+        arg_fmt(a, "%d", c->reqs[i].rate_want);
+    }
+    arg_fmt(a, "%zu", c->nfacts);
+    for (size_t i = 0; i < c->nfacts; i++) {
+        arg_fmt(a, "%s", c->facts[i].host);
+        arg_fmt(a, "%lld", (long long)c->facts[i].retry_wall);
+    }
+    c->nfacts = 0;
+    arg_fmt(a, "%zu", c->susp_out.n);
+    for (size_t i = 0; i < c->susp_out.n; i++) {
+        arg_fmt(a, "%s", c->susp_out.v[i].dest);
+        arg_fmt(a, "%lld", (long long)c->susp_out.v[i].until);
+    }
+    /* in flight now; back to susp_out if this sync fails */
+    cluster_susps_clear(&c->susp_sent);
+    c->susp_sent = c->susp_out;
+    memset(&c->susp_out, 0, sizeof(c->susp_out));
+}
+
+static int reply_int(const redisReply *r, long long *v)
+{
+    if (r->type != REDIS_REPLY_INTEGER)
+        return -1;
+    *v = r->integer;
+    return 0;
+}
+
+/* The other members' facts, HOST RETRY pairs, into destdb. */
+static int reply_facts(struct cluster *c, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        return -1;
+    for (size_t i = 0; i < r->elements; i += 2) {
+        const redisReply *h = r->element[i], *t = r->element[i + 1];
+        char *end;
+        long long when;
+
+        if (h->type != REDIS_REPLY_STRING || t->type != REDIS_REPLY_STRING)
+            return -1;
+        when = strtoll(t->str, &end, 10);
+        if (*end != '\0' || when <= 0)
+            return -1;
+        if (c->destdb != NULL)
+            cluster_destdb_apply(c->destdb, h->str, when);
+    }
+    return 0;
+}
+
+/* An array of nreqs integers, none negative. */
+static int reply_counts(const struct cluster *c, const redisReply *r)
+{
+    long long v;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != c->nreqs)
+        return -1;
+    for (size_t i = 0; i < c->nreqs; i++)
+        if (reply_int(r->element[i], &v) < 0 || v < 0)
+            return -1;
+    return 0;
+}
+
+/* Merge what Redis holds, with the changes made here since this sync
+ * left laid over it (Redis has not heard of them yet). */
+static void susps_merge(struct cluster *c, const struct cluster_susp *set,
+                        size_t n)
+{
+    struct cluster_susps all = {0};
+
+    for (size_t i = 0; i < n; i++)
+        cluster_susps_set(&all, set[i].dest, set[i].until);
+    for (size_t i = 0; i < c->susp_out.n; i++)
+        cluster_susps_set(&all, c->susp_out.v[i].dest, c->susp_out.v[i].until);
+    cluster_susps_merge(&c->susp_known, all.v, all.n, &c->cb.susp, c->cb.ctx);
+    cluster_susps_clear(&all);
+}
+
+/* The cluster's suspensions, DEST UNTIL pairs (0: not pulled). */
+static int reply_susps(struct cluster *c, const redisReply *r)
+{
+    struct cluster_susp *set;
+    size_t n = 0;
+    int bad = 0;
+
+    if (r->type == REDIS_REPLY_INTEGER)
+        return 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        return -1;
+    set = xcalloc(r->elements / 2 + 1, sizeof(*set));
+    for (size_t i = 0; i < r->elements && !bad; i += 2, n++) {
+        const redisReply *d = r->element[i], *u = r->element[i + 1];
+        char *end;
+
+        bad = d->type != REDIS_REPLY_STRING || u->type != REDIS_REPLY_STRING ||
+              d->len >= sizeof(set[n].dest);
+        if (!bad) {
+            snprintf(set[n].dest, sizeof(set[n].dest), "%s", d->str);
+            set[n].until = strtoll(u->str, &end, 10);
+            bad = *end != '\0' || set[n].until < 0;
+        }
+    }
+    if (!bad && c->cb.susp.suspend != NULL)
+        susps_merge(c, set, n);
+    free(set);
+    return bad ? -1 : 0;
+}
+
+static int reply_apply(struct cluster *c, const redisReply *r)
+{
+    const redisReply *grants, *tokens;
+    long long v, wait;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+        reply_int(r->element[0], &v) < 0 || v < 1 ||
+        reply_counts(c, r->element[1]) < 0 ||
+        reply_counts(c, r->element[3]) < 0 ||
+        reply_int(r->element[4], &wait) < 0)
+        return -1;
+    if (reply_facts(c, r->element[2]) < 0 || reply_susps(c, r->element[5]) < 0)
+        return -1;
+    grants = r->element[1];
+    tokens = r->element[3];
+    c->members = (int)v;
+    for (size_t i = 0; i < c->nreqs; i++) {
+        cluster_leases_grant(c->leases, c->reqs[i].name,
+                             (int)grants->element[i]->integer);
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name,
+                                  (int)tokens->element[i]->integer);
+    }
+    if (wait >= 0)
+        cluster_rate_wait(c, wait);
+    return 0;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct cluster *c = ac->data;
+    redisReply *reply = r;
+
+    if (c == NULL || c->seq == 0 || (uint64_t)(uintptr_t)priv != c->seq)
+        return; /* given up on: timed out or dropped */
+    c->seq = 0;
+    evtimer_del(c->timeout_ev);
+    if (reply == NULL)
+        return; /* the connection ends: on_disconnect() says why */
+    if (reply->type == REDIS_REPLY_ERROR || reply_apply(c, reply) < 0) {
+        cluster_susp_unsent(c);
+        cluster_go_alone(c, reply->type == REDIS_REPLY_ERROR
+                                ? reply->str
+                                : "a malformed reply to the sync script");
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    c->susp_sent.n = 0; /* Redis has them */
+    cluster_go_joined(c);
+    cluster_caps(c);
+    if (c->dirty) {
+        c->dirty = 0;
+        cluster_poke(c);
+    }
+}
+
+void cluster_sync_send(struct cluster *c)
+{
+    struct sync_args a = {0};
+
+    if (c->cb.demand)
+        c->cb.demand(c->cb.ctx);
+    free(c->reqs);
+    c->nreqs = cluster_leases_round(c->leases, &c->reqs);
+    sync_args(c, &a);
+    c->seq = ++c->next_seq;
+    if (redisAsyncCommandArgv(c->ac, on_reply, (void *)(uintptr_t)c->seq,
+                              a.argc, a.argv, a.len) != REDIS_OK)
+        c->seq = 0;
+    c->pull = 0;
+    args_free(&a, 2);
+}

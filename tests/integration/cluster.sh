@@ -1,0 +1,280 @@
+#!/bin/sh
+# cluster.sh BUILD - three sluiced daemons, each with its own spool, as one
+# cluster on a real redis-server (issue 22, doc/cluster.md): a Unix socket
+# under $tmp, no TCP port, no persistence, started and stopped by its PID.
+# Receivers are count_sink.py with a slow end of data (0.2 s), so that
+# deliveries overlap and each receiver's max_open is the most connections
+# it saw at once; relay_destination_concurrency_limit is 4, connection
+# caching is off (a lease is a delivery in flight).
+#   1. one daemon alone reaches the limit (4 at once);
+#   2. the three together never exceed it, every message once;
+#   3. a host one daemon found dead (a 421 greeting, under Finch) is not
+#      tried by another before its retry time;
+#   4. SIGKILL one daemon mid-run: its leases expire, the other two hold
+#      the whole limit; restarted, it delivers what it had: nothing lost;
+#   5. stop Redis mid-run, start it again: every message delivered exactly
+#      once, the fallback and the rejoin logged by each daemon;
+#   6. beside all this, a fourth daemon whose "Redis" is hostile
+#      (lib/fake_redis.py) decides alone, says so once, stays up and
+#      delivers.
+#   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
+#      12 messages, 4 from each daemon at once, take 2 s;
+#   3c. sluice suspend on one daemon holds the destination on another,
+#      sluice resume on a third frees it there.
+# Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
+# of the scratch directory (logs, counts) in DIR.
+build=${1:-build}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+. tests/integration/lib/tap.sh
+
+need redis-server command -v redis-server
+need redis-tools command -v redis-cli
+need python3 test -x /usr/bin/python3
+
+. tests/integration/lib/daemon_lib.sh
+
+sock=$tmp/redis.sock
+start_redis() {
+    redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 \
+        --save '' --appendonly no --daemonize no \
+        >>"$tmp/redis.log" 2>&1 &
+    redis_pid=$!
+    pids="$pids $redis_pid"
+    wait_for 10 rc PING
+}
+rc() { redis-cli -s "$sock" "$@" 2>/dev/null; }
+
+start_redis && ok "redis-server listens on $sock" ||
+    { not_ok "redis-server listens on $sock"; tap_done; }
+
+lim_port=$(free_port)
+all_port=$(free_port)
+kill_port=$(free_port)
+down_port=$(free_port)
+rate_port=$(free_port)
+susp_port=$(free_port)
+dead_port=$(free_port)
+start_count_sink lim \
+    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port" \
+    --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
+start_count_sink dead "$dead_port" \
+    --greeting "421 4.3.2 service not available" ||
+    { not_ok "count_sink.py --greeting starts"; tap_done; }
+
+cat >"$tmp/transport" <<EOF
+lim.test relay:[127.0.0.1]:$lim_port
+all.test relay:[127.0.0.1]:$all_port
+kill.test relay:[127.0.0.1]:$kill_port
+down.test relay:[127.0.0.1]:$down_port
+dead.test smtp:[127.0.0.1]:$dead_port
+rate.test rated:[127.0.0.1]:$rate_port
+susp.test relay:[127.0.0.1]:$susp_port
+hostile.test relay:[127.0.0.1]:$susp_port
+EOF
+conf="cluster_redis_url = unix://$sock
+cluster_name = t$$
+cluster_lease_time = 1s
+cluster_redis_timeout = 300ms
+queue_run_delay = 1s
+minimal_backoff_time = 30s
+maximal_backoff_time = 60s
+relay_destination_concurrency_limit = 4
+relay_initial_destination_concurrency = 4
+relay_connection_cache_on_demand = no
+smtp_delivery_scheduler = finch
+transports = smtp:smtp, relay:smtp, rated:smtp
+rated_destination_rate = 4/1s"
+
+# sluice config (and sluiced) refuse a URL that is not an IP address.
+printf 'queue_directory = %s/x\ncluster_redis_url = redis://localhost:6379\n' \
+    "$tmp" >"$tmp/bad.conf"
+"$build/sluice" -c "$tmp/bad.conf" config cluster_redis_url >/dev/null \
+    2>"$tmp/bad.err"
+expect "a host name in cluster_redis_url is refused (exit 1)" \
+    "1 sluice: cluster_redis_url: the host must be an IP address (a name would be looked up blocking the daemon)" \
+    "$? $(cat "$tmp/bad.err")"
+
+start() { # start NAME: sluiced in $tmp/NAME, its pid in $pid_NAME
+    sluiced_start "$tmp/$1" "$conf" || return 1
+    eval "pid_$1=$sluiced_pid"
+}
+for d in a b c; do
+    start $d || { not_ok "sluiced $d starts"; tap_done; }
+done
+# h: a daemon whose "Redis" is hostile (lib/fake_redis.py: silence, a
+# reply of the wrong shape, an error, a cut reply, 1 MB of garbage, a
+# close), running beside the others: it must decide alone, say so once,
+# stay up and deliver.
+python3 tests/integration/lib/fake_redis.py "$tmp/fake.sock" \
+    "$tmp/fake.count" 2>"$tmp/fake.err" &
+pids="$pids $!"
+wait_for 5 test -S "$tmp/fake.sock" || not_ok "fake_redis.py listens"
+sluiced_start "$tmp/h" "$(echo "$conf" |
+    sed "s|^cluster_redis_url = .*|cluster_redis_url = unix://$tmp/fake.sock|")" ||
+    not_ok "sluiced h starts"
+pid_h=$sluiced_pid
+joined() { grep -qF "cluster t$$: joined at unix://$sock" "$tmp/$1/log"; }
+if wait_for 5 joined a && wait_for 5 joined b && wait_for 5 joined c; then
+    ok "the three daemons join cluster t$$"
+else
+    not_ok "the three daemons join cluster t$$"
+    tail -5 "$tmp/a/log" | sed 's/^/#   /'
+fi
+
+# submit DAEMON DOMAIN FIRST LAST: messages FIRST..LAST to u<i>@DOMAIN,
+# eight at a time
+submit() {
+    i=$3
+    while [ "$i" -le "$4" ]; do
+        echo "$i"
+        i=$((i + 1))
+    done | xargs -P 8 -I '{}' sh -c \
+        'printf "Message-ID: <%s.%s@t>\nSubject: m\n\nbody\n" "$2" "$3" |
+            "$0" -c "$1" sendmail -f s@sluice.test "u$3@$2"' \
+        "$build/sluice" "$tmp/$1/sluice.conf" "$2" '{}'
+}
+# each DOMAIN PER: PER messages to DOMAIN from each of a, b, c at once
+each() {
+    submit a "$1" 1 "$2" &
+    _a=$!
+    submit b "$1" $(($2 + 1)) $((2 * $2)) &
+    _b=$!
+    submit c "$1" $((2 * $2 + 1)) $((3 * $2))
+    wait "$_a"
+    wait "$_b"
+}
+# delivered NAME COUNT: the receiver port of NAME took COUNT messages
+port_of() { eval "echo \$${1}_port"; }
+delivered() { [ "$(counter lim messages "$(port_of "$1")")" -ge "$2" ]; }
+max_open() { counter lim max_open "$(port_of "$1")"; }
+# once DOMAIN COUNT: COUNT distinct Message-IDs of DOMAIN, each once
+once() {
+    expect "$1: $2 messages, each exactly once" "$2 $2" \
+        "$(grep -F "<$1." "$tmp/lim.ids" | cut -d' ' -f2 | sort | uniq -c |
+            awk '{ n++; if ($1 == 1) one++ } END { print n + 0, one + 0 }')"
+}
+
+# 1. One daemon alone reaches the limit.
+submit a lim.test 1 12
+wait_for 15 delivered lim 12 || not_ok "12 messages from a arrive"
+expect "one daemon alone reaches the limit of 4" 4 "$(max_open lim)"
+
+# 2. The three together never exceed it.
+each all.test 15
+wait_for 20 delivered all 45 || not_ok "45 messages from a, b, c arrive"
+max=$(max_open all)
+if [ "$max" -le 4 ] && [ "$max" -ge 3 ]; then
+    ok "three daemons together: at most 4 connections at once ($max)"
+else
+    not_ok "three daemons together: at most 4 connections at once ($max)"
+fi
+once all.test 45
+
+# 3. A host a found dead is not tried by b before its retry time.
+submit a dead.test 1 1
+dead_known() { rc HGETALL "sluice:{t$$}:hosts" | grep -qF "127.0.0.1:$dead_port"; }
+wait_for 10 dead_known &&
+    ok "a publishes the dead host" || not_ok "a publishes the dead host"
+sleep 0.5 # b's next pull (every lease time / 3)
+submit b dead.test 2 2
+wait_for 10 grep -qF "no host of 127.0.0.1 may be tried" \
+    "$tmp/b/log" && ok "b defers dead.test without trying the host" ||
+    not_ok "b defers dead.test without trying the host"
+expect "the dead host saw one connection, a's" 1 \
+    "$(counter dead connections)"
+
+# 3b. A rate of 4 per second for the cluster: 12 messages, 4 from each
+# daemon at once, take 2 s (a burst of 4, then one each 250 ms), where
+# each daemon alone would send its 4 at once.
+each rate.test 4
+wait_for 10 delivered rate 12 || not_ok "12 messages to rate.test arrive"
+sent_span() {
+    grep -h "@rate.test>.*status=sent" "$tmp"/[abc]/log |
+        sed 's/^[0-9-]*T\([0-9:.]*\)+.*/\1/' | sort |
+        awk -F: '{ t = $1 * 3600 + $2 * 60 + $3; if (NR == 1) f = t; l = t }
+            END { printf "%d %.1f\n", NR, l - f }'
+}
+span=$(sent_span)
+if [ "${span%% *}" = 12 ] && awk -v s="${span#* }" 'BEGIN { exit !(s >= 1.6 && s <= 4) }'; then
+    ok "rate.test: 12 deliveries at 4/s for the cluster over ${span#* } s"
+else
+    not_ok "rate.test: 12 deliveries at 4/s for the cluster (got: $span)"
+fi
+
+# 3c. sluice suspend on a holds susp.test in b; sluice resume on c frees it.
+"$build/sluice" -c "$tmp/a/sluice.conf" suspend susp.test >/dev/null
+by_cluster() { grep -qF "cluster t$$: $2 susp.test: by the cluster" "$tmp/$1/log"; }
+wait_for 5 by_cluster b suspend &&
+    ok "a's suspension of susp.test reaches b" ||
+    not_ok "a's suspension of susp.test reaches b"
+submit b susp.test 1 1
+wait_for 5 grep -qF "to=<u1@susp.test>" "$tmp/b/log"
+expect "b defers mail for the suspended destination" 1 \
+    "$(grep -F "to=<u1@susp.test>" "$tmp/b/log" |
+        grep -cF "delivery temporarily suspended")"
+wait_for 5 by_cluster c suspend
+"$build/sluice" -c "$tmp/c/sluice.conf" resume susp.test >/dev/null
+wait_for 5 by_cluster b resume && ok "c's resume reaches b" ||
+    not_ok "c's resume reaches b"
+wait_for 10 delivered susp 1 && ok "b delivers susp.test once resumed" ||
+    not_ok "b delivers susp.test once resumed"
+
+# 4. SIGKILL c mid-run.
+each kill.test 20
+wait_for 10 delivered kill 6
+kill -KILL "$pid_c"
+leases() { rc ZRANGE "sluice:{t$$}:lease:relay:[127.0.0.1]:$kill_port" 0 -1; }
+c_gone() {
+    l=$(leases)
+    ! echo "$l" | grep -qF ":$pid_c:" && [ "$(echo "$l" | grep -c .)" = 4 ]
+}
+if wait_for 5 c_gone; then
+    ok "c's leases expire, a and b hold all 4"
+else
+    not_ok "c's leases expire, a and b hold all 4"
+    leases | sed 's/^/#   /'
+fi
+start c || not_ok "c starts again on its spool"
+distinct() { grep -F "<$1." "$tmp/lim.ids" | cut -d' ' -f2 | sort -u | wc -l; }
+kill_all() { [ "$(distinct kill.test)" -ge 60 ]; }
+wait_for 20 kill_all
+expect "kill.test: nothing lost" 60 "$(distinct kill.test)"
+
+# 5. Redis stops mid-run and comes back.
+each down.test 15
+wait_for 10 delivered down 6
+kill "$redis_pid"
+alone() { grep -qF "cluster t$$: Redis at unix://$sock unavailable" \
+    "$tmp/$1/log"; }
+if wait_for 5 alone a && wait_for 5 alone b && wait_for 5 alone c; then
+    ok "each daemon logs that it decides alone"
+else
+    not_ok "each daemon logs that it decides alone"
+fi
+expect "logged once by a" 1 "$(grep -cF "cluster t$$: Redis at" "$tmp/a/log")"
+start_redis || not_ok "redis-server starts again"
+rejoined() { grep -qF "cluster t$$: rejoined" "$tmp/$1/log"; }
+if wait_for 5 rejoined a && wait_for 5 rejoined b && wait_for 5 rejoined c
+then
+    ok "each daemon logs that it rejoined"
+else
+    not_ok "each daemon logs that it rejoined"
+fi
+wait_for 20 delivered down 45 || not_ok "45 messages to down.test arrive"
+once down.test 45
+max=$(max_open down)
+[ "$max" -le 4 ] && ok "down.test: at most 4 at once ($max)" ||
+    not_ok "down.test: at most 4 at once ($max)"
+# h, after the rest: five hostile answers seen, up, alone, delivering.
+submit h hostile.test 1 1
+fake_done() { [ "$(cat "$tmp/fake.count")" -ge 5 ]; }
+wait_for 10 fake_done || not_ok "h connected to the fake 5 times"
+kill -0 "$pid_h" && ok "h survives a hostile Redis ($(cat "$tmp/fake.count") connections)" ||
+    not_ok "h survives a hostile Redis"
+expect "h logs once that it decides alone: no reply in time" 1 \
+    "$(grep -cF "cluster t$$: Redis at unix://$tmp/fake.sock unavailable (no reply within 300 ms)" "$tmp/h/log")"
+hostile_sent() { grep -qF "<hostile.test." "$tmp/lim.ids"; }
+wait_for 5 hostile_sent
+expect "h delivers alone" 1 "$(grep -cF "<hostile.test." "$tmp/lim.ids")"
+[ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
+tap_done

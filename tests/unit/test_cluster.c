@@ -1,0 +1,395 @@
+/*
+ * test_cluster - the pure parts of the cluster layer (issue 22): the Redis
+ * URL, a member's share of a limit when it decides alone, the lease table,
+ * the merge of another member's retry time into the local destdb.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster/cluster.h"
+
+static int parse(const char *text, struct cluster_url *u)
+{
+    char why[200] = "";
+    int rc = cluster_url_parse(text, u, why, sizeof(why));
+
+    if (rc < 0)
+        assert_true(why[0] != '\0'); /* a failure says why */
+    return rc;
+}
+
+static void test_url_tcp(void **state)
+{
+    struct cluster_url u;
+
+    (void)state;
+    assert_int_equal(parse("redis://127.0.0.1", &u), 0);
+    assert_false(u.unix_socket);
+    assert_string_equal(u.ip, "127.0.0.1");
+    assert_int_equal(u.port, 6379);
+    assert_string_equal(u.password, "");
+    assert_int_equal(parse("redis://:s3cret@127.0.0.1:7000", &u), 0);
+    assert_string_equal(u.password, "s3cret");
+    assert_string_equal(u.user, "");
+    assert_int_equal(u.port, 7000);
+    assert_int_equal(parse("redis://mta:pw@[::1]:6380/", &u), 0);
+    assert_string_equal(u.ip, "::1");
+    assert_string_equal(u.user, "mta");
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(u.port, 6380);
+}
+
+static void test_url_unix(void **state)
+{
+    struct cluster_url u;
+
+    (void)state;
+    assert_int_equal(parse("unix:///run/redis/redis.sock", &u), 0);
+    assert_true(u.unix_socket);
+    assert_string_equal(u.path, "/run/redis/redis.sock");
+    assert_int_equal(parse("unix://:pw@/tmp/r.sock", &u), 0);
+    assert_string_equal(u.path, "/tmp/r.sock");
+    assert_string_equal(u.password, "pw");
+}
+
+/* Hostile and unsupported forms are refused with a reason. */
+static void test_url_refused(void **state)
+{
+    static const char *bad[] = {
+        "",
+        "redis://",
+        "redis://localhost", /* a name: a blocking lookup */
+        "redis://127.0.0.1:0",
+        "redis://127.0.0.1:65536",
+        "redis://127.0.0.1:6379x",
+        "redis://127.0.0.1/db/extra",
+        "rediss://127.0.0.1", /* TLS: not in hiredis 0.14 */
+        "http://127.0.0.1",
+        "unix://",
+        "unix://relative/path",
+        "redis://[::1",
+        "redis://a:b:c@127.0.0.1",
+        "redis://:pw@",
+    };
+    struct cluster_url u;
+    char big[600];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (parse(bad[i], &u) != -1)
+            fail_msg("accepted: %s", bad[i]);
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    memcpy(big, "unix:///", 8);
+    assert_int_equal(parse(big, &u), -1); /* longer than sun_path */
+    memcpy(big, "redis://:", 9);
+    assert_int_equal(parse(big, &u), -1);
+}
+
+/* "limit ÷ known live members", rounded down so that the shares add up to
+ * no more than the limit, but never 0: mail must not be stuck. */
+static void test_share(void **state)
+{
+    (void)state;
+    assert_int_equal(cluster_share(10, 3), 3);
+    assert_int_equal(cluster_share(10, 1), 10);
+    assert_int_equal(cluster_share(10, 0), 10); /* none known: alone */
+    assert_int_equal(cluster_share(2, 3), 1);
+    assert_int_equal(cluster_share(9, 3), 3);
+    assert_int_equal(cluster_share(0, 3), 0); /* no limit */
+}
+
+static struct cluster_lease_req *find_req(struct cluster_lease_req *r,
+                                          size_t nr, const char *name)
+{
+    for (size_t i = 0; i < nr; i++)
+        if (strcmp(r[i].name, name) == 0)
+            return &r[i];
+    return NULL;
+}
+
+/* A round carries each queue's demand; grants become caps. */
+static void test_leases_round(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 0);
+    cluster_leases_demand(t, "smtp:a", 4, 3, 0);
+    cluster_leases_demand(t, "smtp:b", 4, 0, 0); /* nothing to ask */
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_string_equal(r[0].name, "smtp:a");
+    assert_int_equal(r[0].limit, 4);
+    assert_int_equal(r[0].want, 3);
+    assert_int_equal(r[0].busy, 0);
+    free(r);
+    cluster_leases_grant(t, "smtp:a", 2);
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 2);
+    /* alone: the share of the limit, whatever was granted */
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 3), 1);
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 1), 4);
+    /* no limit: no cap */
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 0, 1, 3), -1);
+    cluster_leases_free(t);
+}
+
+/* A queue that is gone (not named in a round) gives its leases back and
+ * withdraws its want, once; then it is forgotten. */
+static void test_leases_release(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    cluster_leases_demand(t, "smtp:a", 4, 4, 0);
+    free((cluster_leases_round(t, &r), r));
+    cluster_leases_grant(t, "smtp:a", 4);
+    cluster_leases_demand(t, "smtp:a", 4, 2, 2); /* busy 2, 2 waiting */
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].busy, 2);
+    free(r);
+    cluster_leases_grant(t, "smtp:a", 4);
+    nr = cluster_leases_round(t, &r); /* not named: gone */
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].want, 0);
+    assert_int_equal(r[0].busy, 0);
+    assert_int_equal(r[0].limit, 4);
+    free(r);
+    cluster_leases_grant(t, "smtp:a", 0);
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 0);
+    free(r);
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 2), 0);
+    cluster_leases_free(t);
+}
+
+/* Many queues: each keeps its own grant. */
+static void test_leases_many(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    char name[32];
+    size_t nr;
+
+    (void)state;
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "smtp:d%d", i);
+        cluster_leases_demand(t, name, 10, 1 + i % 10, 0);
+    }
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 300);
+    assert_non_null(find_req(r, nr, "smtp:d299"));
+    assert_int_equal(find_req(r, nr, "smtp:d37")->want, 8);
+    free(r);
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "smtp:d%d", i);
+        cluster_leases_grant(t, name, i % 7);
+    }
+    assert_int_equal(cluster_leases_cap(t, "smtp:d20", 10, 1, 1), 6);
+    assert_int_equal(cluster_leases_cap(t, "smtp:d21", 10, 1, 1), 0);
+    cluster_leases_free(t);
+}
+
+/* Another member's retry time: taken when later than ours and still to
+ * come, converted to the local monotonic clock. */
+static void test_fact_merge(void **state)
+{
+    int64_t retry = 0;
+
+    (void)state;
+    /* now: mono 5000, wall 1,000,000; remote retry at wall 1,003,000 */
+    assert_int_equal(cluster_fact_merge(-1, 1003000, 5000, 1000000, &retry), 1);
+    assert_int_equal(retry, 8000);
+    assert_int_equal(cluster_fact_merge(7000, 1003000, 5000, 1000000, &retry),
+                     1);
+    assert_int_equal(retry, 8000);
+    /* ours is later: kept */
+    assert_int_equal(cluster_fact_merge(9000, 1003000, 5000, 1000000, &retry),
+                     0);
+    /* the same time, once converted: nothing to do */
+    assert_int_equal(cluster_fact_merge(8000, 1003000, 5000, 1000000, &retry),
+                     0);
+    /* past: ignored */
+    assert_int_equal(cluster_fact_merge(-1, 999000, 5000, 1000000, &retry), 0);
+    assert_int_equal(cluster_fact_merge(-1, 1000000, 5000, 1000000, &retry), 0);
+}
+
+/* <transport>_destination_rate: N/TIME, TIME with a unit (s by default). */
+static void test_rate_parse(void **state)
+{
+    struct cluster_rate r;
+    char why[200];
+    static const char *bad[] = {"0/s",  "x/s",   "10",
+                                "10/",  "10/0s", "10/5y",
+                                "-1/s", "10/s/", "99999999999/s"};
+
+    (void)state;
+    assert_int_equal(cluster_rate_parse("", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.count, 0); /* none */
+    assert_int_equal(cluster_rate_parse("100/1m", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.count, 100);
+    assert_int_equal(r.period_ms, 60000);
+    assert_int_equal(cluster_rate_parse("5/s", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 1000);
+    assert_int_equal(cluster_rate_parse("3/2h", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 7200000);
+    assert_int_equal(cluster_rate_parse("10/500ms", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 500);
+    assert_int_equal(cluster_rate_parse("7/30", &r, why, sizeof(why)), 0);
+    assert_int_equal(r.period_ms, 30000);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (cluster_rate_parse(bad[i], &r, why, sizeof(why)) != -1)
+            fail_msg("accepted: %s", bad[i]);
+}
+
+/*
+ * GCRA: with 10 per 1000 ms (one every 100 ms, a burst of 10), a fresh
+ * limiter grants 10 at once, then one per 100 ms; asking more than fits
+ * grants what fits and says when the next one does.
+ */
+static void test_gcra(void **state)
+{
+    int64_t tat = 0, wait = -1;
+
+    (void)state;
+    assert_int_equal(cluster_gcra(&tat, 5000, 10, 1000, 4, &wait), 4);
+    assert_int_equal(tat, 5400);
+    assert_int_equal(wait, 0); /* more would fit now */
+    assert_int_equal(cluster_gcra(&tat, 5000, 10, 1000, 20, &wait), 6);
+    assert_int_equal(tat, 6000);
+    assert_int_equal(wait, 100);
+    assert_int_equal(cluster_gcra(&tat, 5050, 10, 1000, 1, &wait), 0);
+    assert_int_equal(tat, 6000);
+    assert_int_equal(wait, 50);
+    assert_int_equal(cluster_gcra(&tat, 5100, 10, 1000, 3, &wait), 1);
+    assert_int_equal(tat, 6100);
+    assert_int_equal(wait, 100);
+    /* idle long enough: the burst again, no more */
+    assert_int_equal(cluster_gcra(&tat, 9000, 10, 1000, 50, &wait), 10);
+    assert_int_equal(tat, 10000);
+    /* asking nothing changes nothing */
+    assert_int_equal(cluster_gcra(&tat, 9000, 10, 1000, 0, &wait), 0);
+    assert_int_equal(tat, 10000);
+    /* alone with 3 members: a third of the rate */
+    tat = 0;
+    assert_int_equal(cluster_gcra(&tat, 5000, 10 / 3, 1000, 50, &wait), 3);
+}
+
+/* Tokens: granted, spent one per delivery started, never below 0. */
+static void test_leases_tokens(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), -1); /* no rate */
+    cluster_leases_demand(t, "smtp:a", 4, 3, 0);
+    cluster_leases_rate(t, "smtp:a", 10, 60000, 3);
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].rate_count, 10);
+    assert_int_equal(r[0].rate_period, 60000);
+    assert_int_equal(r[0].rate_want, 3);
+    free(r);
+    cluster_leases_tokens_add(t, "smtp:a", 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 2);
+    cluster_leases_spend(t, "smtp:a");
+    cluster_leases_spend(t, "smtp:a");
+    cluster_leases_spend(t, "smtp:a");
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 0);
+    /* a rate-limited queue with nothing else to say still asks */
+    cluster_leases_rate(t, "smtp:b", 10, 60000, 1);
+    nr = cluster_leases_round(t, &r);
+    assert_non_null(find_req(r, nr, "smtp:b"));
+    assert_int_equal(find_req(r, nr, "smtp:b")->limit, 0);
+    free(r);
+    /* alone among 2: 5 per minute, a burst of 5 then one per 12 s */
+    cluster_leases_rate(t, "smtp:b", 10, 60000, 8);
+    assert_int_equal(cluster_leases_alone(t, 1000, 2), 12000);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:b"), 5);
+    cluster_leases_free(t);
+}
+
+struct susp_log {
+    char text[400];
+};
+
+static void susp_on(void *ctx, const char *dest, int64_t until)
+{
+    struct susp_log *l = ctx;
+    size_t len = strlen(l->text);
+
+    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld ", dest,
+             (long long)until);
+}
+
+static void susp_off(void *ctx, const char *dest)
+{
+    struct susp_log *l = ctx;
+    size_t len = strlen(l->text);
+
+    snprintf(l->text + len, sizeof(l->text) - len, "-%s ", dest);
+}
+
+/* The pulled set against the known one: new or changed ones are
+ * suspended, gone ones resumed, known ones left alone; local changes
+ * are not applied again. */
+static void test_susps_merge(void **state)
+{
+    static const struct cluster_susp_fns fns = {susp_on, susp_off};
+    struct cluster_susps k = {0};
+    struct cluster_susp set[3] = {
+        {"a.example", 0}, {"b.example", 5000}, {"c.example", 0}};
+    struct susp_log l = {""};
+
+    (void)state;
+    cluster_susps_set(&k, "c.example", 0); /* suspended here */
+    cluster_susps_merge(&k, set, 3, &fns, &l);
+    assert_string_equal(l.text, "+a.example:0 +b.example:5000 ");
+    l.text[0] = '\0';
+    cluster_susps_merge(&k, set, 3, &fns, &l); /* the same: nothing */
+    assert_string_equal(l.text, "");
+    set[1].until = 9000;                           /* b extended */
+    cluster_susps_merge(&k, set + 1, 1, &fns, &l); /* a and c resumed */
+    assert_string_equal(l.text, "+b.example:9000 -a.example -c.example ");
+    l.text[0] = '\0';
+    cluster_susps_set(&k, "B.EXAMPLE", -1); /* resumed here */
+    cluster_susps_merge(&k, NULL, 0, &fns, &l);
+    assert_string_equal(l.text, "");
+    assert_int_equal(k.n, 0);
+    cluster_susps_clear(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_tcp),
+        cmocka_unit_test(test_url_unix),
+        cmocka_unit_test(test_url_refused),
+        cmocka_unit_test(test_share),
+        cmocka_unit_test(test_leases_round),
+        cmocka_unit_test(test_leases_release),
+        cmocka_unit_test(test_leases_many),
+        cmocka_unit_test(test_fact_merge),
+        cmocka_unit_test(test_rate_parse),
+        cmocka_unit_test(test_gcra),
+        cmocka_unit_test(test_leases_tokens),
+        cmocka_unit_test(test_susps_merge),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
