@@ -52,7 +52,9 @@
  *	worker older than <transport>_active_connection_max_age takes no
  *	new job ("close active connections after a time to spread load
  *	around even when it is low"); the agent closes it after its last.
- *	Jobs waiting for a worker are tried again in order.
+ *	Jobs waiting for a worker are tried again in order. The attempt a
+ *	job leaves for another host is logged and counted for TLS
+ *	reporting (qm_delivery_moved()).
  *	qm_finch_gc() runs destdb's garbage collector (every queue run).
  *
  *	qm_finch_forget() removes a delivery from the waiting jobs (its
@@ -421,8 +423,10 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res)
         }
         again = left;
     }
-    if (again)
+    if (again) {
+        qm_delivery_moved(d, res); /* the host it leaves, logged */
         (void)finch_go(d);
+    }
     finch_retry_waiting(q);
     return again;
 }
