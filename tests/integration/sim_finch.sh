@@ -87,6 +87,22 @@ cmp -s "$tmp/out1" "$tmp/out2" && ok "the same seed gives the same run" ||
 expect "no hosts without finch" 1 \
     "$("$sim" --hosts sim/scenarios/limiter-421/1-invN-nocache.conf | wc -l)"
 
+# The MX keys per destination: d2.sim has three hosts, one dead.
+cat >"$tmp/dom.conf" <<EOT
+smtp_delivery_scheduler = finch
+sim_recipients = 100
+sim_destinations = 2
+smtp_destination_recipient_limit = 1
+sim_domain_d2.sim_mx_hosts = 3
+sim_domain_d2.sim_mx_dead_hosts = 1
+EOT
+expect "sim_domain_DOMAIN_mx_hosts and _mx_dead_hosts" \
+    "mx1.d1.sim ok 100
+mx1.d2.sim dead 0
+mx2.d2.sim ok
+mx3.d2.sim ok" \
+    "$("$sim" --hosts "$tmp/dom.conf" | awk -F'\t' 'NR > 1 { print $2, $4, ($4 == "ok" && $2 ~ /d2/) ? "" : $5 }' | sed 's/ $//')"
+
 # A scenario with more dead and slow hosts than hosts is refused.
 cat >"$tmp/bad.conf" <<EOT
 smtp_delivery_scheduler = finch
