@@ -45,8 +45,8 @@ sent() { grep "to=<r@$1>" "$d/log" | grep -c 'status=sent'; }
 # One message for a.test; while its end of data waits, one for c.test.
 smtp-source -m 1 -f s@sluice.test -t r@a.test "127.0.0.1:$smtpd_port" ||
     not_ok "smtp-source submits the a.test message"
-wait_for 5 test "$(stat "$pa" busy)" = 1 ||
-    not_ok "a.test's transaction is under way"
+a_busy() { [ "$(stat "$pa" busy)" = 1 ]; }
+wait_for 5 a_busy || not_ok "a.test's transaction is under way"
 smtp-source -m 1 -f s@sluice.test -t r@c.test "127.0.0.1:$smtpd_port" ||
     not_ok "smtp-source submits the c.test message"
 two_sent() { [ "$(sent a.test)" -ge 1 ] && [ "$(sent c.test)" -ge 1 ]; }
