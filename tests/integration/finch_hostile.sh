@@ -95,13 +95,15 @@ expect "hostile.test: 100 logged as sent, by the good hosts" 100 \
 expect "hostile.test: nothing deferred" 0 \
     "$(grep 'to=<r@hostile.test>' "$d/log" | grep -c 'status=deferred')"
 # Connections opened before the first failure was known may reach a bad
-# host (one per connection Finch had opened to it then); after it, none
-# until the retry time (300 s) has passed: a second batch adds none.
+# host (Finch opens one more to the host with the fewest, and the silent
+# one looks busy for its 1 s: 2 in every run so far, 3 allowed for a
+# loaded machine); after it, none until the retry time (300 s) has
+# passed: a second batch adds none.
 for h in 53 54; do
     eval "tries$h=\$(stat $h connections)"
 done
 echo "# 127.0.0.53 (silent) was connected to $tries53 times, 127.0.0.54 (garbage) $tries54"
-[ "$tries53" -ge 1 ] && [ "$tries53" -le 2 ] && [ "$tries54" -ge 1 ] && [ "$tries54" -le 2 ] &&
+[ "$tries53" -ge 1 ] && [ "$tries53" -le 3 ] && [ "$tries54" -ge 1 ] && [ "$tries54" -le 3 ] &&
     ok "each bad host is tried, at most on the connections open before it failed" ||
     not_ok "each bad host is tried, at most on the connections open before it failed"
 smtp-source -s 5 -m 40 -f s@sluice.test -t r@hostile.test \
