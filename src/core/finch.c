@@ -42,7 +42,9 @@
  *
  *	else, when some host of the level works (all have connections),
  *	one more connection to a random host among those with the fewest,
- *	below the per-host limit, or a free ride when all are at it;
+ *	below the per-host limit and past their retry time (a host whose
+ *	connection failed while another was open keeps that one but gets
+ *	no new one), or a free ride when there is none;
  *
  *	else (every host of the level failed the retry time check) the
  *	next preference level; when none is left, the job is deferred.
@@ -96,6 +98,7 @@ struct finch_level {
     int has_closed;
     size_t *working, nworking; /* hosts with connections */
     size_t *nconn;             /* connections of each working host */
+    int *failing;              /* its retry time has not passed */
 };
 
 static int active_newer(const void *a, const void *b)
@@ -133,6 +136,7 @@ static void level_host(const struct core_finch_request *r,
         return;
     }
     lv->working[lv->nworking] = i;
+    lv->failing[lv->nworking] = v.retry_at >= 0 && v.retry_at > r->now;
     lv->nconn[lv->nworking++] = v.nconns;
     for (size_t k = 0; k < n; k++) {
         struct finch_active a = {i, conns[k]};
@@ -158,6 +162,7 @@ static void level_classify(const struct core_finch_request *r,
     lv->retry = xcalloc(n, sizeof(size_t));
     lv->working = xcalloc(n, sizeof(size_t));
     lv->nconn = xcalloc(n, sizeof(size_t));
+    lv->failing = xcalloc(n, sizeof(int));
     for (size_t i = from; i < to; i++)
         level_host(r, lv, i);
     qsort(lv->active, lv->nactive, sizeof(*lv->active), active_newer);
@@ -170,6 +175,7 @@ static void level_free(struct finch_level *lv)
     free(lv->retry);
     free(lv->working);
     free(lv->nconn);
+    free(lv->failing);
 }
 
 static void choose(struct core_finch_choice *out, enum core_finch_how how,
@@ -206,7 +212,11 @@ static size_t pick_random(const struct core_finch_request *r, const size_t *set,
     return set[r->rand(r->rand_ctx) % n];
 }
 
-/* One more connection to a busy host, among those with the fewest. */
+/*
+ * One more connection to a busy host, among those with the fewest; not
+ * to one whose retry time has not passed (a connection opened before
+ * its failure was known keeps it working, but it gets no new one).
+ */
 static int more_to_busy(const struct core_finch_request *r,
                         const struct finch_level *lv,
                         struct core_finch_choice *out)
@@ -214,12 +224,13 @@ static int more_to_busy(const struct core_finch_request *r,
     size_t fewest = (size_t)-1, cand[FINCH_CONNS_MAX], ncand = 0;
 
     for (size_t k = 0; k < lv->nworking; k++)
-        if (lv->nconn[k] < fewest)
+        if (!lv->failing[k] && lv->nconn[k] < fewest)
             fewest = lv->nconn[k];
-    if (r->host_limit > 0 && fewest >= (size_t)r->host_limit)
+    if (fewest == (size_t)-1 ||
+        (r->host_limit > 0 && fewest >= (size_t)r->host_limit))
         return 0;
     for (size_t k = 0; k < lv->nworking && ncand < FINCH_CONNS_MAX; k++)
-        if (lv->nconn[k] == fewest)
+        if (!lv->failing[k] && lv->nconn[k] == fewest)
             cand[ncand++] = lv->working[k];
     choose(out, CORE_FINCH_MORE, pick_random(r, cand, ncand), 0);
     return 1;

@@ -6,6 +6,8 @@
  *
  *	void	qm_dispatch(struct qmgr *q)
  *	void	qm_delivery_free(struct qm_delivery *d)
+ *	void	qm_delivery_moved(struct qm_delivery *d,
+ *			const struct deliver_result *res)
  * DESCRIPTION
  *	qm_dispatch() starts a delivery for every entry core/ hands out now,
  *	and sets the timer for core/'s next event. A delivery resolves its
@@ -28,6 +30,19 @@
  *	under Finch's connections; its answers go to verify.c instead of
  *	the spool. qm_delivery_address() is recipient k's address, for
  *	either.
+}
+
+ *	qm_delivery_moved() says what became of an attempt that failed
+ *	before the transaction when its job goes on to another host (Finch
+ *	places it again): the reference's client logs the host it leaves,
+ *	a connection that failed without the queue id ("connect to
+ *	HOST[ADDR]:PORT: Connection refused"), any other failure with it
+ *	("ID: host HOST[ADDR] refused to talk to me: 421 ...", "ID: lost
+ *	connection with HOST[ADDR] while receiving the initial server
+ *	greeting"), under the transport's name as the recipients' lines
+ *	are, and the TLS failures of the attempt count for TLS
+ *	reporting as they would in a delivery that ended there. The
+ *	recipients' own lines come with the attempt that ends the job.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -69,6 +84,19 @@ static void delivery_decide(struct qm_delivery *d, enum deliver_status st,
                           NULL, st, dsn, text, "none", d->handoff, 0);
     else
         qm_outcome_decide(d->m, d->rcpt, d->nrcpt, st, dsn, text, "none");
+}
+
+void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res)
+{
+    const char *why = res->hop_reason ? res->hop_reason : "";
+    const char *t = d->dest->route.transport;
+
+    if (strncmp(why, "connect to ", 11) == 0)
+        qm_log_as(d->q, t, QMGR_LOG_INFO, "%s", why);
+    else
+        qm_log_as(d->q, t, QMGR_LOG_INFO, "%s: %s", d->m->id, why);
+    qm_sasl_log(d->q, d->m->id, res);
+    qm_tlsrpt_record(d, res);
 }
 
 /* The entry of d is done: tell core/, then let its queue go if idle. */

@@ -43,8 +43,9 @@
  *	qm_finch_done() is told each job's outcome: the connection has one
  *	job less; a connection or handshake failure records the host's
  *	retry time in destdb (minimal_backoff_time from now) and retires
- *	the worker, and the job, which sent nothing, is placed again on
- *	another host while one may be tried and it has had fewer tries
+ *	the worker (the jobs in line behind it are placed again, so that
+ *	none goes to that host), and the job, which sent nothing, is
+ *	placed again on another host while one may be tried and it has had fewer tries
  *	than smtp_mx_session_limit (as the reference's client goes on to
  *	the next address): qm_finch_done() then returns 1 and the outcome
  *	is not the job's; a connection with no job left becomes idle, and is
@@ -52,7 +53,9 @@
  *	worker older than <transport>_active_connection_max_age takes no
  *	new job ("close active connections after a time to spread load
  *	around even when it is low"); the agent closes it after its last.
- *	Jobs waiting for a worker are tried again in order.
+ *	Jobs waiting for a worker are tried again in order. The attempt a
+ *	job leaves for another host is logged and counted for TLS
+ *	reporting (qm_delivery_moved()).
  *	qm_finch_gc() runs destdb's garbage collector (every queue run).
  *
  *	qm_finch_forget() removes a delivery from the waiting jobs (its
@@ -369,11 +372,47 @@ static void finch_retry_waiting(struct qmgr *q)
     }
 }
 
+/*
+ * The jobs in line behind a connection whose host failed leave the line
+ * (the seed: "If the connection has a queue of pending jobs when it is
+ * closed then these must be re-scheduled"), so that none of them goes to
+ * that host before its retry time; oldest first in line[], *n of them.
+ */
+static struct qm_delivery **worker_unqueue(struct qmgr *q, struct qm_worker *w,
+                                           size_t *n)
+{
+    struct qm_delivery **line, *d;
+    size_t k = 0;
+
+    *n = 0;
+    if (w->jobs <= 0)
+        return NULL;
+    line = xcalloc((size_t)w->jobs, sizeof(*line));
+    LIST_FOREACH(d, &q->deliveries, link) /* newest first */
+        if (d->worker == w && k < (size_t)w->jobs)
+            line[k++] = d;
+    for (size_t i = 0; i < k; i++) {
+        deliver_cancel(line[i]->session);
+        line[i]->session = NULL;
+        line[i]->worker = NULL;
+    }
+    w->jobs -= (int)k;
+    for (size_t i = 0; i < k / 2; i++) {
+        d = line[i];
+        line[i] = line[k - 1 - i];
+        line[k - 1 - i] = d;
+    }
+    *n = k;
+    return line;
+}
+
 int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res)
 {
     struct qm_worker *w = d->worker;
     struct qmgr *q = d->q;
     struct finch_settings s;
+    struct qm_delivery **line = NULL;
+    size_t nline = 0;
     struct timeval tv;
     int again = 0;
 
@@ -386,6 +425,7 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res)
         /* the host failed: not again before its retry time */
         q->destdb->ops->host_fail(q->destdb, w->host, qm_now_ms() + s.retry);
         worker_retire(w);
+        line = worker_unqueue(q, w, &nline);
         /* nothing was sent: the job tries another host, as the
          * reference's client tries the next address */
         again = !res->transport_failed &&
@@ -422,8 +462,13 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res)
         }
         again = left;
     }
-    if (again)
+    if (again) {
+        qm_delivery_moved(d, res); /* the host it leaves, logged */
         (void)finch_go(d);
+    }
+    for (size_t i = 0; i < nline; i++)
+        (void)finch_go(line[i]);
+    free(line);
     finch_retry_waiting(q);
     return again;
 }

@@ -175,7 +175,10 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
+void qm_delivery_moved(struct qm_delivery *d,
+                       const struct deliver_result *res);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
+                       const char *why);
 
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);

@@ -2,15 +2,17 @@
  * NAME
  *	sluice-sim 1 - run scheduler scenarios in virtual time
  * SYNOPSIS
- *	sluice-sim [-c FILE] [--tsv | --latency | --sequence] [--trace FILE]
- *		SCENARIO...
+ *	sluice-sim [-c FILE] [--tsv | --latency | --sequence | --hosts]
+ *		[--trace FILE] SCENARIO...
  * DESCRIPTION
  *	Runs each scenario file with the real core/ scheduler against the
  *	modelled servers and prints one row per scenario, in a table like
  *	the seed's, followed by message latency by size when a scenario has
  *	a workload of several messages. --tsv prints the table as
  *	tab-separated values with a header, --latency the latency report
- *	so, --sequence the order in which entries were handed to delivery.
+ *	so, --sequence the order in which entries were handed to delivery,
+ *	--hosts the report per MX host of scenarios under Finch's delivery
+ *	scheduler (printed after the table otherwise).
  *	--trace FILE writes a CSV time series of every destination's window
  *	and busy count. -c FILE (or $SLUICE_CONFIG) is a sluice
  *	configuration read before each scenario, so that an operator can
@@ -35,28 +37,32 @@ enum output {
     OUT_TSV,
     OUT_LATENCY,
     OUT_SEQUENCE,
+    OUT_HOSTS,
 };
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: sluice-sim [-c FILE] [--tsv | --latency | --sequence] "
-                "[--trace FILE] SCENARIO...\n");
+    fprintf(fp, "usage: sluice-sim [-c FILE] [--tsv | --latency | --sequence "
+                "| --hosts] [--trace FILE] SCENARIO...\n");
 }
 
 static int run_all(char **paths, int count, const char *base, FILE *trace,
                    enum output out)
 {
-    char *later = NULL;
-    size_t later_len = 0;
-    FILE *latency = NULL;
-    int workloads = 0;
+    char *later = NULL, *hosts_text = NULL;
+    size_t later_len = 0, hosts_len = 0;
+    FILE *latency = NULL, *hosts = NULL;
+    int workloads = 0, finch = 0;
 
     if (out == OUT_TABLE || out == OUT_TSV)
         sim_report_header(stdout, out == OUT_TSV);
     else if (out == OUT_LATENCY)
         sim_report_latency_header(stdout, 1);
+    else if (out == OUT_HOSTS)
+        sim_report_hosts_header(stdout, 1);
     if (out == OUT_TABLE &&
-        (latency = open_memstream(&later, &later_len)) == NULL) {
+        ((latency = open_memstream(&later, &later_len)) == NULL ||
+         (hosts = open_memstream(&hosts_text, &hosts_len)) == NULL)) {
         fprintf(stderr, "sluice-sim: out of memory\n");
         return 75;
     }
@@ -72,6 +78,10 @@ static int run_all(char **paths, int count, const char *base, FILE *trace,
                 fclose(latency);
                 free(later);
             }
+            if (hosts) {
+                fclose(hosts);
+                free(hosts_text);
+            }
             return 1;
         }
         sim_run(&sc, &res, trace);
@@ -83,6 +93,13 @@ static int run_all(char **paths, int count, const char *base, FILE *trace,
                 sim_report_latency(latency, 0, &res);
                 workloads++;
             }
+            if (hosts && res.nhosts > 0) {
+                sim_report_hosts(hosts, 0, &res);
+                finch++;
+            }
+            break;
+        case OUT_HOSTS:
+            sim_report_hosts(stdout, 1, &res);
             break;
         case OUT_LATENCY:
             sim_report_latency(stdout, 1, &res);
@@ -106,6 +123,15 @@ static int run_all(char **paths, int count, const char *base, FILE *trace,
         }
         free(later);
     }
+    if (hosts) {
+        fclose(hosts);
+        if (finch) {
+            printf("\n");
+            sim_report_hosts_header(stdout, 0);
+            fwrite(hosts_text, 1, hosts_len, stdout);
+        }
+        free(hosts_text);
+    }
     return 0;
 }
 
@@ -127,6 +153,8 @@ int main(int argc, char **argv)
             out = OUT_LATENCY;
         } else if (strcmp(argv[i], "--sequence") == 0) {
             out = OUT_SEQUENCE;
+        } else if (strcmp(argv[i], "--hosts") == 0) {
+            out = OUT_HOSTS;
         } else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
             base = argv[++i];
         } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {

@@ -12,6 +12,9 @@
  *	void	sim_report_latency(FILE *fp, int tsv,
  *			const struct sim_result *res)
  *	void	sim_report_sequence(FILE *fp, const struct sim_result *res)
+ *	void	sim_report_hosts_header(FILE *fp, int tsv)
+ *	void	sim_report_hosts(FILE *fp, int tsv,
+ *			const struct sim_result *res)
  * DESCRIPTION
  *	The table has the seed's columns: client limit (the destination
  *	concurrency limit), server limit (the 421 limiter if there is one,
@@ -33,7 +36,8 @@
  *	The latency report has a row per scenario and size class (1, 2-10,
  *	11-100, 101-1000, over 1000 recipients) with the number of messages
  *	and the 50th, 90th and 99th percentile, maximum and mean of their
- *	latency. The sequence report is described at sim_report_sequence().
+ *	latency. The sequence report is described at sim_report_sequence(),
+ *	the hosts' (Finch) at sim_report_hosts().
  */
 
 #include "sim/sim.h"
@@ -220,4 +224,58 @@ void sim_report_footer(FILE *fp, int tsv)
     if (!tsv)
         fprintf(fp, "-------------------------------------------------------"
                     "------------------------------------\n");
+}
+
+void sim_report_hosts_header(FILE *fp, int tsv)
+{
+    if (tsv)
+        fprintf(fp, "scenario\thost\tpref\tkind\tdelivered\tshare_pct\t"
+                    "connections\tjobs_per_connection\tafter_failure\t"
+                    "retry_gap_s\n");
+    else
+        fprintf(fp,
+                "finch: per MX host, recipients delivered and their share "
+                "of the destination's,\nconnections opened, jobs per "
+                "connection, connections after its first failure\n"
+                "%-24s %-20s %4s %4s %9s %6s %6s %8s %6s %8s\n",
+                "scenario", "host", "pref", "kind", "delivered", "share",
+                "conns", "jobs/con", "retry", "gap_s");
+}
+
+/* The recipients the hosts of domain i delivered. */
+static long domain_delivered(const struct sim_result *res, int i)
+{
+    long n = 0;
+
+    for (int k = 0; k < res->nhosts; k++)
+        if (res->hosts[k].domain == i)
+            n += res->hosts[k].delivered;
+    return n;
+}
+
+/*
+ * One row per MX host under Finch: its share of its destination's
+ * delivered recipients, connections opened to it, jobs per connection,
+ * connections opened after its first failure and the shortest gap from a
+ * failure to the next ("-" when none followed).
+ */
+void sim_report_hosts(FILE *fp, int tsv, const struct sim_result *res)
+{
+    for (int k = 0; k < res->nhosts; k++) {
+        const struct sim_host_result *h = &res->hosts[k];
+        long all = domain_delivered(res, h->domain);
+        double share = all ? 100.0 * h->delivered / all : 0;
+        double per = h->connections ? (double)h->jobs / h->connections : 0;
+        char gap[24];
+
+        if (h->retry_gap < 0)
+            snprintf(gap, sizeof(gap), "-");
+        else
+            snprintf(gap, sizeof(gap), "%.1f", h->retry_gap);
+        fprintf(fp,
+                tsv ? "%s\t%s\t%d\t%s\t%ld\t%.2f\t%ld\t%.2f\t%ld\t%s\n"
+                    : "%-24s %-20s %4d %4s %9ld %5.1f%% %6ld %8.2f %6ld %8s\n",
+                res->sc->name, h->name, h->pref, h->kind, h->delivered, share,
+                h->connections, per, h->after_failure, gap);
+    }
 }

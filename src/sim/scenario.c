@@ -33,8 +33,16 @@
  *	(sim_domain_big.test_server_process_limit): they are overrides of
  *	the "transport" sim_domain_DOMAIN.
  *
+ *	Under <transport>_delivery_scheduler = finch, each domain has MX
+ *	hosts (sim_mx_hosts, sim_mx_secondary_hosts, of which
+ *	sim_mx_dead_hosts dead and sim_mx_slow_hosts slow by
+ *	sim_mx_slow_factor; per domain as sim_domain_DOMAIN_mx_hosts...),
+ *	and the client takes Finch's settings from the transport's
+ *	parameters, as the daemon does (finch.c).
+ *
  *	Loading checks what the type system cannot (at most as many bad
- *	servers as servers, jitter no larger than the delay) and reports
+ *	servers as servers, jitter no larger than the delay, no more dead
+ *	and slow hosts than hosts) and reports
  *	workload errors with the file and line. sim_scenario_free() frees
  *	what loading allocated.
  */
@@ -88,6 +96,16 @@ static const struct conf_def sim_params[] = {
      "client: give up waiting for the greeting after this long"},
     {"sim_connection_caching", CONF_BOOL, "no", NULL, 0, 0, 0, NULL,
      "client: reuse connections (smtp_connection_cache_* limits)"},
+    {"sim_mx_hosts", CONF_INT, "1", "_mx_hosts", 1, 64, 0, NULL,
+     "finch: MX hosts of the best preference"},
+    {"sim_mx_secondary_hosts", CONF_INT, "0", "_mx_secondary_hosts", 0, 63, 0,
+     NULL, "finch: MX hosts of the next preference"},
+    {"sim_mx_dead_hosts", CONF_INT, "0", "_mx_dead_hosts", 0, 64, 0, NULL,
+     "finch: the first this many MX hosts refuse every connection"},
+    {"sim_mx_slow_hosts", CONF_INT, "0", "_mx_slow_hosts", 0, 64, 0, NULL,
+     "finch: the next this many take sim_mx_slow_factor times as long"},
+    {"sim_mx_slow_factor", CONF_INT, "10", "_mx_slow_factor", 1, 1000, 0, NULL,
+     "finch: how many times a slow host's recipient delay"},
     {"sim_seed", CONF_INT, "1", NULL, 0, 2147483647L, 0, NULL,
      "random seed; the same seed gives the same run"},
 };
@@ -105,10 +123,32 @@ struct conf *sim_conf_create(char *why, size_t whylen)
     return conf;
 }
 
+/* A domain's MX hosts (Finch): the sim_mx_* keys, or its overrides. */
+static int mx_load(struct sim_mx *mx, const struct conf *conf, const char *t,
+                   const char *scenario, const char *domain, char *why,
+                   size_t whylen)
+{
+    mx->primary = (int)conf_int_named(conf, t, "sim_mx_hosts");
+    mx->secondary = (int)conf_int_named(conf, t, "sim_mx_secondary_hosts");
+    mx->dead = (int)conf_int_named(conf, t, "sim_mx_dead_hosts");
+    mx->slow = (int)conf_int_named(conf, t, "sim_mx_slow_hosts");
+    mx->slow_factor = (double)conf_int_named(conf, t, "sim_mx_slow_factor");
+    if (mx->primary + mx->secondary > 64 ||
+        mx->dead + mx->slow > mx->primary + mx->secondary) {
+        snprintf(why, whylen,
+                 "%s: %s: sim_mx_dead_hosts and sim_mx_slow_hosts (%d) are "
+                 "more than the MX hosts (%d), or those more than 64",
+                 scenario, domain, mx->dead + mx->slow,
+                 mx->primary + mx->secondary);
+        return -1;
+    }
+    return 0;
+}
+
 /* The server model of a domain: the sim_* keys, or its overrides. */
-static int model_load(struct sim_model *m, const struct conf *conf,
-                      const char *scenario, const char *domain, char *why,
-                      size_t whylen)
+static int model_load(struct sim_model *m, struct sim_mx *mx,
+                      const struct conf *conf, const char *scenario,
+                      const char *domain, char *why, size_t whylen)
 {
     char t[96];
 
@@ -129,6 +169,8 @@ static int model_load(struct sim_model *m, const struct conf *conf,
     m->recipient_delay_jitter =
         conf_time_ms_named(conf, t, "sim_recipient_delay_jitter");
     m->reject_delay = conf_time_ms_named(conf, t, "sim_reject_delay");
+    if (mx_load(mx, conf, t, scenario, domain, why, whylen) < 0)
+        return -1;
     if (m->bad_servers > m->servers) {
         snprintf(why, whylen,
                  "%s: %s: sim_bad_servers (%d) is more than sim_servers (%d)",
@@ -286,6 +328,30 @@ static void workload_default(struct sim_scenario *sc, const struct conf *conf)
     }
 }
 
+/* Finch's settings, from the transport's parameters as the daemon's. */
+static void finch_load(struct sim_finch *f, const struct conf *conf,
+                       const char *t)
+{
+    f->on = strcmp(conf_str(conf, t, CONF_default_delivery_scheduler),
+                   "finch") == 0;
+    f->limits.max_message_concurrency =
+        (int)conf_int(conf, t, CONF_max_message_concurrency);
+    f->limits.scale_max_concurrency =
+        (int)conf_int(conf, t, CONF_scale_max_concurrency);
+    f->backlog = (int)conf_int(conf, t, CONF_smtp_connection_backlog_threshold);
+    f->process_limit = (int)conf_int(conf, t, CONF_default_process_limit);
+    f->host_limit =
+        (int)conf_int(conf, t, CONF_default_destination_concurrency_limit);
+    f->session_limit = (int)conf_int(conf, t, CONF_smtp_mx_session_limit);
+    if (f->session_limit <= 0)
+        f->session_limit = 1000;
+    f->active_max_age =
+        conf_time_ms(conf, t, CONF_smtp_active_connection_max_age);
+    f->idle_max_age = conf_time_ms(conf, t, CONF_smtp_idle_connection_max_age);
+    f->retry = conf_time_ms(conf, NULL, CONF_minimal_backoff_time);
+    f->record_lifetime = conf_time_ms(conf, NULL, CONF_destdb_record_lifetime);
+}
+
 static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
                           const char *name, const char *dir, char *why,
                           size_t whylen)
@@ -314,9 +380,10 @@ static int scenario_build(struct sim_scenario *sc, const struct conf *conf,
         workload_default(sc, conf);
     }
     for (int i = 0; i < sc->ndomains; i++)
-        if (model_load(&sc->domains[i].model, conf, name, sc->domains[i].name,
-                       why, whylen) < 0)
+        if (model_load(&sc->domains[i].model, &sc->domains[i].mx, conf, name,
+                       sc->domains[i].name, why, whylen) < 0)
             return -1;
+    finch_load(&sc->finch, conf, sc->transport);
     sc->connect_timeout = conf_time_ms_named(conf, NULL, "sim_connect_timeout");
     sc->greeting_timeout =
         conf_time_ms_named(conf, NULL, "sim_greeting_timeout");

@@ -18,6 +18,9 @@
  *	void	sim_report_header(FILE *fp, int tsv)
  *	void	sim_report_row(FILE *fp, int tsv, const struct sim_result *res)
  *	void	sim_report_footer(FILE *fp, int tsv)
+ *	void	sim_report_hosts_header(FILE *fp, int tsv)
+ *	void	sim_report_hosts(FILE *fp, int tsv,
+ *			const struct sim_result *res)
  *	double	sim_theoretical_defer_pct(const struct sim_scenario *sc)
  * DESCRIPTION
  *	The simulator runs one delivery run of a scenario in virtual time
@@ -30,6 +33,12 @@
  *
  *	As in the seed's measurements, only first delivery attempts count:
  *	an entry that fails is deferred and not retried within the run.
+ *
+ *	With <transport>_delivery_scheduler = finch the client is Finch's
+ *	(finch.c): each destination has MX hosts (struct sim_mx), jobs go
+ *	to connections with a backlog through core_finch_choose() and
+ *	destdb (core_destdb_memory()), and the result has one
+ *	sim_host_result per host (sim_report_hosts()).
  *
  *	sim_conf_create() returns a configuration that knows sluice's
  *	parameters and the simulator's sim_* keys. sim_scenario_load() reads
@@ -77,9 +86,31 @@ struct sim_model {
     core_time_t reject_delay;
 };
 
+/* A destination's MX hosts under Finch: primaries, then secondaries. */
+struct sim_mx {
+    int primary;   /* hosts of the best MX preference */
+    int secondary; /* hosts of the next preference */
+    int dead;      /* the first this many hosts refuse every connection */
+    int slow;      /* the next this many take slow_factor times as long */
+    double slow_factor;
+};
+
 struct sim_domain {
     char name[64];
     struct sim_model model;
+    struct sim_mx mx;
+};
+
+/* Finch's delivery scheduler, as <transport>_delivery_scheduler = finch
+ * and its parameters set it up. */
+struct sim_finch {
+    int on;
+    struct core_finch_limits limits;
+    int backlog;       /* smtp_connection_backlog_threshold */
+    int process_limit; /* connections of the transport */
+    int host_limit;    /* connections per host */
+    int session_limit; /* hosts one job tries */
+    core_time_t active_max_age, idle_max_age, retry, record_lifetime;
 };
 
 /* A message of the workload: recipients per domain. */
@@ -112,7 +143,22 @@ struct sim_scenario {
     int reuse_count_limit;     /* 0 = none */
     long message_rcpt_limit;   /* qmgr_message_recipient_limit */
     long message_rcpt_minimum; /* qmgr_message_recipient_minimum */
+    struct sim_finch finch;
     uint64_t seed;
+};
+
+/* What one MX host saw under Finch. */
+struct sim_host_result {
+    char name[96];
+    int domain;
+    int pref;
+    const char *kind;   /* "ok", "dead", "slow" */
+    long delivered;     /* recipients */
+    long jobs;          /* deliveries (entries) it completed */
+    long connections;   /* opened to it */
+    long after_failure; /* connections opened after its first failure */
+    double retry_gap;   /* seconds: the shortest from a failure to the
+                           next connection, -1 when none followed */
 };
 
 /* Message latency (arrival to last recipient done) for one size class. */
@@ -145,6 +191,10 @@ struct sim_result {
     long incore_bound;          /* the seed's total bound for the run */
     struct sim_latency latency[SIM_SIZE_CLASSES];
     char **sequence; /* per domain: message numbers in selection order */
+    int nhosts;      /* Finch: every MX host of every domain */
+    struct sim_host_result *hosts;
+    long finch_waits; /* jobs that waited for a connection */
+    long finch_moved; /* jobs that went on to another host */
 };
 
 extern const char *const sim_size_class_names[SIM_SIZE_CLASSES];
@@ -162,6 +212,8 @@ int sim_size_class(long rcpts);
 void sim_report_latency_header(FILE *fp, int tsv);
 void sim_report_latency(FILE *fp, int tsv, const struct sim_result *res);
 void sim_report_sequence(FILE *fp, const struct sim_result *res);
+void sim_report_hosts_header(FILE *fp, int tsv);
+void sim_report_hosts(FILE *fp, int tsv, const struct sim_result *res);
 void sim_report_header(FILE *fp, int tsv);
 void sim_report_row(FILE *fp, int tsv, const struct sim_result *res);
 void sim_report_footer(FILE *fp, int tsv);

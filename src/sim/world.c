@@ -75,8 +75,7 @@ static int event_before(const struct event *a, const struct event *b)
     return a->when < b->when || (a->when == b->when && a->seq < b->seq);
 }
 
-void world_event(struct world *w, core_time_t when, enum ev_type type,
-                 struct conn *c, uint32_t gen)
+static void event_push(struct world *w, struct event ev)
 {
     size_t i;
 
@@ -85,7 +84,8 @@ void world_event(struct world *w, core_time_t when, enum ev_type type,
         w->heap = xrealloc(w->heap, w->heap_size * sizeof(*w->heap));
     }
     i = w->heap_len++;
-    w->heap[i] = (struct event){when, w->seq++, type, c, gen};
+    ev.seq = w->seq++;
+    w->heap[i] = ev;
     while (i > 0 && event_before(&w->heap[i], &w->heap[(i - 1) / 2])) {
         struct event tmp = w->heap[i];
 
@@ -93,6 +93,18 @@ void world_event(struct world *w, core_time_t when, enum ev_type type,
         w->heap[(i - 1) / 2] = tmp;
         i = (i - 1) / 2;
     }
+}
+
+void world_event(struct world *w, core_time_t when, enum ev_type type,
+                 struct conn *c, uint32_t gen)
+{
+    event_push(w, (struct event){when, 0, type, c, gen, NULL});
+}
+
+void world_finch_event(struct world *w, core_time_t when, enum ev_type type,
+                       struct fconn *c, uint32_t gen)
+{
+    event_push(w, (struct event){when, 0, type, NULL, gen, c});
 }
 
 static struct event event_pop(struct world *w)
@@ -186,7 +198,10 @@ static void domain_start(struct world *w, struct domain *d,
                     (unsigned long long)core_message_id(core_entry_message(e)));
     w->res->attempts++;
     domain_trace(w, d);
-    net_deliver(w, d, e);
+    if (w->sc->finch.on)
+        finch_deliver(w, d, e);
+    else
+        net_deliver(w, d, e);
 }
 
 /* Hand out entries while core/ has any. */
@@ -201,15 +216,23 @@ static void dispatch(struct world *w)
 void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
                          enum fail_kind kind)
 {
+    struct core_entry *e = c->entry;
+
+    c->entry = NULL;
+    world_entry_done(w, c->domain, e, hop, kind);
+}
+
+void world_entry_done(struct world *w, struct domain *d, struct core_entry *e,
+                      enum core_hop hop, enum fail_kind kind)
+{
     static const char *const reasons[] = {
         "",
         "connect timed out",
         "timed out while receiving the initial server greeting",
         "lost connection or 421 while receiving the initial server greeting",
     };
-    struct domain *d = c->domain;
     struct sim_result *res = w->res;
-    long rcpts = core_entry_count(c->entry);
+    long rcpts = core_entry_count(e);
 
     if (hop == CORE_HOP_OK) {
         res->delivered += rcpts;
@@ -223,8 +246,7 @@ void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
             res->rejected += rcpts;
     }
     domain_stat(w, d, core_queue_busy(d->q));
-    core_entry_done(c->entry, w->now, hop, reasons[kind]);
-    c->entry = NULL;
+    core_entry_done(e, w->now, hop, reasons[kind]);
     domain_trace(w, d);
 }
 
@@ -352,6 +374,7 @@ static void world_init(struct world *w, const struct sim_scenario *sc,
         net_domain_init(w, d);
         domain_trace(w, d);
     }
+    finch_init(w);
     for (int i = 0; i < sc->nmessages; i++)
         world_event(w, sc->messages[i].arrival, EV_ARRIVAL, NULL, (uint32_t)i);
 }
@@ -443,12 +466,14 @@ static void world_results(struct world *w)
     if (res->incore_bound < w->sc->message_rcpt_limit)
         res->incore_bound = w->sc->message_rcpt_limit;
     world_latency(w);
+    finch_results(w);
 }
 
 static void world_free(struct world *w)
 {
     struct conn *c;
 
+    finch_free(w);
     while ((c = w->all_conns) != NULL) {
         w->all_conns = c->all_next;
         free(c);
@@ -485,6 +510,8 @@ void sim_run(const struct sim_scenario *sc, struct sim_result *res, FILE *trace)
             if (ev.type == EV_ARRIVAL) {
                 message_arrive(&w, (int)ev.gen);
                 w.next_arrival++;
+            } else if (ev.fconn != NULL) {
+                finch_event(&w, &ev);
             } else {
                 net_event(&w, &ev);
             }
@@ -516,4 +543,7 @@ void sim_result_free(struct sim_result *res)
             free(res->sequence[i]);
     free(res->sequence);
     res->sequence = NULL;
+    free(res->hosts);
+    res->hosts = NULL;
+    res->nhosts = 0;
 }

@@ -13,23 +13,44 @@
  *			enum ev_type type, struct conn *c, uint32_t gen)
  *	void	world_delivery_done(struct world *w, struct conn *c,
  *			enum core_hop hop, enum fail_kind kind)
+ *	void	world_entry_done(struct world *w, struct domain *d,
+ *			struct core_entry *e, enum core_hop hop,
+ *			enum fail_kind kind)
+ *	void	world_finch_event(struct world *w, core_time_t when,
+ *			enum ev_type type, struct fconn *c, uint32_t gen)
  *	int	world_conn_reusable(const struct world *w, const struct conn *c)
  *
  *	void	net_deliver(struct world *w, struct domain *d,
  *			struct core_entry *e)
  *	void	net_event(struct world *w, const struct event *ev)
  *	void	net_domain_init(struct world *w, struct domain *d)
+ *
+ *	void	finch_init(struct world *w)
+ *	void	finch_deliver(struct world *w, struct domain *d,
+ *			struct core_entry *e)
+ *	void	finch_event(struct world *w, const struct event *ev)
+ *	void	finch_results(struct world *w)
+ *	void	finch_free(struct world *w)
  * DESCRIPTION
  *	Memory comes from util/'s allocators, which never return NULL
  *	(out of memory, the simulator panics). world_rand() is uniform in
  *	[lo, hi] from the run's seeded generator. world_event() schedules an
  *	event; events carry a generation number so that a connection's
  *	stale events are ignored. world_delivery_done() ends the delivery a
- *	connection carried: kind FAIL_NONE for success, else why it failed.
+ *	connection carried: kind FAIL_NONE for success, else why it failed;
+ *	world_entry_done() does the same for an entry of d, with no
+ *	connection. world_finch_event() schedules an event of a Finch
+ *	connection.
  *
  *	net_deliver() carries an entry to its domain over a cached or new
  *	connection; net_event() runs a network event; net_domain_init()
  *	sets up a domain's servers.
+ *
+ *	Under Finch's scheduler, finch.c takes the entries instead of
+ *	network.c: finch_init() makes the hosts and destdb, finch_deliver()
+ *	places an entry's job, finch_event() runs its events,
+ *	finch_results() fills the hosts' results and finch_free() frees
+ *	what it made.
  */
 
 #include <stdint.h>
@@ -65,9 +86,13 @@ enum ev_type {
     EV_SERVICE_DONE,
     EV_REJECT_DONE,
     EV_CACHE_EXPIRE,
+    EV_FINCH_DONE, /* the first job in a Finch connection's line ends */
+    EV_FINCH_FAIL, /* a dead host refuses a Finch connection */
+    EV_FINCH_IDLE, /* a Finch connection was idle its max age */
 };
 
 struct domain;
+struct fconn;
 
 struct conn {
     struct domain *domain;
@@ -113,14 +138,57 @@ struct domain {
     int trace_window, trace_busy;
     int trace_dirty;
     struct util_buf sequence; /* message numbers, in delivery order */
+    int host0, nhosts;        /* Finch: its MX hosts in the world's */
 };
 
 struct event {
     core_time_t when;
     uint64_t seq;
     enum ev_type type;
-    struct conn *conn; /* or NULL */
-    uint32_t gen;      /* or the message index (EV_ARRIVAL) */
+    struct conn *conn;   /* or NULL */
+    uint32_t gen;        /* or the message index (EV_ARRIVAL) */
+    struct fconn *fconn; /* EV_FINCH_* */
+};
+
+/* Finch (finch.c): a job, a connection with its line, a host. */
+struct fjob {
+    struct core_entry *e;
+    struct domain *d;
+    int tries; /* hosts that failed it */
+    TAILQ_ENTRY(fjob) link;
+};
+
+TAILQ_HEAD(fjob_list, fjob);
+
+struct fhost {
+    struct sim_host_result *r; /* its line of the result */
+    int dead;
+    double factor;         /* of the recipient delay */
+    core_time_t last_fail; /* -1: none */
+};
+
+struct fconn {
+    uint64_t id;
+    struct fhost *host;
+    struct domain *d;
+    struct fjob_list line; /* the first is being served */
+    int njobs;
+    core_time_t opened;
+    int retired, closed;
+    uint32_t gen;      /* of its EV_FINCH_DONE and _FAIL */
+    uint32_t idle_gen; /* of its EV_FINCH_IDLE */
+    LIST_ENTRY(fconn) link;
+    struct fconn *all_next;
+};
+
+struct finch_world {
+    struct core_destdb *db;
+    struct fhost *hosts;
+    LIST_HEAD(, fconn) open_conns;
+    int open;
+    struct fjob_list wait;
+    struct fconn *all; /* every connection, freed at the end */
+    uint64_t next_id;
 };
 
 /* A message of the run. */
@@ -130,6 +198,7 @@ struct run_msg {
     int part;            /* the next recipient to read: this part, */
     long in_part;        /* this one in it, */
     long read;           /* and so many read before it */
+    int inflight;        /* Finch: its jobs in flight */
 };
 
 struct world {
@@ -150,6 +219,7 @@ struct world {
     core_time_t now;
     struct domain **dirty; /* domains changed at this instant */
     int ndirty;
+    struct finch_world finch;
 };
 
 int64_t world_rand(struct world *w, int64_t lo, int64_t hi);
@@ -157,10 +227,20 @@ void world_event(struct world *w, core_time_t when, enum ev_type type,
                  struct conn *c, uint32_t gen);
 void world_delivery_done(struct world *w, struct conn *c, enum core_hop hop,
                          enum fail_kind kind);
+void world_entry_done(struct world *w, struct domain *d, struct core_entry *e,
+                      enum core_hop hop, enum fail_kind kind);
+void world_finch_event(struct world *w, core_time_t when, enum ev_type type,
+                       struct fconn *c, uint32_t gen);
 int world_conn_reusable(const struct world *w, const struct conn *c);
 
 void net_deliver(struct world *w, struct domain *d, struct core_entry *e);
 void net_event(struct world *w, const struct event *ev);
 void net_domain_init(struct world *w, struct domain *d);
+
+void finch_init(struct world *w);
+void finch_deliver(struct world *w, struct domain *d, struct core_entry *e);
+void finch_event(struct world *w, const struct event *ev);
+void finch_results(struct world *w);
+void finch_free(struct world *w);
 
 #endif

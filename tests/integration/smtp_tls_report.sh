@@ -33,6 +33,11 @@
 #                nopolicy.test's MX host (not its own MX): sent over TLS,
 #                counted for neither domain (nopolicy.test's count
 #                stays 1), no report
+#   moved.test   MTA-STS enforce, under Finch's delivery scheduler: its
+#                primary MX (127.0.0.2) offers no STARTTLS, so the job
+#                goes to the secondary (the right one): sent, and the
+#                attempt it left is a failure, starttls-not-supported,
+#                and logged as the reference logs a host it skips
 #
 # Failure details of the client's failures carry sending-mta-ip.
 #
@@ -64,8 +69,8 @@ listening 443 && skip "something listens on 127.0.0.1:443 already"
 
 ca=$tmp/ca
 sh tests/integration/lib/tls_ca.sh "$ca" || { not_ok "certificates"; tap_done; }
-tls_cert policy "DNS:mta-sts.sts.test,DNS:mta-sts.stsbad.test,DNS:mta-sts.nostarttls.test,DNS:mta-sts.testing.test,DNS:mta-sts.nofetch.test,DNS:rpt.reports.test" &&
-    tls_cert mx "DNS:mx.sts.test,DNS:mx.reports.test" &&
+tls_cert policy "DNS:mta-sts.sts.test,DNS:mta-sts.stsbad.test,DNS:mta-sts.nostarttls.test,DNS:mta-sts.testing.test,DNS:mta-sts.nofetch.test,DNS:mta-sts.moved.test,DNS:rpt.reports.test" &&
+    tls_cert mx "DNS:mx.sts.test,DNS:mx.reports.test,DNS:mx.moved.test" &&
     tls_cert elsewhere "DNS:mx.elsewhere.test" ||
     { not_ok "the test's certificates"; tap_done; }
 cat "$ca/server.pem" "$ca/ca.pem" >"$ca/server-chain.pem"
@@ -81,6 +86,8 @@ for z in sts stsbad nostarttls testing; do
     printf '200 text/plain\nversion: STSv1\r\nmode: %s\r\nmx: mx.%s.test\r\nmax_age: 86400\r\n' \
         "$mode" "$z" >"$www/www/mta-sts.$z.test"
 done
+printf '200 text/plain\nversion: STSv1\r\nmode: enforce\r\nmx: *.moved.test\r\nmax_age: 86400\r\n' \
+    >"$www/www/mta-sts.moved.test"
 /usr/bin/python3 tests/integration/lib/sts_peer.py "$www" 443 2>"$tmp/www.err" &
 pids="$pids $!"
 wait_for 10 test -f "$www/port" || { not_ok "the policy server starts"; cat "$tmp/www.err"; tap_done; }
@@ -91,6 +98,7 @@ tls_receiver dane server-chain
 tls_receiver rpt mx
 tls_receiver plain mx none
 tls_receiver expired expired
+tls_receiver movedplain mx none 127.0.0.2 "$port_right"
 
 rua_mail="mailto:rpt@reports.test"
 rua_both="$rua_mail,https://rpt.reports.test/tlsrpt"
@@ -108,7 +116,10 @@ zone nofetch.test insecure "$rua_mail"
 zone nopolicy.test insecure "$rua_mail"
 zone expired.test insecure "$rua_mail"
 zone relayed.test insecure "$rua_mail"
-for z in sts stsbad nostarttls testing nofetch; do
+zone moved.test insecure "$rua_mail"
+dnssec_record moved.test "@ 300 IN MX 5 mx1"
+dnssec_record moved.test "mx1 300 IN A 127.0.0.2"
+for z in sts stsbad nostarttls testing nofetch moved; do
     dnssec_record "$z.test" "mta-sts 300 IN A 127.0.0.1"
     dnssec_record "$z.test" "_mta-sts 300 IN TXT \"v=STSv1; id=20261127\""
 done
@@ -132,9 +143,11 @@ nofetch.test relay:nofetch.test:$port_right
 nopolicy.test relay:nopolicy.test:$port_right
 expired.test verify:expired.test:$port_expired
 relayed.test relay:nopolicy.test:$port_right
+moved.test spread:moved.test:$port_right
 EOF
 d=$tmp/sluice
-conf="transports = smtp:smtp, relay:smtp, dane:smtp, verify:smtp
+conf="transports = smtp:smtp, relay:smtp, dane:smtp, verify:smtp, spread:smtp
+spread_delivery_scheduler = finch
 dns_servers = $dnssec_servers
 dane_tls_security_level = dane
 verify_tls_security_level = verify
@@ -149,12 +162,12 @@ smtp_connection_cache_on_demand = no"
 # within it.
 wait_for 35 sh -c '[ $(( $(date +%s) % 30 )) -lt 3 ]'
 sluiced_start "$d" "$conf" || { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
-all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired relayed"
+all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired relayed moved"
 for z in $all; do
     printf 'Subject: %s\n\nTLS reporting\n' "$z" |
         "$build/sluice" -c "$d/sluice.conf" sendmail -f s@sluice.test "r@$z.test"
 done
-wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 10 ]" ||
+wait_for 20 sh -c "[ \$(grep -c 'status=\\(sent\\|deferred\\)' $d/log) -ge 11 ]" ||
     not_ok "every domain has an outcome within 20 s"
 line() { grep "to=<$1>" "$d/log" | tail -n 1; }
 line r@sts.test | grep -q 'status=sent .*:Verified$' &&
@@ -166,12 +179,16 @@ line r@sts.test | grep -q 'status=sent .*:Verified$' &&
     line r@nofetch.test | grep -q 'status=sent' &&
     line r@nopolicy.test | grep -q 'status=sent' &&
     line r@relayed.test | grep -q 'status=sent .*tls=' &&
+    line r@moved.test | grep -q 'relay=mx.moved.test\[127.0.0.1\].*status=sent .*:Verified$' &&
     line r@expired.test | grep -q 'status=deferred (Server certificate not trusted (certificate has expired))' &&
     ok "the deliveries succeed or fail as their policies say" ||
     { not_ok "the deliveries succeed or fail as their policies say"; grep 'status=' "$d/log" | sed 's/^/#   /'; }
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 expect "no report before the period ends" "" "$(grep 'tlsrpt: .*report' "$d/log")"
+grep -q 'sluice/spread\[[0-9]*\]: [0-9A-Z]*: TLS is required, but was not offered by host mx1.moved.test\[127.0.0.2\]$' "$d/log" &&
+    ok "moved.test: the host the job left is logged as the reference logs it" ||
+    { not_ok "moved.test: the host the job left is logged as the reference logs it"; grep 'moved.test' "$d/log" | sed 's/^/#   /'; }
 
 # The counts come back from the spool; the period ends; reports go.
 : >"$d/log2"
@@ -179,11 +196,11 @@ expect "no report before the period ends" "" "$(grep 'tlsrpt: .*report' "$d/log"
 sluiced_pid=$!
 pids="$pids $sluiced_pid"
 wait_for 10 grep -q "started: queue" "$d/log2" || not_ok "sluiced restarts"
-wait_for 60 sh -c "[ \$(ls $tmp/rpt/*.eml 2>/dev/null | wc -l) -ge 9 ] && ls $www/posts/*.body >/dev/null 2>&1" ||
-    { not_ok "nine report messages and a POST arrive within 60 s"; sed 's/^/#   /' "$d/log2"; }
+wait_for 60 sh -c "[ \$(ls $tmp/rpt/*.eml 2>/dev/null | wc -l) -ge 10 ] && ls $www/posts/*.body >/dev/null 2>&1" ||
+    { not_ok "ten report messages and a POST arrive within 60 s"; sed 's/^/#   /' "$d/log2"; }
 sleep 1
 /usr/bin/python3 tests/integration/lib/tlsrpt_check.py "$tmp/rpt" "$www/posts" >"$tmp/check" 2>&1
-expect "every report message has section 5.3's form" 9 "$(grep -c '^mail: ok$' "$tmp/check")"
+expect "every report message has section 5.3's form" 10 "$(grep -c '^mail: ok$' "$tmp/check")"
 expect "the POST has section 5.4's form and the message's JSON" 1 "$(grep -c '^post: ok$' "$tmp/check")"
 expect "sts.test: one successful session under its sts policy" \
     "sts.test sts success=1 failure=0 results=" "$(grep '^sts.test ' "$tmp/check")"
@@ -211,17 +228,21 @@ expect "nopolicy.test: a TLS session, a success of no-policy-found" \
 expect "expired.test: one failure of no-policy-found, certificate-expired" \
     "expired.test no-policy-found success=0 failure=1 results=certificate-expired" \
     "$(grep '^expired.test ' "$tmp/check")"
+expect "moved.test: the attempt left for another host, a failure; the session there, a success" \
+    "moved.test sts success=1 failure=1 results=starttls-not-supported" \
+    "$(grep '^moved.test ' "$tmp/check")"
 expect "the client's failures tell sending-mta-ip" \
     "sending-mta-ip expired.test 127.0.0.1
+sending-mta-ip moved.test 127.0.0.1
 sending-mta-ip nostarttls.test 127.0.0.1
 sending-mta-ip stsbad.test 127.0.0.1
 sending-mta-ip wrong.test 127.0.0.1" "$(grep '^sending-mta-ip ' "$tmp/check")"
-expect "nothing else" "" "$(grep -v '^\(mail: ok\|post: ok\|sending-mta-ip \|sts.test \|stsbad.test \|dane.test \|wrong.test \|nostarttls.test \|testing.test \|nofetch.test \|nopolicy.test \|expired.test \)' "$tmp/check")"
+expect "nothing else" "" "$(grep -v '^\(mail: ok\|post: ok\|sending-mta-ip \|sts.test \|stsbad.test \|dane.test \|wrong.test \|nostarttls.test \|testing.test \|nofetch.test \|nopolicy.test \|expired.test \|moved.test \)' "$tmp/check")"
 expect "relayed.test: mail through another domain's MX is neither's to hear of" "" \
     "$(grep 'tlsrpt: relayed.test' "$d/log2")"
 grep -q 'tlsrpt: sts.test: report .* to https://rpt.reports.test/tlsrpt: posted (HTTP 200)' "$d/log2" &&
     ok "the log says the POST was taken" || not_ok "the log says the POST was taken"
-expect "the report messages came from the null sender" 9 \
+expect "the report messages came from the null sender" 10 \
     "$(grep -l '^from: $' "$tmp"/rpt/*.eml | wc -l)"
 kill "$sluiced_pid"
 wait "$sluiced_pid"

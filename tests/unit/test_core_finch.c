@@ -330,6 +330,34 @@ static void test_more_to_fewest_then_ride(void **state)
 }
 
 /*
+ * "For broken destinations it records when we should next bother to try
+ * to connecting to them": a host whose connection failed while another
+ * of its connections was still open (opened before the failure was
+ * known) keeps that one, but gets no new connection before its retry
+ * time, though it has the fewest; with no other host below its limit,
+ * the job rides.
+ */
+static void test_more_not_to_failed(void **state)
+{
+    struct world w;
+
+    (void)state;
+    world_init(&w);
+    w.r.nhosts = 2; /* a and b alone */
+    conn(&w, "a", 1, 10, 3);
+    conn(&w, "a", 2, 11, 3);
+    conn(&w, "b", 3, 12, 3);
+    w.r.host_limit = 3;
+    w.db->ops->host_fail(w.db, "b", 2000 * SEC);
+    EXPECT(choose(&w), CORE_FINCH_MORE, 0, 0);
+    conn(&w, "a", 4, 13, 3); /* a at its limit of 3 */
+    EXPECT(choose(&w), CORE_FINCH_FREE_RIDE, 0, 4);
+    w.r.now = 2000 * SEC; /* the retry time has passed */
+    EXPECT(choose(&w), CORE_FINCH_MORE, 1, 0);
+    w.db->ops->free(w.db);
+}
+
+/*
  * "In the second case, none of the job's primary destinations are
  * currently working. So we repeat the whole process from the
  * classification stage using the secondary destination list. ... If we
@@ -371,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_oldest_closed),
         cmocka_unit_test(test_retry_last),
         cmocka_unit_test(test_more_to_fewest_then_ride),
+        cmocka_unit_test(test_more_not_to_failed),
         cmocka_unit_test(test_secondary_then_defer),
     };
 

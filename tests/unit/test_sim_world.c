@@ -403,9 +403,100 @@ static void test_scenario_errors(void **state)
     assert_non_null(strstr(why, "/nonexistent/s.conf"));
 }
 
+/*
+ * Finch with one connection allowed (smtp_process_limit = 1) and a
+ * backlog threshold of 2: core/ has 2 jobs in flight, both on the one
+ * connection ("the first we find is the worker for this job"); four
+ * one-recipient jobs of 1 s each go down it one after the other in 4 s.
+ */
+static void test_finch_one_connection(void **state)
+{
+    static const char *const set[] = {
+        "smtp_delivery_scheduler",
+        "finch",
+        "sim_recipients",
+        "4",
+        "smtp_destination_recipient_limit",
+        "1",
+        "smtp_process_limit",
+        "1",
+        "smtp_connection_backlog_threshold",
+        "2",
+        "sim_mx_hosts",
+        "3",
+        NULL,
+    };
+    struct sim_scenario sc;
+    struct sim_result res;
+    long conns = 0, jobs = 0;
+
+    (void)state;
+    scenario(&sc, set);
+    sim_run(&sc, &res, NULL);
+    assert_int_equal(res.delivered, 4);
+    assert_int_equal(res.deferred, 0);
+    assert_int_equal(res.connections, 1);
+    assert_int_equal(res.finch_waits, 0);
+    assert_float_equal(res.duration, 4.0, 1e-9);
+    assert_int_equal(res.nhosts, 3);
+    for (int k = 0; k < res.nhosts; k++) {
+        conns += res.hosts[k].connections;
+        jobs += res.hosts[k].jobs;
+        assert_int_equal(res.hosts[k].pref, 10);
+        assert_int_equal(res.hosts[k].after_failure, 0);
+    }
+    assert_int_equal(conns, 1);
+    assert_int_equal(jobs, 4);
+    finish(&sc, &res);
+}
+
+/*
+ * Two destinations of one host each, one connection allowed: a job for
+ * the second while the first's connection carries a job "must wait to be
+ * rescheduled when a worker becomes free"; then the idle connection is
+ * closed for it ("idle connections can be closed if the worker is
+ * required for a new connection"). The jobs alternate between the two
+ * hosts, so each of the four takes a connection of its own, one at a
+ * time: three waits, four connections, 4 s.
+ */
+static void test_finch_wait(void **state)
+{
+    static const char *const set[] = {
+        "smtp_delivery_scheduler",
+        "finch",
+        "sim_recipients",
+        "2",
+        "sim_destinations",
+        "2",
+        "smtp_destination_recipient_limit",
+        "1",
+        "smtp_process_limit",
+        "1",
+        "smtp_connection_backlog_threshold",
+        "2",
+        NULL,
+    };
+    struct sim_scenario sc;
+    struct sim_result res;
+
+    (void)state;
+    scenario(&sc, set);
+    sim_run(&sc, &res, NULL);
+    assert_int_equal(res.delivered, 4);
+    assert_int_equal(res.deferred, 0);
+    assert_int_equal(res.finch_waits, 3);
+    assert_int_equal(res.connections, 4);
+    assert_float_equal(res.duration, 4.0, 1e-9);
+    assert_int_equal(res.hosts[0].jobs, 2);
+    assert_int_equal(res.hosts[1].jobs, 2);
+    finish(&sc, &res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_finch_one_connection),
+        cmocka_unit_test(test_finch_wait),
         cmocka_unit_test(test_unconstrained),
         cmocka_unit_test(test_connection_caching),
         cmocka_unit_test(test_limiter_feedback_one),

@@ -14,11 +14,16 @@ Options:
     --stats FILE        where the counts go, one line per port:
                             port=P open=N max_open=N busy=N max_busy=N
                             connections=N messages=N idle_closes=N
+                            max_open_all=N
                         open: connections open now; busy: connections in a
                         transaction (MAIL to the end-of-data reply) now;
                         max_*: the most ever seen at once; connections:
                         accepted in all; idle_closes: connections this
-                        receiver closed because they were idle. The file is
+                        receiver closed because they were idle;
+                        max_open_all: the most connections held at once
+                        by the client over all the ports (from the accept
+                        to the client's QUIT or close: a connection the
+                        client has said QUIT on is no longer its). The file is
                         written, by rename, once all ports listen (so its
                         existence says "ready"), after every change, and
                         on SIGTERM or SIGINT, which stop the receiver.
@@ -48,6 +53,13 @@ Options:
                         service not available") instead of the 220 greeting,
                         then close it: a site where nothing can be delivered
                         (the connection is counted all the same)
+    --silent            accept every connection and say nothing, ever: a
+                        host slower than any timeout of the client's (the
+                        connection stays open until the client closes it)
+    --garbage TEXT      not SMTP: answer every connection with the line
+                        TEXT, and every line the client sends with it
+                        again, never closing (a service that is not a mail
+                        server, e.g. "SSH-2.0-OpenSSH_9.2")
 
 Only the standard library is used, so that the tests need nothing beyond
 python3.
@@ -81,13 +93,15 @@ class Counts:
         self.connections = 0
         self.messages = 0
         self.idle_closes = 0
+        self.max_open_all = 0
 
     def line(self):
         return (
             f"port={self.port} open={self.open} max_open={self.max_open}"
             f" busy={self.busy} max_busy={self.max_busy}"
             f" connections={self.connections} messages={self.messages}"
-            f" idle_closes={self.idle_closes}\n"
+            f" idle_closes={self.idle_closes}"
+            f" max_open_all={self.max_open_all}\n"
         )
 
 
@@ -99,11 +113,14 @@ class Sink:
         self.counts = {p: Counts(p) for p in opts.ports}
         self.ids = open(opts.ids, "a") if opts.ids else None
         self.serial = 0
+        self.open_all = 0
+        self.max_open_all = 0
 
     def write_stats(self):
         tmp = self.opts.stats + ".tmp"
         with open(tmp, "w") as f:
             for port in self.opts.ports:
+                self.counts[port].max_open_all = self.max_open_all
                 f.write(self.counts[port].line())
         os.replace(tmp, self.opts.stats)
 
@@ -120,17 +137,38 @@ class Sink:
         c.open += 1
         c.connections += 1
         c.max_open = max(c.max_open, c.open)
+        self.open_all += 1
+        self.max_open_all = max(self.max_open_all, self.open_all)
+        held = [True]  # the client holds it until its QUIT or close
         self.write_stats()
         try:
-            await self.converse(c, reader, writer)
+            await self.converse(c, reader, writer, held)
         except (ConnectionError, ValueError):  # reset, or a line too long
             pass
         finally:
             writer.close()
             c.open -= 1
+            self.release(held)
             self.write_stats()
 
-    async def converse(self, c, reader, writer):
+    def release(self, held):
+        if held[0]:
+            held[0] = False
+            self.open_all -= 1
+
+    async def other(self, reader, writer):
+        """--silent and --garbage: no SMTP at all."""
+        if self.opts.garbage:
+            writer.write(self.opts.garbage.encode() + b"\r\n")
+        while True:
+            await writer.drain()
+            line = await reader.readline()
+            if not line.endswith(b"\n"):
+                return
+            if self.opts.garbage:
+                writer.write(self.opts.garbage.encode() + b"\r\n")
+
+    async def converse(self, c, reader, writer, held):
         """The command loop; returns when the connection should close."""
         rcpts = 0
         taken = 0
@@ -144,6 +182,9 @@ class Sink:
             rcpts = 0
 
         try:
+            if self.opts.silent or self.opts.garbage:
+                await self.other(reader, writer)
+                return
             if self.opts.greeting:
                 writer.write(self.opts.greeting.encode() + b"\r\n")
                 await writer.drain()
@@ -200,6 +241,7 @@ class Sink:
                 elif verb == b"NOOP":
                     writer.write(b"250 2.0.0 Ok\r\n")
                 elif verb == b"QUIT":
+                    self.release(held)
                     writer.write(b"221 2.0.0 Bye\r\n")
                     await writer.drain()
                     return
@@ -280,6 +322,8 @@ def parse_args(argv):
     p.add_argument("--idle-reply", default="")
     p.add_argument("--idle-crossing", default="")
     p.add_argument("--greeting", default="")
+    p.add_argument("--silent", action="store_true")
+    p.add_argument("--garbage", default="")
     p.add_argument("--listen", default="127.0.0.1")
     p.add_argument("--close-after", type=int, default=0)
     p.add_argument("ports", nargs="+", type=int)

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """A scripted SMTP receiver with STARTTLS, for the SMTP client's TLS tests.
 
-    python3 tls_receiver.py DIR MODE CERT KEY
+    python3 tls_receiver.py DIR MODE CERT KEY [ADDR [PORT]]
 
-Listens on 127.0.0.1 on a port of its choosing and writes it to DIR/port.
+Listens on ADDR (default 127.0.0.1) on PORT, or a port of its choosing,
+and writes the port to DIR/port (so that two receivers can be two MX
+hosts of one domain: the same port on two loopback addresses).
 MODE is what the server does about TLS:
 
     good      offers STARTTLS, handshakes with CERT/KEY
@@ -191,11 +193,13 @@ class Server:
 
 def main():
     directory, mode, cert, key = sys.argv[1:5]
+    addr = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+    port = int(sys.argv[6]) if len(sys.argv) > 6 else 0
     os.makedirs(directory, exist_ok=True)
     server = Server(directory, mode, cert, key)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind((addr, port))
     listener.listen(16)
     with open(os.path.join(directory, "port.tmp"), "w") as f:
         f.write("%d\n" % listener.getsockname()[1])
