@@ -42,7 +42,7 @@
 # Failure details of the client's failures carry sending-mta-ip.
 #
 # Section 4.1: reports cover "a 24-hour period"; here
-# smtp_tls_report_period is 30 s. The mail goes at the start of a period,
+# smtp_tls_report_period is 20 s. The mail goes at the start of a period,
 # sluiced is stopped and started again before the period ends (the
 # counts must come back from the spool), and the reports that arrive are
 # checked by lib/tlsrpt_check.py: the message's MIME structure (section
@@ -154,13 +154,13 @@ verify_tls_security_level = verify
 smtp_tls_CAfile = $ca/ca.pem
 smtp_mta_sts_CAfile = $ca/ca.pem
 smtp_tls_report_CAfile = $ca/ca.pem
-smtp_tls_report_period = 30s
+smtp_tls_report_period = 20s
 smtp_tls_report_organization = Sluice-Test
 smtp_connection_cache_on_demand = no"
 
 # Start at the beginning of a period, so that the first run ends
 # within it.
-wait_for 35 sh -c '[ $(( $(date +%s) % 30 )) -lt 3 ]'
+wait_for 25 sh -c '[ $(( $(date +%s) % 20 )) -lt 2 ]'
 sluiced_start "$d" "$conf" || { not_ok "sluiced starts"; sed 's/^/#   /' "$d/log"; tap_done; }
 all="sts stsbad dane wrong nostarttls testing nofetch nopolicy expired relayed moved"
 for z in $all; do
