@@ -309,6 +309,32 @@ static void test_idle_pool_reuse(void **state)
     core_zsched_free(z);
 }
 
+/* The pool gives out the agent idled last, so that its oldest expire. */
+static void test_idle_pool_warmest_first(void **state)
+{
+    struct core_zsched *z = zs(0);
+    struct core_zstart_result r;
+    uint64_t v, ended[4];
+
+    (void)state;
+    add(z, &smtp_rule, "smtp", "a", 1, 0, 0, &r);
+    add(z, &smtp_rule, "smtp", "b", 2, 0, 0, &r);
+    assert_int_equal(core_zsched_next_vertex(z, 1, 0, &v), 1);
+    core_zsched_vertex_done(z, 1, v, -1);
+    assert_int_equal(core_zsched_next_vertex(z, 1, 1 * SEC, &v), 0);
+    assert_int_equal(core_zsched_next_vertex(z, 2, 0, &v), 1);
+    core_zsched_vertex_done(z, 2, v, -1);
+    assert_int_equal(core_zsched_next_vertex(z, 2, 2 * SEC, &v), 0);
+    add(z, &smtp_rule, "smtp", "c", 3, 3 * SEC, 3 * SEC, &r);
+    assert_int_equal(r.how, CORE_ZSTART_REUSE);
+    assert_int_equal(r.agent, 2);
+    assert_int_equal(view(z, "smtp", "c", 1).ring_idle, 1);
+    assert_int_equal(core_zsched_idle_expire(z, 61 * SEC, ended, 4), 1);
+    assert_int_equal(ended[0], 1);
+    assert_int_equal(core_zsched_agents(z), 1);
+    core_zsched_free(z);
+}
+
 /* "If no jobs appear within some time (configurable with 'idlemax='
  * entry in config file), the transporter programs from idle pool are
  * killed." */
@@ -411,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_ageorder),
         cmocka_unit_test(test_limits_reschedule),
         cmocka_unit_test(test_idle_pool_reuse),
+        cmocka_unit_test(test_idle_pool_warmest_first),
         cmocka_unit_test(test_idlemax_expiry),
         cmocka_unit_test(test_maxta_ends_idle_elsewhere),
         cmocka_unit_test(test_reported_retry_not_fed_again),
