@@ -610,6 +610,8 @@ int core_zsched_next_vertex(struct core_zsched *z, uint64_t agent,
                             core_time_t now, uint64_t *vertex);
 void core_zsched_vertex_done(struct core_zsched *z, uint64_t agent,
                              uint64_t vertex, core_time_t retry);
+void core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
+                            core_time_t now, core_time_t backoff);
 size_t core_zsched_idle_expire(struct core_zsched *z, core_time_t now,
                                uint64_t *ended, size_t max);
 core_time_t core_zsched_next_timer(const struct core_zsched *z);

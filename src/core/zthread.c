@@ -22,6 +22,8 @@
  *			core_time_t now, uint64_t *vertex)
  *	void	core_zsched_vertex_done(struct core_zsched *z, uint64_t agent,
  *			uint64_t vertex, core_time_t retry)
+ *	void	core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
+ *			core_time_t now, core_time_t backoff)
  *	size_t	core_zsched_idle_expire(struct core_zsched *z,
  *			core_time_t now, uint64_t *ended, size_t max)
  *	core_time_t core_zsched_next_timer(const struct core_zsched *z)
@@ -69,6 +71,15 @@
  *	fed: retry < 0 removes it (delivered, or failed for good); else it
  *	is rescheduled at retry, in time order, and not fed again in this
  *	run. A thread left empty is deleted.
+ *
+ *	core_zsched_agent_gone() is the caller's word that an agent ended
+ *	on its own (it crashed, hung and was killed, spoke garbage, exited
+ *	mid-job): it is forgotten, and its thread, if it had one, is
+ *	released with every vertex it holds waking no earlier than now +
+ *	backoff, so that the thread restarts with a new agent after the
+ *	backoff. Nothing leaves the thread: the vertices it was fed and did
+ *	not report are still there (the caller defers them, never marks
+ *	them delivered).
  *
  *	core_zsched_idle_expire() ends the idle agents whose rule's
  *	idlemax has passed, writing their numbers to ended (up to max);
@@ -633,6 +644,18 @@ void core_zsched_vertex_done(struct core_zsched *z, uint64_t agent,
     } else if (t->nv == 0) {
         thread_delete(z, t); /* the seed's unvertex() */
     }
+}
+
+void core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
+                            core_time_t now, core_time_t backoff)
+{
+    struct zagent *a = agent_find(z, agent);
+
+    if (a == NULL)
+        return;
+    if (a->thread)
+        thread_reschedule(a->thread, now + backoff);
+    agent_end(z, a);
 }
 
 size_t core_zsched_idle_expire(struct core_zsched *z, core_time_t now,

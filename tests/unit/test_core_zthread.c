@@ -424,6 +424,50 @@ static void test_queueonly_released_by_etrn(void **state)
     core_zsched_free(z);
 }
 
+/* The issue: an agent that crashes, hangs, speaks garbage or exits
+ * mid-job loses nothing, and its thread restarts with a new agent after
+ * a backoff. */
+static void test_agent_gone(void **state)
+{
+    struct core_zsched *z = zs(0);
+    struct core_zstart_result r, started[2];
+    struct core_zrule aged = smtp_rule;
+    uint64_t v, agent, ids[4];
+
+    (void)state;
+    aged.ageorder = 1;
+    core_zsched_vertex_add(z, &aged, "smtp", "a", 1, 0, 1, 0, &r);
+    agent = r.agent;
+    core_zsched_vertex_add(z, &aged, "smtp", "a", 2, 0, 2, 0, &r);
+    core_zsched_vertex_add(z, &aged, "smtp", "a", 3, 0, 3, 0, &r);
+    assert_int_equal(core_zsched_next_vertex(z, agent, 0, &v), 1);
+    core_zsched_vertex_done(z, agent, v, -1); /* 1 delivered */
+    assert_int_equal(core_zsched_next_vertex(z, agent, 0, &v), 1);
+    assert_int_equal(v, 2); /* fed, never reported: the agent dies */
+    core_zsched_agent_gone(z, agent, 10 * SEC, 60 * SEC);
+    assert_int_equal(core_zsched_agents(z), 0);
+    assert_int_equal(core_zsched_thread_vertices(z, "smtp", "a", 1, ids, 4), 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 3);
+    assert_int_equal(view(z, "smtp", "a", 1).running, 0);
+    assert_int_equal(view(z, "smtp", "a", 1).wakeup, 70 * SEC);
+    assert_int_equal(core_zsched_next_timer(z), 70 * SEC);
+    assert_int_equal(core_zsched_agenda(z, 69 * SEC, started, 2), 0);
+    assert_int_equal(core_zsched_agenda(z, 70 * SEC, started, 2), 1);
+    assert_int_equal(started[0].how, CORE_ZSTART_NEW);
+    assert_true(started[0].agent != agent);
+    assert_int_equal(core_zsched_next_vertex(z, started[0].agent, 70 * SEC, &v),
+                     1);
+    assert_int_equal(v, 2);
+    /* a report from the dead agent is ignored */
+    core_zsched_vertex_done(z, agent, 3, -1);
+    assert_int_equal(view(z, "smtp", "a", 1).vertices, 2);
+    /* an idle agent that dies is just forgotten */
+    core_zsched_agent_gone(z, 999, 70 * SEC, SEC);
+    assert_int_equal(core_zsched_agents(z), 1);
+    core_zsched_free(z);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_maxta_ends_idle_elsewhere),
         cmocka_unit_test(test_reported_retry_not_fed_again),
         cmocka_unit_test(test_queueonly_released_by_etrn),
+        cmocka_unit_test(test_agent_gone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
