@@ -468,6 +468,135 @@ static void test_agent_gone(void **state)
     core_zsched_free(z);
 }
 
+/* A property over random work: no vertex is ever lost or duplicated,
+ * maxta and maxring hold, an agent is on at most one thread. */
+struct live {
+    uint64_t agent[64];
+    uint64_t fed[64]; /* its last vertex not yet reported, 0: none */
+    size_t n;
+};
+
+static void live_add(struct live *l, const struct core_zstart_result *r)
+{
+    if (r->ended)
+        for (size_t i = 0; i < l->n; i++)
+            if (l->agent[i] == r->ended)
+                l->agent[i] = l->agent[--l->n], l->fed[i] = l->fed[l->n];
+    if ((r->how == CORE_ZSTART_NEW) && l->n < 64) {
+        l->agent[l->n] = r->agent;
+        l->fed[l->n++] = 0;
+    }
+}
+
+static void live_drop(struct live *l, uint64_t agent)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->agent[i] == agent)
+            l->agent[i] = l->agent[--l->n], l->fed[i] = l->fed[l->n];
+}
+
+static unsigned lcg_state;
+
+static unsigned lcg(unsigned n)
+{
+    lcg_state = lcg_state * 1103515245u + 12345u;
+    return (lcg_state >> 16) % n;
+}
+
+static unsigned lcg_rand(void *ctx, unsigned n)
+{
+    (void)ctx;
+    return lcg(n);
+}
+
+static size_t total_vertices(struct core_zsched *z, int check_agents)
+{
+    static const char *const hosts[] = {"a", "b", "c", "d"};
+    size_t total = 0;
+
+    for (int h = 0; h < 4; h++) {
+        struct core_zthread_view v = view(z, "smtp", hosts[h], 1);
+
+        total += v.vertices + view(z, "mdir", hosts[h], 2).vertices;
+        if (check_agents && v.found)
+            assert_true(v.ring_agents <= 2); /* maxring */
+    }
+    return total;
+}
+
+static void random_step(struct core_zsched *z, struct live *l,
+                        const struct core_zrule *rules, uint64_t *next_id,
+                        size_t *outstanding, core_time_t now)
+{
+    static const char *const hosts[] = {"a", "b", "c", "d"};
+    struct core_zstart_result r, started[8];
+    uint64_t ended[8], v;
+    unsigned op = lcg(6);
+    size_t k, i;
+
+    if (op == 0) {
+        int which = (int)lcg(2);
+
+        core_zsched_vertex_add(z, rules + which, which ? "mdir" : "smtp",
+                               hosts[lcg(4)], (*next_id)++,
+                               now + (core_time_t)lcg(3) * SEC, now, now, &r);
+        (*outstanding)++;
+        live_add(l, &r);
+    } else if (op == 1) {
+        k = core_zsched_agenda(z, now, started, 8);
+        for (i = 0; i < k; i++)
+            live_add(l, started + i);
+    } else if (op == 2 && l->n) {
+        i = lcg((unsigned)l->n);
+        if (l->fed[i] == 0 && core_zsched_next_vertex(z, l->agent[i], now, &v))
+            l->fed[i] = v;
+    } else if (op == 3 && l->n) {
+        i = lcg((unsigned)l->n);
+        if (l->fed[i]) {
+            int retry = (int)lcg(2);
+
+            core_zsched_vertex_done(z, l->agent[i], l->fed[i],
+                                    retry ? now + SEC : -1);
+            *outstanding -= retry ? 0 : 1;
+            l->fed[i] = 0;
+        }
+    } else if (op == 4 && l->n && lcg(4) == 0) {
+        i = lcg((unsigned)l->n);
+        core_zsched_agent_gone(z, l->agent[i], now, 2 * SEC);
+        live_drop(l, l->agent[i]);
+    } else {
+        k = core_zsched_idle_expire(z, now, ended, 8);
+        for (i = 0; i < k; i++)
+            live_drop(l, ended[i]);
+    }
+}
+
+static void test_nothing_lost_property(void **state)
+{
+    struct core_zsched *z;
+    struct core_zrule rules[2] = {smtp_rule, host_rule};
+    struct live l = {{0}, {0}, 0};
+    uint64_t next_id = 1;
+    size_t outstanding = 0;
+    core_time_t now = 0;
+
+    (void)state;
+    rules[0].maxring = 2;
+    rules[0].idlemax = 5 * SEC;
+    rules[1].idlemax = 5 * SEC;
+    lcg_state = 20;
+    z = core_zsched_create(3, 2 * SEC, lcg_rand, NULL);
+    for (int step = 0; step < 20000; step++) {
+        random_step(z, &l, rules, &next_id, &outstanding, now);
+        now += (core_time_t)lcg(300);
+        assert_true(core_zsched_agents(z) <= 3); /* maxta */
+        assert_int_equal(core_zsched_agents(z), (int)l.n);
+        assert_int_equal(total_vertices(z, 1), outstanding);
+    }
+    assert_true(next_id > 1000);
+    core_zsched_free(z);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_reported_retry_not_fed_again),
         cmocka_unit_test(test_queueonly_released_by_etrn),
         cmocka_unit_test(test_agent_gone),
+        cmocka_unit_test(test_nothing_lost_property),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
