@@ -207,6 +207,18 @@ build-fuzz/fuzz_sasl: tests/fuzz/fuzz_sasl.c $(FUZZ_SASL) src/sasl/sasl.h \
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_SASL) -lcrypt -lpthread
 
+# The scheduler rules file of the zmailer scheduler: conf/'s rules and
+# time parser (conf/ but sched.c, which needs core/), and util/ (the
+# table reader).
+FUZZ_RULES   := $(filter-out src/conf/sched.c,$(wildcard src/conf/*.c)) \
+                $(wildcard src/util/*.c)
+FUZZ_TARGETS += conf_rules
+
+build-fuzz/fuzz_conf_rules: tests/fuzz/fuzz_conf_rules.c $(FUZZ_RULES) \
+	    src/conf/conf.h src/core/core.h src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_RULES) -lm
+
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/

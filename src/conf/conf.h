@@ -257,4 +257,55 @@ const char *conf_override_at(const struct conf *conf, size_t i);
 void conf_core_params(const struct conf *conf, const char *transport,
                       struct core_transport_params *p);
 
+/*
+ * The scheduler rules file (scheduler_rules), ZMailer's scheduler.conf
+ * form, for <transport>_delivery_scheduler = zmailer (rules.c).
+ */
+#define CONF_RULES_ARGV_MAX    32    /* words of a command */
+#define CONF_RULES_RETRIES_MAX 32    /* factors of a retries list */
+#define CONF_RULES_MAX         10000 /* clauses of a file */
+
+struct core_zrule;
+struct conf_rules;
+
+enum conf_rule_agent {
+    CONF_RULE_SMTP,    /* the built-in SMTP session */
+    CONF_RULE_LMTP,    /* the built-in LMTP session */
+    CONF_RULE_PROGRAM, /* an external program */
+};
+
+/* What a recipient's channel/host picks up from the file; pointers
+ * into the rules. */
+struct conf_rule_match {
+    int index; /* the clause with the command: the rule */
+    int line;  /* where that clause starts */
+    enum conf_rule_agent agent;
+    char *const *argv; /* PROGRAM: words, $host and $channel as written */
+    int argc;
+    int per_host; /* argv has $host */
+    int maxring;  /* 0: no limit of its own */
+    int64_t idlemax, interval;
+    int ageorder, queueonly;
+    const int *retries;
+    int nretries;
+    int skew; /* 0: none */
+};
+
+struct conf_rules *conf_rules_create(const char *name);
+int conf_rules_line(struct conf_rules *r, int line, const char *text, char *why,
+                    size_t whylen);
+int conf_rules_finish(struct conf_rules *r, char *why, size_t whylen);
+struct conf_rules *conf_rules_load(const char *path, char *why, size_t whylen);
+void conf_rules_free(struct conf_rules *r);
+size_t conf_rules_count(const struct conf_rules *r);
+int conf_rules_maxta(const struct conf_rules *r);
+int conf_rules_match(const struct conf_rules *r, const char *channel,
+                     const char *host, struct conf_rule_match *m);
+int conf_rules_channel_known(const struct conf_rules *r, const char *channel);
+char **conf_rules_argv(const struct conf_rule_match *m, const char *channel,
+                       const char *host);
+void conf_rules_argv_free(char **argv);
+int64_t conf_rules_retry_delay(const struct conf_rule_match *m, int attempt);
+void conf_rules_zrule(const struct conf_rule_match *m, struct core_zrule *z);
+
 #endif

@@ -556,4 +556,85 @@ void core_finch_choose(const struct core_finch_request *r,
                        struct core_finch_choice *out);
 const char *core_finch_how_name(enum core_finch_how how);
 
+/*
+ * ZMailer's thread scheduler (the seed zmailer-scheduler-notes.txt), as
+ * data and decisions (zthread.c): recipients (vertices) grouped into
+ * threads by (rule, channel, host), threads into thread-rings of those
+ * one agent can process, at most one agent per thread, an idle pool of
+ * agents per ring that expires after the rule's idlemax. The caller
+ * runs the agents; this says which to start, reuse, feed and end.
+ * A rule is what the rules file says of it, as numbers (conf/rules.c);
+ * rules are told apart by index, the index of the rules file's clause.
+ */
+struct core_zrule {
+    int index;           /* which rule: a vertex's thread is per rule */
+    int maxring;         /* agents of one thread-ring, 0: no limit */
+    core_time_t idlemax; /* how long an idle agent is kept */
+    int ageorder;        /* run a thread oldest first, not shuffled */
+    int queueonly;       /* started only by a flush of its host */
+    int per_host;        /* the command's argv has $host */
+};
+
+struct core_zsched;
+
+enum core_zstart {
+    CORE_ZSTART_NEW,       /* start a new agent (id in agent) */
+    CORE_ZSTART_REUSE,     /* an idle agent of the ring takes it */
+    CORE_ZSTART_BUSY,      /* the thread already has its agent */
+    CORE_ZSTART_LIMIT,     /* maxring or maxta: thread rescheduled */
+    CORE_ZSTART_QUEUEONLY, /* waits for a flush of its host */
+    CORE_ZSTART_NOT_DUE,   /* its wake-up time is still ahead */
+};
+
+struct core_zstart_result {
+    enum core_zstart how;
+    uint64_t agent; /* NEW and REUSE */
+    uint64_t ended; /* NEW: an idle agent of another ring to end, or 0 */
+};
+
+struct core_zsched *core_zsched_create(int maxta, core_time_t limit_delay,
+                                       unsigned (*rand)(void *ctx, unsigned n),
+                                       void *rand_ctx);
+void core_zsched_free(struct core_zsched *z);
+void core_zsched_vertex_add(struct core_zsched *z, const struct core_zrule *r,
+                            const char *channel, const char *host,
+                            uint64_t vertex, core_time_t wakeup,
+                            core_time_t age, core_time_t now,
+                            struct core_zstart_result *out);
+size_t core_zsched_agenda(struct core_zsched *z, core_time_t now,
+                          struct core_zstart_result *out, size_t max);
+size_t core_zsched_flush(struct core_zsched *z, const char *host,
+                         core_time_t now, struct core_zstart_result *out,
+                         size_t max);
+int core_zsched_next_vertex(struct core_zsched *z, uint64_t agent,
+                            core_time_t now, uint64_t *vertex);
+void core_zsched_vertex_done(struct core_zsched *z, uint64_t agent,
+                             uint64_t vertex, core_time_t retry);
+void core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
+                            core_time_t now, core_time_t backoff);
+size_t core_zsched_idle_expire(struct core_zsched *z, core_time_t now,
+                               uint64_t *ended, size_t max);
+core_time_t core_zsched_next_timer(const struct core_zsched *z);
+
+/* What an operator and the tests see of the model. */
+struct core_zthread_view {
+    int found;
+    int running;        /* an agent is on it */
+    uint64_t agent;     /* which */
+    core_time_t wakeup; /* its first vertex's */
+    size_t vertices;    /* in the thread */
+    int ring_threads;   /* threads of its ring */
+    int ring_agents;    /* agents of its ring, running and idle */
+    int ring_idle;      /* of which idle */
+};
+
+void core_zsched_thread_view(const struct core_zsched *z, const char *channel,
+                             const char *host, int rule,
+                             struct core_zthread_view *v);
+size_t core_zsched_thread_vertices(const struct core_zsched *z,
+                                   const char *channel, const char *host,
+                                   int rule, uint64_t *ids, size_t max);
+int core_zsched_agents(const struct core_zsched *z);
+const char *core_zstart_name(enum core_zstart how);
+
 #endif

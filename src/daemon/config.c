@@ -43,6 +43,10 @@
  *	  domain lists, smtpd_listen syntax);
  *	- http_listen syntax (ops_http_check());
  *	- dns_servers (dns_servers_check());
+ *	- scheduler_rules, when set, and that every smtp or lmtp transport
+ *	  whose delivery_scheduler is zmailer has a clause with a command
+ *	  for its channel in it (conf_rules_load(), decision 116; the
+ *	  rules are not kept: no part of the daemon uses them yet);
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls);
  *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
@@ -61,7 +65,9 @@
  *	- queue_minfree below 1.5 times message_size_limit (Postfix's own
  *	  warning: one large message could fill what is left);
  *	- smtp_connection_cache_time_limit longer than
- *	  smtp_connection_reuse_time_limit, per transport.
+ *	  smtp_connection_reuse_time_limit, per transport;
+ *	- a transport under the zmailer delivery scheduler, which delivers
+ *	  as under postfix until its threads are wired (decision 116).
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
@@ -321,6 +327,66 @@ static int cluster_check(const struct conf *conf,
     return 0;
 }
 
+static int zmailer_chosen(const struct conf *conf,
+                          const struct route_transport *t)
+{
+    return (t->type == ROUTE_SMTP || t->type == ROUTE_LMTP) &&
+           strcmp(conf_str(conf, t->name, CONF_default_delivery_scheduler),
+                  "zmailer") == 0;
+}
+
+/* Every transport under the zmailer scheduler needs a clause with a
+ * command for its channel (decision 116). */
+static int rules_cover(const struct conf *conf,
+                       const struct route_table *routes,
+                       const struct conf_rules *rules, char *why, size_t whylen)
+{
+    for (int i = 0; i < route_transport_count(routes); i++) {
+        const struct route_transport *t = route_transport_at(routes, i);
+
+        if (!zmailer_chosen(conf, t))
+            continue;
+        if (rules == NULL) {
+            snprintf(why, whylen,
+                     "transport %s: delivery_scheduler = zmailer needs "
+                     "scheduler_rules, the rules file",
+                     t->name);
+            return -1;
+        }
+        if (!conf_rules_channel_known(rules, t->name)) {
+            snprintf(why, whylen,
+                     "transport %s: delivery_scheduler = zmailer: no clause "
+                     "with a command in scheduler_rules matches channel %s",
+                     t->name, t->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* scheduler_rules must load (decision 114), and cover its transports. */
+static int rules_check(const struct conf *conf,
+                       const struct route_table *routes, char *why,
+                       size_t whylen)
+{
+    struct conf_rules *rules = NULL;
+    char *path;
+    int status;
+
+    if (util_table_path("scheduler_rules",
+                        conf_str(conf, NULL, CONF_scheduler_rules), &path, why,
+                        whylen) < 0)
+        return -1;
+    if (path && (rules = conf_rules_load(path, why, whylen)) == NULL) {
+        free(path);
+        return -1;
+    }
+    free(path);
+    status = rules_cover(conf, routes, rules, why, whylen);
+    conf_rules_free(rules);
+    return status;
+}
+
 /* Everything after the parameters themselves. */
 static int whole_check(const char *opt_path, const struct conf *conf,
                        const struct route_table *routes, char *why,
@@ -331,7 +397,8 @@ static int whole_check(const char *opt_path, const struct conf *conf,
     char swhy[512];
     int bad;
 
-    if (names_check(conf, routes, why, whylen) < 0)
+    if (names_check(conf, routes, why, whylen) < 0 ||
+        rules_check(conf, routes, why, whylen) < 0)
         return -1;
     daemon_smtpd_params(conf, NULL, &sp);
     if (smtpd_params_check(&sp, why, whylen) < 0 ||
@@ -481,8 +548,15 @@ static void combos_warn(const struct conf *conf,
             host);
     times_warn(conf, w);
     sizes_warn(conf, w);
-    for (int i = 0; i < route_transport_count(routes); i++)
+    for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
+        if (zmailer_chosen(conf, route_transport_at(routes, i)))
+            say(w,
+                "transport %s: delivery_scheduler = zmailer: its rules are "
+                "checked, but threads and persistent agents are not used "
+                "yet: it delivers as under the postfix scheduler",
+                route_transport_at(routes, i)->name);
+    }
 }
 
 int daemon_dkim_signs(const struct conf *conf)

@@ -16,7 +16,8 @@
  *	The tables an operator writes for Postfix (transport_maps,
  *	smtp_tls_policy_maps) are text files that postmap would compile;
  *	sluice reads the text itself. These two functions are what every
- *	such table shares; what a line means is the caller's.
+ *	such table shares (the zmailer scheduler's rules file, in ZMailer's
+ *	scheduler.conf form, too); what a line means is the caller's.
  *
  *	util_table_path() reads the value of parameter param: empty (or
  *	blanks) for no table (*path NULL), or the path of one text file,

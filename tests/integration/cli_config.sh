@@ -295,6 +295,37 @@ bad_config "a bad dns_servers is refused" \
     "dns_servers = not-an-address!" \
     'sluice: dns_servers: bad name server list "not-an-address!": Misformatted string'
 
+# Issue 20: the zmailer scheduler's rules file (sluice-rules(5),
+# decisions 114 and 116): refused with its file and line, required and
+# covering the transport's channel when zmailer is chosen.
+printf '%s\n' '*/* idlemax=5m' 'smtp/*' '	maxrings=3 command=smtp' \
+    >"$tmp/rules.bad"
+bad_config "a scheduler rules file with a mistake is refused with its line" \
+    "scheduler_rules = $tmp/rules.bad" \
+    "sluice: $tmp/rules.bad, line 2: unknown option \"maxrings=3\""
+printf '%s\n' 'smtp/* command="smtp' >"$tmp/rules.quote"
+bad_config "a scheduler rule with an unterminated quote is refused" \
+    "scheduler_rules = $tmp/rules.quote" \
+    "sluice: $tmp/rules.quote, line 1: a double quote that is not closed"
+bad_config "zmailer without scheduler_rules is refused" \
+    "smtp_delivery_scheduler = zmailer" \
+    'sluice: transport smtp: delivery_scheduler = zmailer needs scheduler_rules, the rules file'
+printf '%s\n' 'lmtp command=lmtp' >"$tmp/rules.lmtp"
+bad_config "zmailer with no rule for the transport's channel is refused" \
+    "smtp_delivery_scheduler = zmailer
+scheduler_rules = $tmp/rules.lmtp" \
+    'sluice: transport smtp: delivery_scheduler = zmailer: no clause with a command in scheduler_rules matches channel smtp'
+printf '%s\n' '*/* idlemax=5m maxta=50' 'smtp/*.slow.example maxring=2' \
+    '	ageorder command=smtp' 'smtp/* command=smtp' >"$tmp/rules.good"
+printf '%s\n' 'myhostname = mail.example.com' \
+    'smtp_delivery_scheduler = zmailer' \
+    "scheduler_rules = $tmp/rules.good" >"$tmp/zm.cf"
+run -c "$tmp/zm.cf" config smtp_delivery_scheduler
+echo 'smtp_delivery_scheduler = zmailer' >"$tmp/want.out"
+printf '%s\n' 'sluice: warning: transport smtp: delivery_scheduler = zmailer: its rules are checked, but threads and persistent agents are not used yet: it delivers as under the postfix scheduler' >"$tmp/want.err"
+want_rc=0
+check "zmailer with good rules: accepted, and the warning says it delivers as postfix"
+
 # Settings that make no sense together are warnings.
 printf '%s\n' 'myhostname = mail.example.com' 'minimal_backoff_time = 2h' \
     'maximal_backoff_time = 1h' 'bounce_queue_lifetime = 6d' \

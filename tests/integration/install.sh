@@ -37,6 +37,7 @@ expect "programs, pages, configuration, unit and spool, with their modes" \
 644 usr/local/share/man/man1/sluice.1
 644 usr/local/share/man/man1/sluice-sim.1
 644 usr/local/share/man/man5/sluice.conf.5
+644 usr/local/share/man/man5/sluice-rules.5
 644 usr/local/share/man/man8/sluiced.8
 644 etc/sluice/sluice.conf
 644 usr/local/lib/systemd/system/sluice.service
@@ -44,6 +45,7 @@ expect "programs, pages, configuration, unit and spool, with their modes" \
     usr/local/sbin/sluiced usr/local/share/man/man1/sluice.1 \
     usr/local/share/man/man1/sluice-sim.1 \
     usr/local/share/man/man5/sluice.conf.5 \
+    usr/local/share/man/man5/sluice-rules.5 \
     usr/local/share/man/man8/sluiced.8 etc/sluice/sluice.conf \
     usr/local/lib/systemd/system/sluice.service var/spool/sluice)"
 expect "sendmail and mailq are sluice, under their names" \

@@ -204,6 +204,7 @@ static const struct {
     {"default_transport", CONF_STRING, "smtp"},
     {"relayhost", CONF_STRING, ""},
     {"transport_maps", CONF_STRING, ""},
+    {"scheduler_rules", CONF_STRING, ""},
     {"smtp_helo_name", CONF_STRING, "$myhostname"},
     {"dns_servers", CONF_LIST, ""},
     {"smtp_connection_cache_destinations", CONF_LIST, ""},
@@ -393,9 +394,10 @@ static void test_table_has_every_parameter(void **state)
      * smtpd_recipient_restrictions, 4 reply codes, and 11 address_verify_*
      * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
      * strings and 2 times (decision 100); the cluster's destination rate,
-     * 1 string (decision 102).
+     * 1 string (decision 102); ZMailer's scheduler rules file, 1 string
+     * (decision 114).
      */
-    assert_int_equal(conf_param_count, 173);
+    assert_int_equal(conf_param_count, 174);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
@@ -857,9 +859,12 @@ static void test_delivery_scheduler_suffix(void **state)
         conf_str(conf, "relay", CONF_default_delivery_scheduler), "postfix");
     assert_string_equal(conf_str(conf, "smtp", CONF_default_scheduler),
                         "preemptive");
-    set_fails(conf, "relay_delivery_scheduler", "zmailer",
-              "relay_delivery_scheduler: bad value \"zmailer\": expected "
-              "one of: postfix, finch");
+    set_ok(conf, "relay_delivery_scheduler", "zmailer");
+    assert_string_equal(
+        conf_str(conf, "relay", CONF_default_delivery_scheduler), "zmailer");
+    set_fails(conf, "relay_delivery_scheduler", "kumo",
+              "relay_delivery_scheduler: bad value \"kumo\": expected "
+              "one of: postfix, finch, zmailer");
 }
 
 static void test_override_name_syntax(void **state)
