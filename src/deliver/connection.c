@@ -348,6 +348,10 @@ void connection_next_address_dsn(struct deliver_session *s, const char *dsn,
         hop_fail(s, s->last_failure);
         return;
     }
+    /* Left for the next one: the caller logs it (at most naddrs) */
+    s->res->skipped = xrealloc(s->res->skipped, (s->res->nskipped + 1) *
+                                                    sizeof(*s->res->skipped));
+    s->res->skipped[s->res->nskipped++] = xstrdup(reason);
     connect_current(s);
 }
 
@@ -609,5 +613,8 @@ void deliver_result_free(struct deliver_result *res)
         free(res->rcpt[i].text);
     free(res->rcpt);
     free(res->hop_reason);
+    for (size_t i = 0; i < res->nskipped; i++)
+        free(res->skipped[i]);
+    free(res->skipped);
     free(res);
 }

@@ -433,6 +433,11 @@ struct deliver_result {
      * DELIVER_TLS_FAILS_MAX; ntls_fail counts them all) */
     struct deliver_tls_failure tls_fail[DELIVER_TLS_FAILS_MAX];
     size_t ntls_fail;
+    /* why each address given up before the last one tried was, in
+     * order (the last one's is hop_reason or the recipients'): the
+     * reference's client logs each address it leaves */
+    char **skipped;
+    size_t nskipped;
     int auth_failed;       /* an address failed at SMTP AUTH */
     char auth_key[80];     /* the password table's key it used */
     char auth_reason[600]; /* why, as the recipients' text says */

@@ -43,6 +43,9 @@
  *	are, and the TLS failures of the attempt count for TLS
  *	reporting as they would in a delivery that ended there. The
  *	recipients' own lines come with the attempt that ends the job.
+ *	Within one delivery too, each address the agent gave up before the
+ *	one that ended it is logged the same way (the agent's skipped
+ *	reasons), under either scheduler.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -86,15 +89,29 @@ static void delivery_decide(struct qm_delivery *d, enum deliver_status st,
         qm_outcome_decide(d->m, d->rcpt, d->nrcpt, st, dsn, text, "none");
 }
 
-void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res)
+/* An address d's attempt left, as the reference's client logs it. */
+static void delivery_log_left(struct qm_delivery *d, const char *why)
 {
-    const char *why = res->hop_reason ? res->hop_reason : "";
     const char *t = d->dest->route.transport;
 
     if (strncmp(why, "connect to ", 11) == 0)
         qm_log_as(d->q, t, QMGR_LOG_INFO, "%s", why);
     else
         qm_log_as(d->q, t, QMGR_LOG_INFO, "%s: %s", d->m->id, why);
+}
+
+/* The addresses the agent left before the one that ended it. */
+static void delivery_log_skipped(struct qm_delivery *d,
+                                 const struct deliver_result *res)
+{
+    for (size_t i = 0; i < res->nskipped && !d->probe; i++)
+        delivery_log_left(d, res->skipped[i]);
+}
+
+void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res)
+{
+    delivery_log_skipped(d, res);
+    delivery_log_left(d, res->hop_reason ? res->hop_reason : "");
     qm_sasl_log(d->q, d->m->id, res);
     qm_tlsrpt_record(d, res);
 }
@@ -136,6 +153,7 @@ void qm_delivery_done(void *ctx, struct deliver_result *res)
         deliver_result_free(res);
         return;
     }
+    delivery_log_skipped(d, res);
     qm_tls_log(q, d->dest->route.transport, res);
     qm_sasl_log(q, m->id, res);
     qm_sts_report(d, res);

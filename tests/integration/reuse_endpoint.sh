@@ -9,7 +9,10 @@
 # The same with aiosmtpd, a strict peer, as the exchanger of c.test and
 # d.test: it takes the second transaction on the first one's connection.
 # A domain at a TLS level that checks names (verify) does not take a
-# connection made under another policy. Bounded (about 3 s). Output is TAP.
+# connection made under another policy. f.test's first exchanger refuses
+# the connection: the address left is logged as the reference's client
+# logs it ("connect to HOST[ADDR]:PORT: Connection refused"), and the
+# second delivers. Bounded (about 3 s). Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
@@ -29,6 +32,8 @@ dnsmasq --keep-in-foreground --conf-file=/dev/null --pid-file= \
     --mx-host=a.test,mx.shared.test,10 --mx-host=b.test,mx.shared.test,10 \
     --mx-host=c.test,mx.shared.test,10 --mx-host=d.test,mx.shared.test,10 \
     --mx-host=e.test,mx.shared.test,10 \
+    --mx-host=f.test,mx1.f.test,10 --mx-host=f.test,mx.shared.test,20 \
+    --host-record=mx1.f.test,127.0.0.2 \
     --host-record=mx.shared.test,127.0.0.1 \
     2>"$tmp/dnsmasq.log" &
 pids="$pids $!"
@@ -45,6 +50,7 @@ b.test smtp:b.test:$port
 c.test smtp:c.test:$strict_port
 d.test smtp:d.test:$strict_port
 e.test verified:e.test:$port
+f.test smtp:f.test:$port
 EOF
 d=$tmp/run
 sluiced_start "$d" "dns_servers = 127.0.0.1:$dns_port
@@ -84,6 +90,15 @@ grep -q 'to=<u@e.test>.*conn_use=2' "$d/log" &&
     not_ok "a connection under another TLS policy is not taken" ||
     ok "a connection under another TLS policy is not taken"
 expect "e.test made a connection of its own" 2 "$(stat connections)"
+printf 'Subject: six\n\nbody\n' | s sendmail -f s@sluice.test u@f.test
+f_done() { grep -q 'to=<u@f.test>.*status=' "$d/log"; }
+wait_for 10 f_done || not_ok "f.test has an outcome"
+grep -q "sluice/smtp\[[0-9]*\]: connect to mx1.f.test\[127.0.0.2\]:$port: Connection refused\$" "$d/log" &&
+    ok "the exchanger left is logged as the reference logs it" ||
+    { not_ok "the exchanger left is logged as the reference logs it"; grep 'f.test' "$d/log" | sed 's/^/#   /'; }
+grep -q 'to=<u@f.test>, relay=mx.shared.test\[127.0.0.1\].*status=sent' "$d/log" &&
+    ok "f.test is delivered by its second exchanger" ||
+    not_ok "f.test is delivered by its second exchanger"
 kill "$sluiced_pid"
 wait "$sluiced_pid"
 grep -q 'panic\|ERROR: AddressSanitizer\|runtime error' "$d/log" &&

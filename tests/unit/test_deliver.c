@@ -229,6 +229,15 @@ static void test_fallback_and_hop_failure(void **state)
     assert_int_equal(r->hop_ok, 1);
     assert_int_equal(r->rcpt[0].status, DELIVER_OK);
     assert_true(strncmp(r->relay, "mx2.test[127.0.0.1]:", 20) == 0);
+    {
+        /* the address left behind, for the log as the reference has it */
+        char want[128];
+
+        snprintf(want, sizeof(want),
+                 "connect to mx1.test[127.0.0.1]:%d: Connection refused", port);
+        assert_int_equal(r->nskipped, 1);
+        assert_string_equal(r->skipped[0], want);
+    }
     deliver_result_free(r);
 
     /* A 421 greeting, then nothing listening: a hop failure. */
@@ -248,6 +257,9 @@ static void test_fallback_and_hop_failure(void **state)
                  "connect to mx2.test[127.0.0.1]:%d: Connection refused", port);
         assert_string_equal(r->hop_reason, want);
         assert_string_equal(r->rcpt[0].text, want);
+        /* the first one left; the last is the deferral's reason */
+        assert_int_equal(r->nskipped, 1);
+        assert_non_null(strstr(r->skipped[0], "refused to talk to me: 421"));
     }
     deliver_result_free(r);
 }
