@@ -10,6 +10,8 @@
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
  *	int	cluster_share(int limit, int members)
+ *	int	cluster_conns(int busy, int idle, int pending)
+ *	int	cluster_idle_keep(int cap, int busy, int idle, int pending)
  *
  *	struct cluster_leases *cluster_leases_create(void)
  *	void	cluster_leases_free(struct cluster_leases *t)
@@ -18,7 +20,7 @@
  *	size_t	cluster_leases_round(struct cluster_leases *t,
  *			struct cluster_lease_req **reqs)
  *	void	cluster_leases_grant(struct cluster_leases *t,
- *			const char *name, int granted)
+ *			const char *name, int granted, int target)
  *	int	cluster_leases_cap(const struct cluster_leases *t,
  *			const char *name, int limit, int joined, int members)
  *
@@ -88,16 +90,26 @@
  *	alone: limit divided by the live members it last knew, rounded
  *	down, at least 1 (0: no limit).
  *
+ *	cluster_conns() is how many connections a queue's leases must
+ *	cover: its deliveries in flight (busy), each with a connection or
+ *	about to have one, and the idle connections the agent's cache
+ *	keeps for it beyond those that its deliveries not yet connected
+ *	(pending) will take. cluster_idle_keep() is how many of the idle
+ *	connections may stay under a cap on the queue (-1: all): those
+ *	that keep cluster_conns() within the cap, or within the
+ *	deliveries in flight when they exceed it (idle.c).
+ *
  *	The lease table: cluster_leases_demand() records a queue's demand
  *	for this round (name "TRANSPORT:QUEUE", its concurrency limit, the
- *	deliveries it could run, those in flight); cluster_leases_round()
- *	lists what the next script call carries (every queue with demand,
- *	leases or a want to withdraw; a queue not named this round asks for
- *	nothing) and forgets the queues with none of these;
- *	cluster_leases_grant() stores a reply's count; cluster_leases_cap()
- *	is how many deliveries the queue may have in flight: the leases
- *	held while joined (0 before the first grant), the share while
- *	alone, -1 (no cap) for a queue without a limit.
+ *	connections it could use, those it must keep: cluster_conns());
+ *	cluster_leases_round() lists what the next script call carries
+ *	(every queue with demand, leases or a want to withdraw; a queue not
+ *	named this round asks for nothing) and forgets the queues with
+ *	none of these; cluster_leases_grant() stores a reply's leases held
+ *	and target; cluster_leases_cap() is how many deliveries the queue
+ *	may have in flight: the leases held or the target, the lower,
+ *	while joined (0 before the first grant), the share while alone, -1
+ *	(no cap) for a queue without a limit.
  *
  *	Rates (<transport>_destination_rate, decision 102): a queue with a
  *	rate names it each round with cluster_leases_rate() (count per
@@ -154,6 +166,8 @@ struct cluster_url {
 int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
                       size_t whylen);
 int cluster_share(int limit, int members);
+int cluster_conns(int busy, int idle, int pending);
+int cluster_idle_keep(int cap, int busy, int idle, int pending);
 
 struct cluster_leases;
 
@@ -171,7 +185,7 @@ void cluster_leases_demand(struct cluster_leases *t, const char *name,
 size_t cluster_leases_round(struct cluster_leases *t,
                             struct cluster_lease_req **reqs);
 void cluster_leases_grant(struct cluster_leases *t, const char *name,
-                          int granted);
+                          int granted, int target);
 int cluster_leases_cap(const struct cluster_leases *t, const char *name,
                        int limit, int joined, int members);
 

@@ -11,7 +11,7 @@
  *	size_t	cluster_leases_round(struct cluster_leases *t,
  *			struct cluster_lease_req **reqs)
  *	void	cluster_leases_grant(struct cluster_leases *t,
- *			const char *name, int granted)
+ *			const char *name, int granted, int target)
  *	int	cluster_leases_cap(const struct cluster_leases *t,
  *			const char *name, int limit, int joined, int members)
  * DESCRIPTION
@@ -26,9 +26,15 @@
  *	nothing. Records with nothing to say are forgotten. The next round
  *	starts empty.
  *
- *	cluster_leases_cap(): while joined, the leases held (0 for a queue
- *	never granted: it waits one round trip); while alone, the share of
- *	the limit (cluster_share()); -1 for no limit.
+ *	cluster_leases_grant() stores a reply's leases held and the
+ *	queue's target (its fair part, or what it wants when the others
+ *	want less); the leases held may be above the target while the
+ *	queue's connections use them (cluster_conns()).
+ *
+ *	cluster_leases_cap(): while joined, the leases held or the target,
+ *	the lower (0 for a queue never granted: it waits one round trip);
+ *	while alone, the share of the limit (cluster_share()); -1 for no
+ *	limit.
  */
 
 #include "cluster/cluster.h"
@@ -46,6 +52,7 @@ struct lease {
     int named;   /* in this round */
     int asked;   /* the last request carried a want */
     int granted; /* held, as the last reply said */
+    int target;  /* what it may run, as the last reply said */
     int rate_count, rate_want, rate_named;
     int64_t rate_period;
     int tokens;        /* starts granted, not yet spent */
@@ -247,12 +254,14 @@ size_t cluster_leases_round(struct cluster_leases *t,
 }
 
 void cluster_leases_grant(struct cluster_leases *t, const char *name,
-                          int granted)
+                          int granted, int target)
 {
     struct lease *l = *lease_slot(t, name);
 
-    if (l != NULL)
+    if (l != NULL) {
         l->granted = granted;
+        l->target = target;
+    }
 }
 
 int cluster_leases_cap(const struct cluster_leases *t, const char *name,
@@ -265,5 +274,7 @@ int cluster_leases_cap(const struct cluster_leases *t, const char *name,
     if (!joined)
         return cluster_share(limit, members);
     l = *lease_slot(t, name);
-    return l != NULL ? l->granted : 0;
+    if (l == NULL)
+        return 0;
+    return l->granted < l->target ? l->granted : l->target;
 }

@@ -32,10 +32,13 @@
  *	grants up to RWANT starts by GCRA (rate.c's arithmetic, on the
  *	stored arrival time), one key per queue.
  *
- *	It returns { live members, { grant per queue }, { HOST, RETRY,
- *	... }, { starts per queue }, ms until a rate fits one more or -1,
- *	{ DEST, UNTIL, ... } or 0 } (the hosts and the suspensions only
- *	when pulled).
+ *	It returns { live members, { leases held per queue }, { HOST,
+ *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
+ *	or -1, { DEST, UNTIL, ... } or 0, { target per queue } } (the
+ *	hosts and the suspensions only when pulled). A queue's target may
+ *	be below the leases it holds (BUSY kept them): it runs no more
+ *	than the target and closes the idle connections above it, and
+ *	the next sync gives the rest back (doc/cluster.md).
  */
 
 #include "cluster/cluster_impl.h"
@@ -50,7 +53,7 @@ const char cluster_sync_script[] =
     "redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
     "local live = redis.call('ZCARD', KEYS[1])\n"
     "local grants, a, prefix = {}, 5, member .. ':'\n"
-    "local tokens, minwait = {}, -1\n"
+    "local tokens, minwait, targets = {}, -1, {}\n"
     "for q = 1, nq do\n"
     "  local L, W, R = KEYS[3 * q + 1], KEYS[3 * q + 2], KEYS[3 * q + 3]\n"
     "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
@@ -72,7 +75,7 @@ const char cluster_sync_script[] =
     "    end\n"
     "    tokens[q] = n\n"
     "  end\n"
-    "  grants[q] = 0\n"
+    "  grants[q], targets[q] = 0, 0\n"
     "  if limit > 0 then\n"
     "  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"
     "  if want > 0 then\n"
@@ -122,7 +125,7 @@ const char cluster_sync_script[] =
     "    count = count + 1\n"
     "  end\n"
     "  if count > 0 then redis.call('PEXPIRE', L, ttl * 2) end\n"
-    "  grants[q] = count\n"
+    "  grants[q], targets[q] = count, target\n"
     "  end\n"
     "end\n"
     "local nf = tonumber(ARGV[a])\n"
@@ -162,4 +165,4 @@ const char cluster_sync_script[] =
     "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
-    "return { live, grants, facts, tokens, minwait, susp }\n";
+    "return { live, grants, facts, tokens, minwait, susp, targets }\n";

@@ -10,7 +10,8 @@
  *	closes the lease table's round and sends script.c's script with
  *	the round's queues and the host facts waiting to go out (they go
  *	with it: lost if it fails, decision 100). The reply, checked
- *	strictly, gives the live members, each queue's grant and starts
+ *	strictly, gives the live members, each queue's leases, target and
+ *	starts
  *	by its rate (then the caps callback), when a rate fits one more
  *	start (a sync then), and, when pulled, the other members' host
  *	facts (into destdb); a reply that is an error or malformed makes the
@@ -200,23 +201,26 @@ static int reply_susps(struct cluster *c, const redisReply *r)
 
 static int reply_apply(struct cluster *c, const redisReply *r)
 {
-    const redisReply *grants, *tokens;
+    const redisReply *grants, *tokens, *targets;
     long long v, wait;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 ||
         reply_int(r->element[0], &v) < 0 || v < 1 ||
         reply_counts(c, r->element[1]) < 0 ||
         reply_counts(c, r->element[3]) < 0 ||
+        reply_counts(c, r->element[6]) < 0 ||
         reply_int(r->element[4], &wait) < 0)
         return -1;
     if (reply_facts(c, r->element[2]) < 0 || reply_susps(c, r->element[5]) < 0)
         return -1;
     grants = r->element[1];
     tokens = r->element[3];
+    targets = r->element[6];
     c->members = (int)v;
     for (size_t i = 0; i < c->nreqs; i++) {
         cluster_leases_grant(c->leases, c->reqs[i].name,
-                             (int)grants->element[i]->integer);
+                             (int)grants->element[i]->integer,
+                             (int)targets->element[i]->integer);
         cluster_leases_tokens_add(c->leases, c->reqs[i].name,
                                   (int)tokens->element[i]->integer);
     }

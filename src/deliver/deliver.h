@@ -23,6 +23,10 @@
  *	uint64_t deliver_cache_opened(const struct deliver_cache *c)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
+ *	size_t	deliver_cache_idle(const struct deliver_cache *c,
+ *			const char *cache_key)
+ *	void	deliver_cache_trim(struct deliver_cache *c,
+ *			const char *cache_key, size_t keep)
  *	void	deliver_cache_drop(struct deliver_cache *c,
  *			const char *cache_key)
  *
@@ -158,6 +162,10 @@
  *	deliver_cache_drop() closes, each with a QUIT, the idle connections
  *	cached for requests with that cache_key (its scheduler has no more
  *	use for them).
+ *	deliver_cache_idle() is the number of idle connections cached for
+ *	requests with that cache_key; deliver_cache_trim() closes, each
+ *	with a QUIT, the oldest of them until keep are left (a cluster's
+ *	leases count them: qmgr/cluster.c).
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -461,6 +469,9 @@ uint64_t deliver_cache_opened(const struct deliver_cache *c);
 void deliver_cache_params_set(struct deliver_cache *c,
                               const struct deliver_cache_params *p);
 void deliver_cache_drop(struct deliver_cache *c, const char *cache_key);
+size_t deliver_cache_idle(const struct deliver_cache *c, const char *cache_key);
+void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
+                        size_t keep);
 
 struct deliver_log_entry {
     const char *queue_id;

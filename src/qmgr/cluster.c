@@ -10,6 +10,7 @@
  *	void	qm_cluster_poke(struct qmgr *q)
  *	void	qm_cluster_started(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_done(struct qmgr *q, struct core_queue *cq)
+ *	void	qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest)
  *	void	qm_cluster_suspended(struct qmgr *q, const char *dest,
  *			int64_t duration_ms)
  *	void	qm_cluster_resumed(struct qmgr *q, const char *dest)
@@ -26,6 +27,11 @@
  *	<transport>_destination_concurrency_limit, the deliveries it could
  *	run, min(limit, in flight + waiting), nothing more while it is
  *	dead, and those in flight); the caps come back.
+ *	The leases cover the connections the agent's cache keeps idle for
+ *	the queue as well (decision 111): they count in its demand
+ *	(cluster_conns()), and when its cap is below what it uses the idle
+ *	connections above the cap close (cluster_idle_keep()); a queue
+ *	freed closes its idle connections with it (qm_cluster_gone()).
  *	qm_cluster_queue() gives a new queue its cap at once (0 until its
  *	first grant, the share while alone); qm_cluster_poke(), at each
  *	dispatch, asks for a sync, except while the caps themselves are
@@ -92,18 +98,39 @@ static int queue_rate(struct qmgr *q, struct core_queue *cq,
            r->count > 0;
 }
 
+/* The agent's idle connections for cq (by its cache key), and its
+ * deliveries not connected yet, which will take them first. */
+static int queue_idle(struct qmgr *q, struct core_queue *cq, int *pending)
+{
+    const struct qm_dest *dest = core_queue_ctx(cq);
+    const struct qm_delivery *d;
+    int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache);
+
+    *pending = 0;
+    if (idle > 0)
+        LIST_FOREACH(d, &q->deliveries, link)
+            *pending += d->queue == cq && d->session == NULL;
+    return idle;
+}
+
 static void demand_one(struct qmgr *q, struct core_queue *cq)
 {
     int limit = queue_limit(q, cq), busy = core_queue_busy(cq);
     int todo = core_queue_dead(cq) ? 0 : core_queue_todo(cq);
-    int want = busy + todo, tokens;
+    int want = busy + todo, tokens, pending, idle, conns;
     struct cluster_rate r;
     char name[256];
 
     queue_name(cq, name, sizeof(name));
-    if (limit > 0)
+    if (limit > 0) {
+        /* the leases cover idle connections too (decision 111) */
+        idle = queue_idle(q, cq, &pending);
+        conns = cluster_conns(busy, idle, pending);
+        if (conns > want)
+            want = conns;
         cluster_demand(q->cluster, name, limit, want < limit ? want : limit,
-                       busy);
+                       conns);
+    }
     if (queue_rate(q, cq, &r)) {
         /* starts for what waits beyond the tokens in hand, a burst at most */
         tokens = cluster_tokens(q->cluster, name);
@@ -111,6 +138,17 @@ static void demand_one(struct qmgr *q, struct core_queue *cq)
         cluster_rate(q->cluster, name, r.count, r.period_ms,
                      want < r.count ? want : r.count);
     }
+}
+
+/* Close the idle connections of cq that its cap does not cover. */
+static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap)
+{
+    const struct qm_dest *dest = core_queue_ctx(cq);
+    int pending, idle = queue_idle(q, cq, &pending), keep;
+
+    keep = cluster_idle_keep(cap, core_queue_busy(cq), idle, pending);
+    if (keep < idle)
+        deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
 }
 
 /* The leases' cap, and no more starts than the rate's tokens allow. */
@@ -122,6 +160,7 @@ static void cap_one(struct qmgr *q, struct core_queue *cq)
 
     queue_name(cq, name, sizeof(name));
     cap = cluster_cap(q->cluster, name, queue_limit(q, cq));
+    trim_idle(q, cq, cap);
     tokens = cluster_tokens(q->cluster, name);
     if (tokens < 0 && queue_rate(q, cq, &r))
         tokens = 0; /* a rate, no token yet */
@@ -272,6 +311,16 @@ void qm_cluster_done(struct qmgr *q, struct core_queue *cq)
     queue_name(cq, name, sizeof(name));
     if (cluster_tokens(q->cluster, name) >= 0)
         cap_one(q, cq); /* one fewer in flight: not one more start */
+}
+
+/* A queue freed: its idle connections, which its leases covered, close
+ * (with no queue there is no demand to keep the leases). */
+void qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest)
+{
+    if (q->cluster != NULL &&
+        conf_int(q->conf, dest->route.transport,
+                 CONF_default_destination_concurrency_limit) > 0)
+        deliver_cache_drop(q->cache, dest->route.key.cache);
 }
 
 void qm_cluster_poke(struct qmgr *q)

@@ -71,6 +71,7 @@ struct qm_msg {
 /* What a destination queue needs to deliver: its route. */
 struct qm_dest {
     struct route_result route;
+    struct qmgr *q;
 };
 
 /* The TLSA records of one host of a delivery, for TLS reporting. */
@@ -187,6 +188,7 @@ void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest);
 void qm_cluster_suspended(struct qmgr *q, const char *dest,
                           int64_t duration_ms);
 void qm_cluster_resumed(struct qmgr *q, const char *dest);

@@ -4,10 +4,13 @@
 # under $tmp, no TCP port, no persistence, started and stopped by its PID.
 # Receivers are count_sink.py with a slow end of data (0.2 s), so that
 # deliveries overlap and each receiver's max_open is the most connections
-# it saw at once; relay_destination_concurrency_limit is 4, connection
-# caching is off (a lease is a delivery in flight).
+# it saw at once, idle connections included;
+# relay_destination_concurrency_limit is 4, the on-demand connection
+# cache at its default (the leases cover idle connections too, decision
+# 111).
 #   1. one daemon alone reaches the limit (4 at once);
-#   2. the three together never exceed it, every message once;
+#   2. the three together never exceed it, every message once, over
+#      cached connections;
 #   3. a host one daemon found dead (a 421 greeting, under Finch) is not
 #      tried by another before its retry time;
 #   4. SIGKILL one daemon mid-run: its leases expire, the other two hold
@@ -80,7 +83,6 @@ minimal_backoff_time = 30s
 maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
-relay_connection_cache_on_demand = no
 smtp_delivery_scheduler = finch
 transports = smtp:smtp, relay:smtp, rated:smtp
 rated_destination_rate = 4/1s"
@@ -169,6 +171,9 @@ else
     not_ok "three daemons together: at most 4 connections at once ($max)"
 fi
 once all.test 45
+conns=$(counter lim connections "$all_port")
+[ "$conns" -lt 30 ] && ok "all.test: connections reused ($conns for 45)" ||
+    not_ok "all.test: connections reused ($conns for 45)"
 
 # 3. A host a found dead is not tried by b before its retry time.
 submit a dead.test 1 1

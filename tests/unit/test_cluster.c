@@ -134,8 +134,13 @@ static void test_leases_round(void **state)
     assert_int_equal(r[0].want, 3);
     assert_int_equal(r[0].busy, 0);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 2);
+    cluster_leases_grant(t, "smtp:a", 2, 3);
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 2);
+    /* leases held above the target (connections kept them): the
+     * target caps the deliveries */
+    cluster_leases_grant(t, "smtp:a", 3, 1);
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 1);
+    cluster_leases_grant(t, "smtp:a", 2, 2);
     /* alone: the share of the limit, whatever was granted */
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 3), 1);
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 1), 4);
@@ -155,20 +160,20 @@ static void test_leases_release(void **state)
     (void)state;
     cluster_leases_demand(t, "smtp:a", 4, 4, 0);
     free((cluster_leases_round(t, &r), r));
-    cluster_leases_grant(t, "smtp:a", 4);
+    cluster_leases_grant(t, "smtp:a", 4, 4);
     cluster_leases_demand(t, "smtp:a", 4, 2, 2); /* busy 2, 2 waiting */
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 1);
     assert_int_equal(r[0].busy, 2);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 4);
+    cluster_leases_grant(t, "smtp:a", 4, 4);
     nr = cluster_leases_round(t, &r); /* not named: gone */
     assert_int_equal(nr, 1);
     assert_int_equal(r[0].want, 0);
     assert_int_equal(r[0].busy, 0);
     assert_int_equal(r[0].limit, 4);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 0);
+    cluster_leases_grant(t, "smtp:a", 0, 0);
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 0);
     free(r);
@@ -196,11 +201,36 @@ static void test_leases_many(void **state)
     free(r);
     for (int i = 0; i < 300; i++) {
         snprintf(name, sizeof(name), "smtp:d%d", i);
-        cluster_leases_grant(t, name, i % 7);
+        cluster_leases_grant(t, name, i % 7, 10);
     }
     assert_int_equal(cluster_leases_cap(t, "smtp:d20", 10, 1, 1), 6);
     assert_int_equal(cluster_leases_cap(t, "smtp:d21", 10, 1, 1), 0);
     cluster_leases_free(t);
+}
+
+/* The connections a queue's leases cover: deliveries in flight and the
+ * idle connections its deliveries not yet connected will not take; the
+ * idle ones above a cap close, never below those spoken for. */
+static void test_idle_conns(void **state)
+{
+    (void)state;
+    assert_int_equal(cluster_conns(3, 0, 0), 3);
+    assert_int_equal(cluster_conns(3, 1, 0), 4); /* one idle */
+    assert_int_equal(cluster_conns(4, 1, 1), 4); /* the start will take it */
+    assert_int_equal(cluster_conns(4, 1, 2), 4); /* one will open its own */
+    assert_int_equal(cluster_conns(0, 2, 0), 2); /* backlog over, idle */
+    /* within the cap: all stay */
+    assert_int_equal(cluster_idle_keep(4, 3, 1, 0), 1);
+    assert_int_equal(cluster_idle_keep(4, 4, 1, 1), 1);
+    /* no cap: all stay */
+    assert_int_equal(cluster_idle_keep(-1, 9, 5, 0), 5);
+    /* the target fell to 2: 2 in flight, 2 idle -> both close */
+    assert_int_equal(cluster_idle_keep(2, 2, 2, 0), 0);
+    /* cap 2, 1 in flight, 3 idle -> one stays */
+    assert_int_equal(cluster_idle_keep(2, 1, 3, 0), 1);
+    /* in flight above the cap: no idle stays but those spoken for */
+    assert_int_equal(cluster_idle_keep(2, 4, 3, 1), 1);
+    assert_int_equal(cluster_idle_keep(0, 0, 2, 0), 0);
 }
 
 /* Another member's retry time: taken when later than ours and still to
@@ -384,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_leases_round),
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_leases_many),
+        cmocka_unit_test(test_idle_conns),
         cmocka_unit_test(test_fact_merge),
         cmocka_unit_test(test_rate_parse),
         cmocka_unit_test(test_gcra),
