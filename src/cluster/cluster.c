@@ -396,20 +396,20 @@ int cluster_cap(const struct cluster *c, const char *name, int limit)
     return cap;
 }
 
-void cluster_rate(struct cluster *c, const char *name, int count,
+void cluster_rate(struct cluster *c, const char *name, int kind, int count,
                   int64_t period_ms, int want)
 {
-    cluster_leases_rate(c->leases, name, count, period_ms, want);
+    cluster_leases_rate(c->leases, name, kind, count, period_ms, want);
 }
 
-int cluster_tokens(const struct cluster *c, const char *name)
+int cluster_tokens(const struct cluster *c, const char *name, int kind)
 {
-    return cluster_leases_tokens(c->leases, name);
+    return cluster_leases_tokens(c->leases, name, kind);
 }
 
-void cluster_spend(struct cluster *c, const char *name)
+void cluster_spend(struct cluster *c, const char *name, int kind)
 {
-    cluster_leases_spend(c->leases, name);
+    cluster_leases_spend(c->leases, name, kind);
 }
 
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until)

@@ -25,14 +25,14 @@
  *			const char *name, int limit, int joined, int members)
  *
  *	void	cluster_leases_rate(struct cluster_leases *t,
- *			const char *name, int count, int64_t period_ms,
- *			int want)
+ *			const char *name, int kind, int count,
+ *			int64_t period_ms, int want)
  *	void	cluster_leases_tokens_add(struct cluster_leases *t,
- *			const char *name, int tokens)
+ *			const char *name, int kind, int tokens)
  *	int	cluster_leases_tokens(const struct cluster_leases *t,
- *			const char *name)
+ *			const char *name, int kind)
  *	void	cluster_leases_spend(struct cluster_leases *t,
- *			const char *name)
+ *			const char *name, int kind)
  *	int64_t	cluster_leases_alone(struct cluster_leases *t, int64_t now,
  *			int members)
  *
@@ -62,10 +62,11 @@
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
- *	void	cluster_rate(struct cluster *c, const char *name, int count,
- *			int64_t period_ms, int want)
- *	int	cluster_tokens(const struct cluster *c, const char *name)
- *	void	cluster_spend(struct cluster *c, const char *name)
+ *	void	cluster_rate(struct cluster *c, const char *name, int kind,
+ *			int count, int64_t period_ms, int want)
+ *	int	cluster_tokens(const struct cluster *c, const char *name,
+ *			int kind)
+ *	void	cluster_spend(struct cluster *c, const char *name, int kind)
  *	void	cluster_suspend(struct cluster *c, const char *dest,
  *			int64_t until)
  *	struct core_destdb *cluster_destdb(struct cluster *c,
@@ -111,12 +112,15 @@
  *	while joined (0 before the first grant), the share while alone, -1
  *	(no cap) for a queue without a limit.
  *
- *	Rates (<transport>_destination_rate, decision 102): a queue with a
- *	rate names it each round with cluster_leases_rate() (count per
- *	period, and the starts it wants tokens for); granted tokens are
- *	added with cluster_leases_tokens_add(), one is spent per delivery
- *	started (cluster_leases_spend()); cluster_leases_tokens() says how
- *	many are left, -1 for a queue without a rate. cluster_leases_alone()
+ *	Rates (decisions 102 and 112), of two kinds: CLUSTER_RATE_MSG
+ *	(<transport>_destination_rate, deliveries started) and
+ *	CLUSTER_RATE_CONN (<transport>_destination_connection_rate,
+ *	connections opened). A queue with a rate names it each round with
+ *	cluster_leases_rate() (count per period, and the starts it wants
+ *	tokens for); granted tokens are added with
+ *	cluster_leases_tokens_add(), one is spent per start
+ *	(cluster_leases_spend()); cluster_leases_tokens() says how many are
+ *	left, -1 for a queue without that rate. cluster_leases_alone()
  *	grants the tokens of the round's rate wants itself, from this
  *	member's share of each rate (count / members, at least 1) on its
  *	own GCRA, and returns the ms until one more would fit (-1: none
@@ -171,11 +175,17 @@ int cluster_idle_keep(int cap, int busy, int idle, int pending);
 
 struct cluster_leases;
 
+/* A queue's rates: of deliveries started (messages), of connections
+ * opened (decision 112). */
+enum cluster_rate_kind { CLUSTER_RATE_MSG, CLUSTER_RATE_CONN, CLUSTER_RATES };
+
 struct cluster_lease_req {
     char name[256];
     int limit, want, busy;
-    int rate_count, rate_want; /* rate_count 0: no rate */
-    int64_t rate_period;
+    struct {
+        int count, want; /* count 0: no rate */
+        int64_t period;
+    } rate[CLUSTER_RATES];
 };
 
 struct cluster_leases *cluster_leases_create(void);
@@ -198,12 +208,13 @@ int cluster_rate_parse(const char *text, struct cluster_rate *r, char *why,
                        size_t whylen);
 int cluster_gcra(int64_t *tat, int64_t now, int count, int64_t period, int want,
                  int64_t *wait);
-void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
-                         int64_t period_ms, int want);
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int kind,
+                         int count, int64_t period_ms, int want);
 void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
-                               int tokens);
-int cluster_leases_tokens(const struct cluster_leases *t, const char *name);
-void cluster_leases_spend(struct cluster_leases *t, const char *name);
+                               int kind, int tokens);
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name,
+                          int kind);
+void cluster_leases_spend(struct cluster_leases *t, const char *name, int kind);
 int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now,
                              int members);
 
@@ -261,10 +272,10 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
-void cluster_rate(struct cluster *c, const char *name, int count,
+void cluster_rate(struct cluster *c, const char *name, int kind, int count,
                   int64_t period_ms, int want);
-int cluster_tokens(const struct cluster *c, const char *name);
-void cluster_spend(struct cluster *c, const char *name);
+int cluster_tokens(const struct cluster *c, const char *name, int kind);
+void cluster_spend(struct cluster *c, const char *name, int kind);
 int cluster_members(const struct cluster *c);
 struct core_destdb *cluster_destdb(struct cluster *c,
                                    struct core_destdb *inner);

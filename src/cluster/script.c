@@ -13,10 +13,11 @@
  *	hash (destination to its end, wall-clock ms, 0: until resumed),
  *	then for each queue its
  *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
- *	(member to "WANT EXPIRY") and its rate's theoretical arrival time
- *	(GCRA). ARGV: member, lease time (ms), whether to pull the hosts,
- *	the queue count, then LIMIT WANT BUSY RCOUNT RPERIOD RWANT per
- *	queue (LIMIT 0: no leases; RCOUNT 0: no rate), then the fact count
+ *	(member to "WANT EXPIRY"), its message rate's and its connection
+ *	rate's theoretical arrival times (GCRA). ARGV: member, lease time
+ *	(ms), whether to pull the hosts, the queue count, then LIMIT WANT
+ *	BUSY RCOUNT RPERIOD RWANT CCOUNT CPERIOD CWANT per queue (LIMIT 0:
+ *	no leases; RCOUNT, CCOUNT 0: no such rate), then the fact count
  *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
  *	per suspension (UNTIL -1: resumed).
  *
@@ -28,13 +29,14 @@
  *	less; it keeps at least the leases its deliveries in flight use,
  *	gives back the rest above the target, renews what it keeps, and
  *	takes free slots up to the target while the set holds fewer than
- *	the limit. The sum of leases never exceeds the limit. A rate
- *	grants up to RWANT starts by GCRA (rate.c's arithmetic, on the
- *	stored arrival time), one key per queue.
+ *	the limit. The sum of leases never exceeds the limit. Each rate
+ *	grants up to its WANT starts by GCRA (rate.c's arithmetic, on the
+ *	stored arrival time), one key per queue and kind.
  *
  *	It returns { live members, { leases held per queue }, { HOST,
  *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
- *	or -1, { DEST, UNTIL, ... } or 0, { target per queue } } (the
+ *	or -1, { DEST, UNTIL, ... } or 0, { target per queue },
+ *	{ connections per queue } } (the
  *	hosts and the suspensions only when pulled). A queue's target may
  *	be below the leases it holds (BUSY kept them): it runs no more
  *	than the target and closes the idle connections above it, and
@@ -53,28 +55,31 @@ const char cluster_sync_script[] =
     "redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
     "local live = redis.call('ZCARD', KEYS[1])\n"
     "local grants, a, prefix = {}, 5, member .. ':'\n"
-    "local tokens, minwait, targets = {}, -1, {}\n"
-    "for q = 1, nq do\n"
-    "  local L, W, R = KEYS[3 * q + 1], KEYS[3 * q + 2], KEYS[3 * q + 3]\n"
-    "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
-    "  local busy, rcount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])\n"
-    "  local rperiod, rwant = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])\n"
-    "  a = a + 6\n"
-    "  tokens[q] = 0\n"
-    "  if rcount > 0 and rwant > 0 then\n"
-    "    local iv = math.max(1, math.floor(rperiod / rcount))\n"
-    "    local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
-    "    local fit = math.floor((now + rperiod - t) / iv)\n"
-    "    local n = math.max(0, math.min(rwant, fit))\n"
-    "    if n > 0 then\n"
-    "      redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
-    "    end\n"
-    "    if n < rwant then\n"
-    "      local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
-    "      if minwait < 0 or w < minwait then minwait = w end\n"
-    "    end\n"
-    "    tokens[q] = n\n"
+    "local tokens, minwait, targets, ctokens = {}, -1, {}, {}\n"
+    "local function gcra(R, rcount, rperiod, rwant)\n"
+    "  if rcount <= 0 or rwant <= 0 then return 0 end\n"
+    "  local iv = math.max(1, math.floor(rperiod / rcount))\n"
+    "  local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
+    "  local fit = math.floor((now + rperiod - t) / iv)\n"
+    "  local n = math.max(0, math.min(rwant, fit))\n"
+    "  if n > 0 then\n"
+    "    redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
     "  end\n"
+    "  if n < rwant then\n"
+    "    local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
+    "    if minwait < 0 or w < minwait then minwait = w end\n"
+    "  end\n"
+    "  return n\n"
+    "end\n"
+    "for q = 1, nq do\n"
+    "  local L, W = KEYS[4 * q], KEYS[4 * q + 1]\n"
+    "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
+    "  local busy = tonumber(ARGV[a + 2])\n"
+    "  tokens[q] = gcra(KEYS[4 * q + 2], tonumber(ARGV[a + 3]),\n"
+    "    tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))\n"
+    "  ctokens[q] = gcra(KEYS[4 * q + 3], tonumber(ARGV[a + 6]),\n"
+    "    tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))\n"
+    "  a = a + 9\n"
     "  grants[q], targets[q] = 0, 0\n"
     "  if limit > 0 then\n"
     "  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"
@@ -165,4 +170,5 @@ const char cluster_sync_script[] =
     "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
-    "return { live, grants, facts, tokens, minwait, susp, targets }\n";
+    "return { live, grants, facts, tokens, minwait, susp, targets, "
+    "ctokens }\n";

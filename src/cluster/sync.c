@@ -10,8 +10,8 @@
  *	closes the lease table's round and sends script.c's script with
  *	the round's queues and the host facts waiting to go out (they go
  *	with it: lost if it fails, decision 100). The reply, checked
- *	strictly, gives the live members, each queue's leases, target and
- *	starts
+ *	strictly, gives the live members, each queue's leases, target,
+ *	starts and connections
  *	by its rate (then the caps callback), when a rate fits one more
  *	start (a sync then), and, when pulled, the other members' host
  *	facts (into destdb); a reply that is an error or malformed makes the
@@ -74,7 +74,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 3 + 3 * c->nreqs);
+    arg_fmt(a, "%zu", 3 + 4 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
     arg_fmt(a, "%ssuspend", c->tag);
@@ -82,6 +82,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%srate:%s", c->tag, c->reqs[i].name);
+        arg_fmt(a, "%sconnrate:%s", c->tag, c->reqs[i].name);
     }
     arg_fmt(a, "%s", c->member);
     arg_fmt(a, "%lld", (long long)c->lease_ms);
@@ -91,9 +92,11 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%d", c->reqs[i].limit);
         arg_fmt(a, "%d", c->reqs[i].want);
         arg_fmt(a, "%d", c->reqs[i].busy);
-        arg_fmt(a, "%d", c->reqs[i].rate_count);
-        arg_fmt(a, "%lld", (long long)c->reqs[i].rate_period);
-        arg_fmt(a, "%d", c->reqs[i].rate_want);
+        for (int k = 0; k < CLUSTER_RATES; k++) {
+            arg_fmt(a, "%d", c->reqs[i].rate[k].count);
+            arg_fmt(a, "%lld", (long long)c->reqs[i].rate[k].period);
+            arg_fmt(a, "%d", c->reqs[i].rate[k].want);
+        }
     }
     arg_fmt(a, "%zu", c->nfacts);
     for (size_t i = 0; i < c->nfacts; i++) {
@@ -201,14 +204,15 @@ static int reply_susps(struct cluster *c, const redisReply *r)
 
 static int reply_apply(struct cluster *c, const redisReply *r)
 {
-    const redisReply *grants, *tokens, *targets;
+    const redisReply *grants, *tokens, *targets, *ctokens;
     long long v, wait;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
         reply_int(r->element[0], &v) < 0 || v < 1 ||
         reply_counts(c, r->element[1]) < 0 ||
         reply_counts(c, r->element[3]) < 0 ||
         reply_counts(c, r->element[6]) < 0 ||
+        reply_counts(c, r->element[7]) < 0 ||
         reply_int(r->element[4], &wait) < 0)
         return -1;
     if (reply_facts(c, r->element[2]) < 0 || reply_susps(c, r->element[5]) < 0)
@@ -216,13 +220,16 @@ static int reply_apply(struct cluster *c, const redisReply *r)
     grants = r->element[1];
     tokens = r->element[3];
     targets = r->element[6];
+    ctokens = r->element[7];
     c->members = (int)v;
     for (size_t i = 0; i < c->nreqs; i++) {
         cluster_leases_grant(c->leases, c->reqs[i].name,
                              (int)grants->element[i]->integer,
                              (int)targets->element[i]->integer);
-        cluster_leases_tokens_add(c->leases, c->reqs[i].name,
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name, CLUSTER_RATE_MSG,
                                   (int)tokens->element[i]->integer);
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name, CLUSTER_RATE_CONN,
+                                  (int)ctokens->element[i]->integer);
     }
     if (wait >= 0)
         cluster_rate_wait(c, wait);

@@ -85,74 +85,104 @@ static void each_queue(struct qmgr *q, queue_fn *fn)
             fn(q, cq);
 }
 
-/* The queue's <transport>_destination_rate (checked at start). */
-static int queue_rate(struct qmgr *q, struct core_queue *cq,
+/* The queue's rate of each kind (checked at start): of deliveries
+ * started, of connections opened. */
+static const enum conf_param_id rate_param[CLUSTER_RATES] = {
+    CONF_default_destination_rate, CONF_default_destination_connection_rate};
+
+static int queue_rate(struct qmgr *q, struct core_queue *cq, int kind,
                       struct cluster_rate *r)
 {
     char why[200];
 
     return cluster_rate_parse(
                conf_str(q->conf, core_transport_name(core_queue_transport(cq)),
-                        CONF_default_destination_rate),
+                        rate_param[kind]),
                r, why, sizeof(why)) == 0 &&
            r->count > 0;
 }
 
 /* The agent's idle connections for cq (by its cache key), and its
- * deliveries not connected yet, which will take them first. */
-static int queue_idle(struct qmgr *q, struct core_queue *cq, int *pending)
+ * deliveries not connected yet (starting: one more, being started),
+ * which will take them first. */
+static int queue_idle(struct qmgr *q, struct core_queue *cq, int starting,
+                      int *pending)
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
     const struct qm_delivery *d;
     int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache);
 
-    *pending = 0;
+    *pending = starting;
     if (idle > 0)
         LIST_FOREACH(d, &q->deliveries, link)
             *pending += d->queue == cq && d->session == NULL;
     return idle;
 }
 
+/* Idle connections that no delivery of cq is about to take: the next
+ * starts take them, and open no connection. */
+static int queue_spare(struct qmgr *q, struct core_queue *cq, int starting)
+{
+    int pending, spare = queue_idle(q, cq, starting, &pending) - pending;
+
+    return spare > 0 ? spare : 0;
+}
+
+/* Starts for what waits beyond the tokens in hand (and, for the
+ * connection rate, beyond the spare idle connections), a burst at most. */
+static void demand_rates(struct qmgr *q, struct core_queue *cq,
+                         const char *name, int todo)
+{
+    struct cluster_rate r;
+    int tokens, want;
+
+    for (int k = 0; k < CLUSTER_RATES; k++) {
+        if (!queue_rate(q, cq, k, &r))
+            continue;
+        tokens = cluster_tokens(q->cluster, name, k);
+        want = todo - (tokens > 0 ? tokens : 0);
+        if (k == CLUSTER_RATE_CONN)
+            want -= queue_spare(q, cq, 0);
+        cluster_rate(q->cluster, name, k, r.count, r.period_ms,
+                     want < r.count ? want : r.count);
+    }
+}
+
 static void demand_one(struct qmgr *q, struct core_queue *cq)
 {
     int limit = queue_limit(q, cq), busy = core_queue_busy(cq);
     int todo = core_queue_dead(cq) ? 0 : core_queue_todo(cq);
-    int want = busy + todo, tokens, pending, idle, conns;
-    struct cluster_rate r;
+    int want = busy + todo, pending, idle, conns;
     char name[256];
 
     queue_name(cq, name, sizeof(name));
     if (limit > 0) {
         /* the leases cover idle connections too (decision 111) */
-        idle = queue_idle(q, cq, &pending);
+        idle = queue_idle(q, cq, 0, &pending);
         conns = cluster_conns(busy, idle, pending);
         if (conns > want)
             want = conns;
         cluster_demand(q->cluster, name, limit, want < limit ? want : limit,
                        conns);
     }
-    if (queue_rate(q, cq, &r)) {
-        /* starts for what waits beyond the tokens in hand, a burst at most */
-        tokens = cluster_tokens(q->cluster, name);
-        want = todo - (tokens > 0 ? tokens : 0);
-        cluster_rate(q->cluster, name, r.count, r.period_ms,
-                     want < r.count ? want : r.count);
-    }
+    demand_rates(q, cq, name, todo);
 }
 
 /* Close the idle connections of cq that its cap does not cover. */
-static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap)
+static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap,
+                      int starting)
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
-    int pending, idle = queue_idle(q, cq, &pending), keep;
+    int pending, idle = queue_idle(q, cq, starting, &pending), keep;
 
     keep = cluster_idle_keep(cap, core_queue_busy(cq), idle, pending);
     if (keep < idle)
         deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
 }
 
-/* The leases' cap, and no more starts than the rate's tokens allow. */
-static void cap_one(struct qmgr *q, struct core_queue *cq)
+/* The leases' cap, and no more starts than each rate's tokens allow (a
+ * start that takes a spare idle connection opens none). */
+static void cap_one(struct qmgr *q, struct core_queue *cq, int starting)
 {
     int cap, tokens, by_rate;
     struct cluster_rate r;
@@ -160,16 +190,25 @@ static void cap_one(struct qmgr *q, struct core_queue *cq)
 
     queue_name(cq, name, sizeof(name));
     cap = cluster_cap(q->cluster, name, queue_limit(q, cq));
-    trim_idle(q, cq, cap);
-    tokens = cluster_tokens(q->cluster, name);
-    if (tokens < 0 && queue_rate(q, cq, &r))
-        tokens = 0; /* a rate, no token yet */
-    if (tokens >= 0) {
+    trim_idle(q, cq, cap, starting);
+    for (int k = 0; k < CLUSTER_RATES; k++) {
+        tokens = cluster_tokens(q->cluster, name, k);
+        if (tokens < 0 && queue_rate(q, cq, k, &r))
+            tokens = 0; /* a rate, no token yet */
+        if (tokens < 0)
+            continue;
         by_rate = core_queue_busy(cq) + tokens;
+        if (k == CLUSTER_RATE_CONN)
+            by_rate += queue_spare(q, cq, starting);
         if (cap < 0 || by_rate < cap)
             cap = by_rate;
     }
     core_queue_cap_set(cq, cap);
+}
+
+static void cap_each(struct qmgr *q, struct core_queue *cq)
+{
+    cap_one(q, cq, 0);
 }
 
 static void on_demand(void *ctx)
@@ -181,7 +220,7 @@ static void on_caps(void *ctx)
 {
     struct qmgr *q = ctx;
 
-    each_queue(q, cap_one);
+    each_queue(q, cap_each);
     q->cluster_caps = 1;
     qm_dispatch(q);
     q->cluster_caps = 0;
@@ -285,8 +324,15 @@ void qm_cluster_queue(struct qmgr *q, struct core_queue *cq)
 {
     if (q->cluster == NULL)
         return;
-    cap_one(q, cq);
+    cap_one(q, cq, 0);
     cluster_poke(q->cluster);
+}
+
+/* Does cq have a rate with tokens? */
+static int queue_rated(struct qmgr *q, const char *name)
+{
+    return cluster_tokens(q->cluster, name, CLUSTER_RATE_MSG) >= 0 ||
+           cluster_tokens(q->cluster, name, CLUSTER_RATE_CONN) >= 0;
 }
 
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq)
@@ -296,10 +342,14 @@ void qm_cluster_started(struct qmgr *q, struct core_queue *cq)
     if (q->cluster == NULL)
         return;
     queue_name(cq, name, sizeof(name));
-    if (cluster_tokens(q->cluster, name) < 0)
+    if (!queue_rated(q, name))
         return;
-    cluster_spend(q->cluster, name);
-    cap_one(q, cq);
+    cluster_spend(q->cluster, name, CLUSTER_RATE_MSG);
+    /* a connection opens unless a spare idle one is there to take */
+    if (cluster_tokens(q->cluster, name, CLUSTER_RATE_CONN) >= 0 &&
+        queue_spare(q, cq, 0) == 0)
+        cluster_spend(q->cluster, name, CLUSTER_RATE_CONN);
+    cap_one(q, cq, 1);
 }
 
 void qm_cluster_done(struct qmgr *q, struct core_queue *cq)
@@ -309,8 +359,8 @@ void qm_cluster_done(struct qmgr *q, struct core_queue *cq)
     if (q->cluster == NULL)
         return;
     queue_name(cq, name, sizeof(name));
-    if (cluster_tokens(q->cluster, name) >= 0)
-        cap_one(q, cq); /* one fewer in flight: not one more start */
+    if (queue_rated(q, name))
+        cap_one(q, cq, 0); /* one fewer in flight: not one more start */
 }
 
 /* A queue freed: its idle connections, which its leases covered, close

@@ -22,6 +22,10 @@
 #      delivers.
 #   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
 #      12 messages, 4 from each daemon at once, take 2 s;
+#   3b'. a connection rate of 3/s for the cluster
+#      (conned_destination_connection_rate = 3/1s): 12 messages, 4 from
+#      each daemon at once; the connections opened follow the GCRA (a
+#      burst of 3, then one each 333 ms), the messages share them;
 #   3c. sluice suspend on one daemon holds the destination on another,
 #      sluice resume on a third frees it there.
 # Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
@@ -55,10 +59,11 @@ all_port=$(free_port)
 kill_port=$(free_port)
 down_port=$(free_port)
 rate_port=$(free_port)
+conn_port=$(free_port)
 susp_port=$(free_port)
 dead_port=$(free_port)
 start_count_sink lim \
-    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port" \
+    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port $conn_port" \
     --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
 start_count_sink dead "$dead_port" \
     --greeting "421 4.3.2 service not available" ||
@@ -71,6 +76,7 @@ kill.test relay:[127.0.0.1]:$kill_port
 down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
 rate.test rated:[127.0.0.1]:$rate_port
+conn.test conned:[127.0.0.1]:$conn_port
 susp.test relay:[127.0.0.1]:$susp_port
 hostile.test relay:[127.0.0.1]:$susp_port
 EOF
@@ -84,8 +90,9 @@ maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
 smtp_delivery_scheduler = finch
-transports = smtp:smtp, relay:smtp, rated:smtp
-rated_destination_rate = 4/1s"
+transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp
+rated_destination_rate = 4/1s
+conned_destination_connection_rate = 3/1s"
 
 # sluice config (and sluiced) refuse a URL that is not an IP address.
 printf 'queue_directory = %s/x\ncluster_redis_url = redis://localhost:6379\n' \
@@ -204,6 +211,29 @@ if [ "${span%% *}" = 12 ] && awk -v s="${span#* }" 'BEGIN { exit !(s >= 1.6 && s
     ok "rate.test: 12 deliveries at 4/s for the cluster over ${span#* } s"
 else
     not_ok "rate.test: 12 deliveries at 4/s for the cluster (got: $span)"
+fi
+
+# 3b'. A connection rate of 3 per second for the cluster: the deliveries
+# that opened a connection (no conn_use in their line), in time order,
+# are each at least (i - 3) / 3 s after the first (less 150 ms for the
+# log's own jitter); each daemon alone would open its 4 at once.
+each conn.test 4
+wait_for 10 delivered conn 12 || not_ok "12 messages to conn.test arrive"
+conn_spacing() {
+    grep -h "@conn.test>.*status=sent" "$tmp"/[abc]/log | grep -vF conn_use= |
+        sed 's/^[0-9-]*T\([0-9:.]*\)+.*/\1/' | sort |
+        awk -F: '{ t = $1 * 3600 + $2 * 60 + $3; if (NR == 1) f = t
+                   if (t - f < (NR - 3) / 3 - 0.15) bad++ }
+            END { printf "%d %d\n", NR, bad + 0 }'
+}
+spacing=$(conn_spacing)
+conns=$(counter lim connections "$conn_port")
+if [ "${spacing#* }" = 0 ] && [ "${spacing%% *}" = "$conns" ] &&
+    [ "$conns" -ge 3 ] && [ "$conns" -lt 12 ]; then
+    ok "conn.test: $conns connections for 12 messages at 3/s for the cluster"
+else
+    not_ok "conn.test: connections at 3/s (got: opened, too soon: $spacing; receiver: $conns)"
+    grep -h "@conn.test>.*status=sent" "$tmp"/[abc]/log | sed 's/^/#   /'
 fi
 
 # 3c. sluice suspend on a holds susp.test in b; sluice resume on c frees it.

@@ -107,6 +107,9 @@ static void test_share(void **state)
     assert_int_equal(cluster_share(0, 3), 0); /* no limit */
 }
 
+#define M CLUSTER_RATE_MSG
+#define C CLUSTER_RATE_CONN
+
 static struct cluster_lease_req *find_req(struct cluster_lease_req *r,
                                           size_t nr, const char *name)
 {
@@ -326,31 +329,76 @@ static void test_leases_tokens(void **state)
     size_t nr;
 
     (void)state;
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), -1); /* no rate */
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), -1); /* no rate */
     cluster_leases_demand(t, "smtp:a", 4, 3, 0);
-    cluster_leases_rate(t, "smtp:a", 10, 60000, 3);
+    cluster_leases_rate(t, "smtp:a", M, 10, 60000, 3);
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 1);
-    assert_int_equal(r[0].rate_count, 10);
-    assert_int_equal(r[0].rate_period, 60000);
-    assert_int_equal(r[0].rate_want, 3);
+    assert_int_equal(r[0].rate[M].count, 10);
+    assert_int_equal(r[0].rate[M].period, 60000);
+    assert_int_equal(r[0].rate[M].want, 3);
+    assert_int_equal(r[0].rate[C].count, 0); /* no connection rate */
     free(r);
-    cluster_leases_tokens_add(t, "smtp:a", 2);
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 2);
-    cluster_leases_spend(t, "smtp:a");
-    cluster_leases_spend(t, "smtp:a");
-    cluster_leases_spend(t, "smtp:a");
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 0);
+    cluster_leases_tokens_add(t, "smtp:a", M, 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", C), -1);
+    cluster_leases_spend(t, "smtp:a", M);
+    cluster_leases_spend(t, "smtp:a", M);
+    cluster_leases_spend(t, "smtp:a", M);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 0);
     /* a rate-limited queue with nothing else to say still asks */
-    cluster_leases_rate(t, "smtp:b", 10, 60000, 1);
+    cluster_leases_rate(t, "smtp:b", M, 10, 60000, 1);
     nr = cluster_leases_round(t, &r);
     assert_non_null(find_req(r, nr, "smtp:b"));
     assert_int_equal(find_req(r, nr, "smtp:b")->limit, 0);
     free(r);
     /* alone among 2: 5 per minute, a burst of 5 then one per 12 s */
-    cluster_leases_rate(t, "smtp:b", 10, 60000, 8);
+    cluster_leases_rate(t, "smtp:b", M, 10, 60000, 8);
     assert_int_equal(cluster_leases_alone(t, 1000, 2), 12000);
-    assert_int_equal(cluster_leases_tokens(t, "smtp:b"), 5);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:b", M), 5);
+    cluster_leases_free(t);
+}
+
+/*
+ * The connection rate is a second GCRA beside the message rate, with
+ * its own tokens: a queue asks for each, each is granted and spent
+ * apart, and alone each runs on its own share.
+ */
+static void test_leases_conn_rate(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    cluster_leases_rate(t, "smtp:a", M, 100, 1000, 6);
+    cluster_leases_rate(t, "smtp:a", C, 2, 1000, 2);
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].rate[M].count, 100);
+    assert_int_equal(r[0].rate[M].want, 6);
+    assert_int_equal(r[0].rate[C].count, 2);
+    assert_int_equal(r[0].rate[C].period, 1000);
+    assert_int_equal(r[0].rate[C].want, 2);
+    free(r);
+    cluster_leases_tokens_add(t, "smtp:a", M, 6);
+    cluster_leases_tokens_add(t, "smtp:a", C, 2);
+    cluster_leases_spend(t, "smtp:a", C);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 6);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", C), 1);
+    /* only the connection rate waits: the queue is still listed */
+    cluster_leases_rate(t, "smtp:b", C, 2, 1000, 1);
+    nr = cluster_leases_round(t, &r);
+    assert_non_null(find_req(r, nr, "smtp:b"));
+    assert_int_equal(find_req(r, nr, "smtp:b")->rate[M].want, 0);
+    free(r);
+    /* alone among 2: connections 1 per second (a share of 2/s), messages
+     * 50 per second; the next connection fits in 1000 ms */
+    cluster_leases_rate(t, "smtp:c", M, 100, 1000, 3);
+    cluster_leases_rate(t, "smtp:c", C, 2, 1000, 3);
+    assert_int_equal(cluster_leases_alone(t, 5000, 2), 1000);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:c", M), 3);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:c", C), 1);
     cluster_leases_free(t);
 }
 
@@ -419,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_rate_parse),
         cmocka_unit_test(test_gcra),
         cmocka_unit_test(test_leases_tokens),
+        cmocka_unit_test(test_leases_conn_rate),
         cmocka_unit_test(test_susps_merge),
     };
 
