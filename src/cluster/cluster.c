@@ -346,9 +346,8 @@ void cluster_free(struct cluster *c)
     event_free(c->tick_ev);
     event_free(c->wait_ev);
     cluster_leases_free(c->leases);
-    cluster_susps_clear(&c->susp_known);
-    cluster_susps_clear(&c->susp_out);
-    cluster_susps_clear(&c->susp_sent);
+    cluster_shared_clear(&c->susp);
+    cluster_shared_clear(&c->dead);
     free(c->reqs);
     free(c->facts);
     free(c->url_text);
@@ -414,35 +413,34 @@ void cluster_spend(struct cluster *c, const char *name, int kind)
 
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until)
 {
-    cluster_susps_set(&c->susp_known, dest, until);
-    /* the out list keeps resumptions too (-1): Redis must hear of them */
-    for (size_t i = 0; i < c->susp_out.n; i++)
-        if (strcasecmp(c->susp_out.v[i].dest, dest) == 0) {
-            c->susp_out.v[i].until = until;
-            cluster_poke(c);
-            return;
-        }
-    cluster_susps_set(&c->susp_out, dest, 0);
-    c->susp_out.v[c->susp_out.n - 1].until = until;
+    cluster_shared_change(&c->susp, dest, until, NULL);
     cluster_poke(c);
 }
 
-/* A sync that failed: its suspensions go out with the next, unless a
- * newer change to the same destination is waiting. */
+void cluster_dead(struct cluster *c, const char *name, int64_t until,
+                  const char *why)
+{
+    cluster_shared_change(&c->dead, name, until, why);
+    cluster_poke(c);
+}
+
+int64_t cluster_dead_until(const struct cluster *c, const char *name,
+                           const char **why)
+{
+    const struct cluster_susp *d = cluster_shared_find(&c->dead, name);
+
+    if (d == NULL || d->until <= 0)
+        return -1;
+    *why = d->why;
+    return d->until;
+}
+
+/* A sync that failed: its suspensions and deaths go out with the next,
+ * unless a newer change to the same destination is waiting. */
 void cluster_susp_unsent(struct cluster *c)
 {
-    for (size_t i = 0; i < c->susp_sent.n; i++) {
-        const struct cluster_susp *s = &c->susp_sent.v[i];
-        int newer = 0;
-
-        for (size_t j = 0; j < c->susp_out.n && !newer; j++)
-            newer = strcasecmp(c->susp_out.v[j].dest, s->dest) == 0;
-        if (!newer) {
-            cluster_susps_set(&c->susp_out, s->dest, 0);
-            c->susp_out.v[c->susp_out.n - 1].until = s->until;
-        }
-    }
-    c->susp_sent.n = 0;
+    cluster_shared_unsent(&c->susp);
+    cluster_shared_unsent(&c->dead);
 }
 
 int cluster_joined(const struct cluster *c)

@@ -69,6 +69,10 @@
  *	void	cluster_spend(struct cluster *c, const char *name, int kind)
  *	void	cluster_suspend(struct cluster *c, const char *dest,
  *			int64_t until)
+ *	void	cluster_dead(struct cluster *c, const char *name,
+ *			int64_t until, const char *why)
+ *	int64_t	cluster_dead_until(const struct cluster *c,
+ *			const char *name, const char **why)
  *	struct core_destdb *cluster_destdb(struct cluster *c,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -127,9 +131,10 @@
  *	waits). cluster_rate_parse()
  *	reads COUNT/TIME; cluster_gcra() is the arithmetic (rate.c).
  *
- *	Suspensions (suspend.c, decision 103): the set of destinations
- *	suspended in the cluster as this member last applied it, changes
- *	made here recorded, and the merge of a pulled set into it.
+ *	Suspensions (suspend.c, decision 103) and dead destinations
+ *	(decision 113) are sets the cluster shares (shared.c): as this
+ *	member last applied them, the changes made here on their way out,
+ *	and the merge of a pulled set into them.
  *
  *	cluster_fact_merge() decides whether a retry time another member
  *	published (wall-clock milliseconds) replaces the local one
@@ -146,7 +151,13 @@
  *	share of the rate. cluster_suspend() publishes a suspension made
  *	here (until: wall-clock ms, 0 until resumed, -1 resumed; kept until
  *	Redis has it); the suspend and resume callbacks apply another
- *	member's at each pull. cluster_joined() says
+ *	member's at each pull. cluster_dead() publishes a destination queue
+ *	("TRANSPORT:QUEUE") found dead here, until its revival (wall-clock
+ *	ms; -1: revived here), with the reason (decision 113); the dead
+ *	callbacks apply another member's at each pull, and
+ *	cluster_dead_until() is the revival time of a queue the cluster
+ *	holds dead (-1: none), for a queue made after the pull.
+ *	cluster_joined() says
  *	whether Redis answers; cluster_members() the live members last
  *	known. cluster_destdb() wraps Finch's destdb: failures and
  *	recoveries of hosts go out, other members' come in.
@@ -224,6 +235,7 @@ int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
 struct cluster_susp {
     char dest[256];
     int64_t until; /* wall-clock ms; 0: until resumed; -1: resumed */
+    char why[200]; /* a dead destination's reason; else empty */
 };
 
 struct cluster_susps {
@@ -232,8 +244,14 @@ struct cluster_susps {
 };
 
 struct cluster_susp_fns {
-    void (*suspend)(void *ctx, const char *dest, int64_t until);
+    void (*suspend)(void *ctx, const char *dest, int64_t until,
+                    const char *why);
     void (*resume)(void *ctx, const char *dest);
+};
+
+/* A set the cluster shares: as applied, changed here, being sent. */
+struct cluster_shared {
+    struct cluster_susps known, out, sent;
 };
 
 void cluster_susps_set(struct cluster_susps *known, const char *dest,
@@ -242,6 +260,20 @@ void cluster_susps_merge(struct cluster_susps *known,
                          const struct cluster_susp *set, size_t n,
                          const struct cluster_susp_fns *fns, void *ctx);
 void cluster_susps_clear(struct cluster_susps *known);
+void cluster_susps_set_why(struct cluster_susps *known, const char *dest,
+                           int64_t until, const char *why);
+
+void cluster_shared_change(struct cluster_shared *s, const char *dest,
+                           int64_t until, const char *why);
+void cluster_shared_send(struct cluster_shared *s);
+void cluster_shared_sent(struct cluster_shared *s);
+void cluster_shared_unsent(struct cluster_shared *s);
+void cluster_shared_pulled(struct cluster_shared *s,
+                           const struct cluster_susp *set, size_t n,
+                           const struct cluster_susp_fns *fns, void *ctx);
+const struct cluster_susp *cluster_shared_find(const struct cluster_shared *s,
+                                               const char *dest);
+void cluster_shared_clear(struct cluster_shared *s);
 
 struct cluster;
 
@@ -260,6 +292,8 @@ struct cluster_callbacks {
     void (*caps)(void *ctx);   /* the caps may have changed */
     void *ctx;
     struct cluster_susp_fns susp; /* another member's suspend or resume */
+    struct cluster_susp_fns dead; /* another member's dead destination
+                                     (dest: "TRANSPORT:QUEUE") or revival */
 };
 
 struct cluster *cluster_create(struct event_base *base,
@@ -272,6 +306,10 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
+void cluster_dead(struct cluster *c, const char *name, int64_t until,
+                  const char *why);
+int64_t cluster_dead_until(const struct cluster *c, const char *name,
+                           const char **why);
 void cluster_rate(struct cluster *c, const char *name, int kind, int count,
                   int64_t period_ms, int want);
 int cluster_tokens(const struct cluster *c, const char *name, int kind);

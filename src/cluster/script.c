@@ -11,7 +11,8 @@
  *	(member scored by the end of its heartbeat), KEYS[2] the hosts'
  *	hash (host to retry time, wall-clock ms), KEYS[3] the suspensions'
  *	hash (destination to its end, wall-clock ms, 0: until resumed),
- *	then for each queue its
+ *	KEYS[4] the dead destinations' hash ("TRANSPORT:QUEUE" to "REVIVAL
+ *	REASON", wall-clock ms), then for each queue its
  *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
  *	(member to "WANT EXPIRY"), its message rate's and its connection
  *	rate's theoretical arrival times (GCRA). ARGV: member, lease time
@@ -19,7 +20,9 @@
  *	BUSY RCOUNT RPERIOD RWANT CCOUNT CPERIOD CWANT per queue (LIMIT 0:
  *	no leases; RCOUNT, CCOUNT 0: no such rate), then the fact count
  *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
- *	per suspension (UNTIL -1: resumed).
+ *	per suspension (UNTIL -1: resumed), then the dead count and DEST
+ *	REVIVAL REASON per dead destination (REVIVAL -1: revived; a later
+ *	revival replaces an earlier one).
  *
  *	Time is Redis's own (TIME), so members' clocks need not agree for
  *	leases. Per queue: expired leases and wants go; this member's
@@ -36,11 +39,12 @@
  *	It returns { live members, { leases held per queue }, { HOST,
  *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
  *	or -1, { DEST, UNTIL, ... } or 0, { target per queue },
- *	{ connections per queue } } (the
- *	hosts and the suspensions only when pulled). A queue's target may
- *	be below the leases it holds (BUSY kept them): it runs no more
- *	than the target and closes the idle connections above it, and
- *	the next sync gives the rest back (doc/cluster.md).
+ *	{ connections per queue }, { DEST, "REVIVAL REASON", ... } or 0 }
+ *	(the hosts, the suspensions and the dead destinations only when
+ *	pulled). A queue's target may be below the leases it holds (BUSY
+ *	kept them): it runs no more than the target and closes the idle
+ *	connections above it, and the next sync gives the rest back
+ *	(doc/cluster.md).
  */
 
 #include "cluster/cluster_impl.h"
@@ -72,12 +76,12 @@ const char cluster_sync_script[] =
     "  return n\n"
     "end\n"
     "for q = 1, nq do\n"
-    "  local L, W = KEYS[4 * q], KEYS[4 * q + 1]\n"
+    "  local L, W = KEYS[4 * q + 1], KEYS[4 * q + 2]\n"
     "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
     "  local busy = tonumber(ARGV[a + 2])\n"
-    "  tokens[q] = gcra(KEYS[4 * q + 2], tonumber(ARGV[a + 3]),\n"
+    "  tokens[q] = gcra(KEYS[4 * q + 3], tonumber(ARGV[a + 3]),\n"
     "    tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))\n"
-    "  ctokens[q] = gcra(KEYS[4 * q + 3], tonumber(ARGV[a + 6]),\n"
+    "  ctokens[q] = gcra(KEYS[4 * q + 4], tonumber(ARGV[a + 6]),\n"
     "    tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))\n"
     "  a = a + 9\n"
     "  grants[q], targets[q] = 0, 0\n"
@@ -152,7 +156,21 @@ const char cluster_sync_script[] =
     "  if untl < 0 then redis.call('HDEL', KEYS[3], dest)\n"
     "  else redis.call('HSET', KEYS[3], dest, untl) end\n"
     "end\n"
-    "local facts, susp = {}, 0\n"
+    "local nd = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for i = 1, nd do\n"
+    "  local dest, untl, why = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
+    "  a = a + 3\n"
+    "  if untl < 0 then redis.call('HDEL', KEYS[4], dest)\n"
+    "  else\n"
+    "    local old = redis.call('HGET', KEYS[4], dest)\n"
+    "    old = old and tonumber(string.match(old, '^(%d+)')) or 0\n"
+    "    if untl > old then redis.call('HSET', KEYS[4], dest, untl .. ' ' .. "
+    "why) end\n"
+    "  end\n"
+    "end\n"
+    "if nd > 0 then redis.call('PEXPIRE', KEYS[4], 86400000) end\n"
+    "local facts, susp, dead = {}, 0, 0\n"
     "if pull == '1' then\n"
     "  local kv = redis.call('HGETALL', KEYS[2])\n"
     "  for i = 1, #kv, 2 do\n"
@@ -170,5 +188,14 @@ const char cluster_sync_script[] =
     "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
+    "if pull == '1' then\n"
+    "  dead = {}\n"
+    "  local kv = redis.call('HGETALL', KEYS[4])\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    local u = tonumber(string.match(kv[i + 1], '^(%d+)') or '0')\n"
+    "    if u <= now then redis.call('HDEL', KEYS[4], kv[i])\n"
+    "    else dead[#dead + 1] = kv[i]; dead[#dead + 1] = kv[i + 1] end\n"
+    "  end\n"
+    "end\n"
     "return { live, grants, facts, tokens, minwait, susp, targets, "
-    "ctokens }\n";
+    "ctokens, dead }\n";

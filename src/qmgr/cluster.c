@@ -59,6 +59,7 @@
 #include "qmgr/qmgr_impl.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static void queue_name(struct core_queue *cq, char *buf, size_t len)
@@ -228,13 +229,15 @@ static void on_caps(void *ctx)
 
 /* Another member suspended dest (until: wall-clock ms, 0: until
  * resumed): so does this daemon, for what is left of it. */
-static void on_suspend(void *ctx, const char *dest, int64_t until)
+static void on_suspend(void *ctx, const char *dest, int64_t until,
+                       const char *unused)
 {
     struct qmgr *q = ctx;
     int64_t left = until > 0 ? until - util_clock_wall_us() / 1000 : 0;
     struct util_buf out = {0};
     char why[300], span[40] = "";
 
+    (void)unused;
     if (until > 0 && left <= 0)
         return;
     if (left > 0)
@@ -281,6 +284,10 @@ static void on_log(void *ctx, int warning, const char *line)
     qm_log(ctx, warning ? QMGR_LOG_WARNING : QMGR_LOG_INFO, "%s", line);
 }
 
+static void on_dead(void *ctx, const char *name, int64_t until,
+                    const char *why);
+static void on_alive(void *ctx, const char *name);
+
 void qm_cluster_open(struct qmgr *q)
 {
     const char *url = conf_str(q->conf, NULL, CONF_cluster_redis_url);
@@ -301,7 +308,13 @@ void qm_cluster_open(struct qmgr *q)
                 conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
         },
         &(struct cluster_callbacks){
-            on_log, on_demand, on_caps, q, {on_suspend, on_resume}});
+            on_log,
+            on_demand,
+            on_caps,
+            q,
+            {on_suspend, on_resume},
+            {on_dead, on_alive},
+        });
     if (q->cluster == NULL) {
         qm_log(q, QMGR_LOG_WARNING,
                "cluster_redis_url %s does not parse: no cluster", url);
@@ -322,10 +335,94 @@ void qm_cluster_close(struct qmgr *q)
 
 void qm_cluster_queue(struct qmgr *q, struct core_queue *cq)
 {
+    const char *why;
+    int64_t until, now = util_clock_wall_us() / 1000;
+    char name[256];
+
     if (q->cluster == NULL)
         return;
     cap_one(q, cq, 0);
     cluster_poke(q->cluster);
+    /* dead in the cluster since a pull, before this queue was made */
+    queue_name(cq, name, sizeof(name));
+    if ((until = cluster_dead_until(q->cluster, name, &why)) > now) {
+        q->cluster_applying = 1;
+        core_queue_kill(cq, qm_now_ms(), qm_now_ms() + (until - now), why,
+                        "by the cluster");
+        q->cluster_applying = 0;
+    }
+}
+
+/* core/ declared cq dead (its detector, not a suspension): the cluster
+ * hears of it, with its revival on the wall clock. */
+void qm_cluster_queue_dead(void *ctx, struct core_queue *cq, const char *why)
+{
+    struct qmgr *q = ctx;
+    struct core_queue_status st;
+    char name[256];
+
+    if (q->cluster == NULL || q->cluster_applying)
+        return;
+    core_queue_status(cq, &st);
+    if (st.suspended || st.until == CORE_TIME_NEVER)
+        return;
+    queue_name(cq, name, sizeof(name));
+    cluster_dead(q->cluster, name,
+                 util_clock_wall_us() / 1000 + (st.until - qm_now_ms()), why);
+}
+
+/* cq is alive again here (its timer, a success, a flush): the others
+ * revive it too. */
+void qm_cluster_queue_alive(void *ctx, struct core_queue *cq)
+{
+    struct qmgr *q = ctx;
+    char name[256];
+
+    if (q->cluster == NULL || q->cluster_applying)
+        return;
+    queue_name(cq, name, sizeof(name));
+    cluster_dead(q->cluster, name, -1, NULL);
+}
+
+/* The queue named "TRANSPORT:QUEUE" here, or NULL. */
+static struct core_queue *queue_named(struct qmgr *q, const char *name)
+{
+    const char *colon = strchr(name, ':');
+    struct core_transport *t;
+    char transport[128];
+
+    if (colon == NULL || (size_t)(colon - name) >= sizeof(transport))
+        return NULL;
+    snprintf(transport, sizeof(transport), "%.*s", (int)(colon - name), name);
+    t = core_transport_find(q->core, transport);
+    return t != NULL ? core_queue_find(t, colon + 1) : NULL;
+}
+
+/* Another member found name dead until (wall-clock ms): so is it here. */
+static void on_dead(void *ctx, const char *name, int64_t until, const char *why)
+{
+    struct qmgr *q = ctx;
+    struct core_queue *cq = queue_named(q, name);
+    int64_t left = until - util_clock_wall_us() / 1000;
+
+    if (cq == NULL || left <= 0)
+        return; /* a queue made later looks it up (qm_cluster_queue()) */
+    q->cluster_applying = 1;
+    core_queue_kill(cq, qm_now_ms(), qm_now_ms() + left, why, "by the cluster");
+    q->cluster_applying = 0;
+}
+
+/* Another member's dead destination revived: so does it here. */
+static void on_alive(void *ctx, const char *name)
+{
+    struct qmgr *q = ctx;
+    struct core_queue *cq = queue_named(q, name);
+
+    if (cq == NULL)
+        return;
+    q->cluster_applying = 1;
+    core_queue_revive(cq, "by the cluster");
+    q->cluster_applying = 0;
 }
 
 /* Does cq have a rate with tokens? */

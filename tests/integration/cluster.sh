@@ -20,6 +20,10 @@
 #   6. beside all this, a fourth daemon whose "Redis" is hostile
 #      (lib/fake_redis.py) decides alone, says so once, stays up and
 #      delivers.
+#   3a. a destination one daemon found dead (its 421 greeting, under the
+#      Postfix scheduler) is dead for the others until its revival: they
+#      defer its mail without a connection; its revival (a flush on the
+#      first, the receiver well again) revives it on the others;
 #   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
 #      12 messages, 4 from each daemon at once, take 2 s;
 #   3b'. a connection rate of 3/s for the cluster
@@ -62,6 +66,7 @@ rate_port=$(free_port)
 conn_port=$(free_port)
 susp_port=$(free_port)
 dead_port=$(free_port)
+dq_port=$(free_port)
 start_count_sink lim \
     "$lim_port $all_port $kill_port $down_port $rate_port $susp_port $conn_port" \
     --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
@@ -75,6 +80,7 @@ all.test relay:[127.0.0.1]:$all_port
 kill.test relay:[127.0.0.1]:$kill_port
 down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
+dq.test deadq:[127.0.0.1]:$dq_port
 rate.test rated:[127.0.0.1]:$rate_port
 conn.test conned:[127.0.0.1]:$conn_port
 susp.test relay:[127.0.0.1]:$susp_port
@@ -90,7 +96,8 @@ maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
 smtp_delivery_scheduler = finch
-transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp
+transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp, deadq:smtp
+deadq_initial_destination_concurrency = 1
 rated_destination_rate = 4/1s
 conned_destination_connection_rate = 3/1s"
 
@@ -193,7 +200,36 @@ wait_for 10 grep -qF "no host of 127.0.0.1 may be tried" \
     "$tmp/b/log" && ok "b defers dead.test without trying the host" ||
     not_ok "b defers dead.test without trying the host"
 expect "the dead host saw one connection, a's" 1 \
-    "$(counter dead connections)"
+    "$(counter dead connections "$dead_port")"
+
+# 3a. A destination a found dead (one failed pseudo-cohort at window 1)
+# is dead on b until its revival; a's revival revives it on b.
+start_count_sink dq "$dq_port" --greeting "421 4.3.2 busy" ||
+    not_ok "count_sink.py for dq.test starts"
+dq_pid=${pids##* }
+submit a dq.test 1 1
+dq_key="deadq:[127.0.0.1]:$dq_port"
+dq_known() { rc HGET "sluice:{t$$}:dead" "$dq_key" | grep -qF "421 4.3.2 busy"; }
+wait_for 10 dq_known && ok "a publishes dq.test dead, with its reason" ||
+    not_ok "a publishes dq.test dead, with its reason"
+sleep 0.5 # b's next pull (every lease time / 3)
+submit b dq.test 2 2 # makes b's queue, dead from the cluster's set
+wait_for 5 grep -qF "to=<u2@dq.test>" "$tmp/b/log"
+expect "b defers dq.test with a's reason, without a connection" "1 1" \
+    "$(grep -F "to=<u2@dq.test>" "$tmp/b/log" |
+        grep -cF "delivery temporarily suspended: host 127.0.0.1[127.0.0.1] refused to talk to me: 421 4.3.2 busy") $(counter dq connections)"
+kill "$dq_pid"
+start_count_sink dq2 "$dq_port" || not_ok "a good receiver for dq.test"
+"$build/sluice" -c "$tmp/a/sluice.conf" flush >/dev/null
+alive_by_cluster() {
+    grep -qF "$dq_key: destination alive again (by the cluster)" "$tmp/$1/log"
+}
+wait_for 5 alive_by_cluster b && ok "a's revival of dq.test reaches b" ||
+    not_ok "a's revival of dq.test reaches b"
+submit b dq.test 3 3
+wait_for 5 grep -qF "to=<u3@dq.test>" "$tmp/b/log"
+expect "b delivers to dq.test again" 1 \
+    "$(grep -F "to=<u3@dq.test>" "$tmp/b/log" | grep -cF "status=sent")"
 
 # 3b. A rate of 4 per second for the cluster: 12 messages, 4 from each
 # daemon at once, take 2 s (a burst of 4, then one each 250 ms), where

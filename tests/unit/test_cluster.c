@@ -406,13 +406,13 @@ struct susp_log {
     char text[400];
 };
 
-static void susp_on(void *ctx, const char *dest, int64_t until)
+static void susp_on(void *ctx, const char *dest, int64_t until, const char *why)
 {
     struct susp_log *l = ctx;
     size_t len = strlen(l->text);
 
-    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld ", dest,
-             (long long)until);
+    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld%s%s ", dest,
+             (long long)until, why[0] ? "/" : "", why);
 }
 
 static void susp_off(void *ctx, const char *dest)
@@ -431,7 +431,7 @@ static void test_susps_merge(void **state)
     static const struct cluster_susp_fns fns = {susp_on, susp_off};
     struct cluster_susps k = {0};
     struct cluster_susp set[3] = {
-        {"a.example", 0}, {"b.example", 5000}, {"c.example", 0}};
+        {"a.example", 0, ""}, {"b.example", 5000, ""}, {"c.example", 0, ""}};
     struct susp_log l = {""};
 
     (void)state;
@@ -452,6 +452,55 @@ static void test_susps_merge(void **state)
     cluster_susps_clear(&k);
 }
 
+/*
+ * A shared set (the dead destinations): a death here is known at once
+ * and goes out once; a failed sync puts it back unless a newer change
+ * waits; a pull applies the others' with their reasons, keeps what is
+ * on its way out, and revives what is gone.
+ */
+static void test_shared_dead(void **state)
+{
+    static const struct cluster_susp_fns fns = {susp_on, susp_off};
+    struct cluster_shared s = {0};
+    struct cluster_susp set[2] = {{"smtp:b.example", 7000, "421 busy"},
+                                  {"smtp:a.example", 6000, "refused"}};
+    struct susp_log l = {""};
+
+    (void)state;
+    cluster_shared_change(&s, "smtp:a.example", 6000, "refused");
+    assert_int_equal(s.out.n, 1);
+    assert_string_equal(cluster_shared_find(&s, "smtp:a.example")->why,
+                        "refused");
+    cluster_shared_send(&s);
+    assert_int_equal(s.out.n, 0);
+    assert_int_equal(s.sent.n, 1);
+    cluster_shared_unsent(&s); /* the sync failed: out again */
+    assert_int_equal(s.out.n, 1);
+    assert_int_equal(s.sent.n, 0);
+    cluster_shared_send(&s);
+    cluster_shared_change(&s, "smtp:a.example", -1, NULL); /* revived */
+    cluster_shared_unsent(&s); /* the newer change stays */
+    assert_int_equal(s.out.n, 1);
+    assert_int_equal(s.out.v[0].until, -1);
+    assert_null(cluster_shared_find(&s, "smtp:a.example"));
+    cluster_shared_send(&s);
+    cluster_shared_sent(&s);
+    /* b is another member's; a's revival reached Redis, a is not there */
+    cluster_shared_pulled(&s, set, 1, &fns, &l);
+    assert_string_equal(l.text, "+smtp:b.example:7000/421 busy ");
+    l.text[0] = '\0';
+    /* a dies here again, not yet sent: a pull without it keeps it */
+    cluster_shared_change(&s, "smtp:a.example", 6000, "refused");
+    cluster_shared_pulled(&s, set, 1, &fns, &l);
+    assert_string_equal(l.text, "");
+    /* b revived by its member: gone from Redis, revived here */
+    cluster_shared_send(&s);
+    cluster_shared_sent(&s);
+    cluster_shared_pulled(&s, set + 1, 1, &fns, &l);
+    assert_string_equal(l.text, "-smtp:b.example ");
+    cluster_shared_clear(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_leases_tokens),
         cmocka_unit_test(test_leases_conn_rate),
         cmocka_unit_test(test_susps_merge),
+        cmocka_unit_test(test_shared_dead),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
