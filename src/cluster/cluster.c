@@ -15,6 +15,8 @@
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
+ *	int	cluster_reconfigure(struct cluster *c,
+ *			const struct cluster_config *cfg)
  * DESCRIPTION
  *	The member's state is one of three. Joining (from the start to the
  *	first reply): queues with a limit start nothing, one round trip.
@@ -35,6 +37,13 @@
  *
  *	cluster_create() returns NULL when cfg->url does not parse (the
  *	daemon's configuration check says why first).
+ *
+ *	cluster_reconfigure() applies a reload: a new lease time and
+ *	timeout from the next sync; another URL, cluster_name or
+ *	cluster_key_prefix makes the member leave its cluster and join that
+ *	one (logged "cluster NAME: joining at URL"), guarded as a rejoin.
+ *	It returns 0 (the same cluster), 1 (another), -1 (a URL that does
+ *	not parse: nothing changes).
  */
 
 #include "cluster/cluster_impl.h"
@@ -291,12 +300,64 @@ static char *tag_of(const struct cluster_config *cfg)
     return tag;
 }
 
+/* The timers that follow cluster_lease_time: the tick every third. */
+static void tick_arm(struct cluster *c)
+{
+    struct timeval tick = {(time_t)(c->lease_ms / 3 / 1000),
+                           (suseconds_t)(c->lease_ms / 3 % 1000) * 1000};
+
+    event_add(c->tick_ev, &tick);
+}
+
+/*
+ * A reload: lease time and timeout apply from the next sync; another
+ * URL, name or prefix is another cluster, so the member leaves the one
+ * it was in (its leases there expire) and joins the new one as after a
+ * fall-back: alone with its share until the first reply, then for a
+ * lease time no more than its share (Redis's leases are not its own).
+ */
+int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
+{
+    struct cluster_url u;
+    char why[200], *tag;
+
+    if (cluster_url_parse(cfg->url, &u, why, sizeof(why)) < 0)
+        return -1;
+    c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
+    c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    tick_arm(c);
+    tag = tag_of(cfg);
+    if (strcmp(cfg->url, c->url_text) == 0 && strcmp(tag, c->tag) == 0) {
+        free(tag);
+        return 0;
+    }
+    cluster_go_alone(c, "the configuration names another cluster");
+    if (c->ac != NULL) {
+        redisAsyncContext *ac = c->ac;
+
+        c->ac = NULL;
+        c->seq = 0;
+        cluster_susp_unsent(c);
+        redisAsyncFree(ac);
+    }
+    free(c->url_text);
+    free(c->name);
+    free(c->tag);
+    c->url = u;
+    c->url_text = xstrdup(cfg->url);
+    c->name = xstrdup(cfg->name);
+    c->tag = tag;
+    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_text);
+    evtimer_del(c->retry_ev);
+    schedule(c->retry_ev, 0);
+    return 1;
+}
+
 struct cluster *cluster_create(struct event_base *base,
                                const struct cluster_config *cfg,
                                const struct cluster_callbacks *cb)
 {
     struct cluster *c = xcalloc(1, sizeof(*c));
-    struct timeval tick;
     char why[200];
 
     if (cluster_url_parse(cfg->url, &c->url, why, sizeof(why)) < 0) {
@@ -318,9 +379,7 @@ struct cluster *cluster_create(struct event_base *base,
     c->retry_ev = evtimer_new(base, retry_cb, c);
     c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
     c->wait_ev = evtimer_new(base, wait_cb, c);
-    tick.tv_sec = (time_t)(c->lease_ms / 3 / 1000);
-    tick.tv_usec = (suseconds_t)(c->lease_ms / 3 % 1000) * 1000;
-    event_add(c->tick_ev, &tick);
+    tick_arm(c);
     c->pull = 1;
     cluster_connect(c);
     cluster_poke(c);

@@ -55,6 +55,8 @@
  *			const struct cluster_config *cfg,
  *			const struct cluster_callbacks *cb)
  *	void	cluster_free(struct cluster *c)
+ *	int	cluster_reconfigure(struct cluster *c,
+ *			const struct cluster_config *cfg)
  *	void	cluster_poke(struct cluster *c)
  *	void	cluster_demand(struct cluster *c, const char *name,
  *			int limit, int want, int busy)
@@ -142,7 +144,8 @@
  *	the future; then *retry is it on the local clock.
  *
  *	The object: cluster_create() connects (never blocking) and starts
- *	syncing; cluster_poke() asks for a sync soon (demand changed); at
+ *	syncing; cluster_reconfigure() applies a reload (another URL, name
+ *	or prefix: it leaves for that cluster); cluster_poke() asks for a sync soon (demand changed); at
  *	each sync the demand callback names every queue's demand with
  *	cluster_demand(), and after each reply or change of state the caps
  *	callback reads cluster_cap() for each queue. cluster_rate(),
@@ -300,6 +303,7 @@ struct cluster *cluster_create(struct event_base *base,
                                const struct cluster_config *cfg,
                                const struct cluster_callbacks *cb);
 void cluster_free(struct cluster *c);
+int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg);
 void cluster_poke(struct cluster *c);
 void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);

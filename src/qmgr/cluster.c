@@ -6,6 +6,7 @@
  *
  *	void	qm_cluster_open(struct qmgr *q)
  *	void	qm_cluster_close(struct qmgr *q)
+ *	void	qm_cluster_reload(struct qmgr *q)
  *	void	qm_cluster_queue(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_poke(struct qmgr *q)
  *	void	qm_cluster_started(struct qmgr *q, struct core_queue *cq)
@@ -53,7 +54,10 @@
  *	qm_cluster_destdb() shares Finch's destdb with the cluster
  *	(cluster_destdb()); without a cluster it is inner itself.
  *	qm_cluster_close() leaves: the leases expire in Redis after
- *	cluster_lease_time.
+ *	cluster_lease_time. qm_cluster_reload() applies a reload's cluster
+ *	parameters (cluster_reconfigure(): another URL, name or prefix is
+ *	another cluster to join); setting or emptying cluster_redis_url
+ *	waits for a restart, with a warning.
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -288,33 +292,55 @@ static void on_dead(void *ctx, const char *name, int64_t until,
                     const char *why);
 static void on_alive(void *ctx, const char *name);
 
+/* The cluster's parameters as they are now; member: this daemon's. */
+static struct cluster_config cluster_cfg(struct qmgr *q, const char *member)
+{
+    return (struct cluster_config){
+        .url = conf_str(q->conf, NULL, CONF_cluster_redis_url),
+        .name = conf_str(q->conf, NULL, CONF_cluster_name),
+        .prefix = conf_str(q->conf, NULL, CONF_cluster_key_prefix),
+        .member = member,
+        .lease_ms = conf_time_ms(q->conf, NULL, CONF_cluster_lease_time),
+        .timeout_ms = conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
+    };
+}
+
+/* A reload: the cluster's parameters apply (cluster_reconfigure());
+ * joining or leaving a cluster waits for a restart, as the destdb that
+ * the cluster wraps is made at start. */
+void qm_cluster_reload(struct qmgr *q)
+{
+    const char *url = conf_str(q->conf, NULL, CONF_cluster_redis_url);
+    struct cluster_config cfg = cluster_cfg(q, NULL);
+
+    if ((q->cluster != NULL) != (url[0] != '\0'))
+        qm_log(q, QMGR_LOG_WARNING,
+               "cluster_redis_url %s: takes effect when sluiced restarts",
+               url[0] ? "set" : "emptied");
+    else if (q->cluster != NULL && cluster_reconfigure(q->cluster, &cfg) < 0)
+        qm_log(q, QMGR_LOG_WARNING,
+               "cluster_redis_url %s does not parse: cluster unchanged", url);
+}
+
 void qm_cluster_open(struct qmgr *q)
 {
     const char *url = conf_str(q->conf, NULL, CONF_cluster_redis_url);
     char member[300];
+    struct cluster_config cfg;
 
     if (url == NULL || url[0] == '\0')
         return;
     snprintf(member, sizeof(member), "%s:%ld", q->hostname, (long)getpid());
-    q->cluster = cluster_create(
-        q->base,
-        &(struct cluster_config){
-            .url = url,
-            .name = conf_str(q->conf, NULL, CONF_cluster_name),
-            .prefix = conf_str(q->conf, NULL, CONF_cluster_key_prefix),
-            .member = member,
-            .lease_ms = conf_time_ms(q->conf, NULL, CONF_cluster_lease_time),
-            .timeout_ms =
-                conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
-        },
-        &(struct cluster_callbacks){
-            on_log,
-            on_demand,
-            on_caps,
-            q,
-            {on_suspend, on_resume},
-            {on_dead, on_alive},
-        });
+    cfg = cluster_cfg(q, member);
+    q->cluster = cluster_create(q->base, &cfg,
+                                &(struct cluster_callbacks){
+                                    on_log,
+                                    on_demand,
+                                    on_caps,
+                                    q,
+                                    {on_suspend, on_resume},
+                                    {on_dead, on_alive},
+                                });
     if (q->cluster == NULL) {
         qm_log(q, QMGR_LOG_WARNING,
                "cluster_redis_url %s does not parse: no cluster", url);

@@ -235,6 +235,7 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
     q->conf = conf;
     q->routes = routes;
     settings_apply(q);
+    qm_cluster_reload(q);
 
     while ((t = core_transport_next(q->core, t)) != NULL) {
         conf_core_params(conf, core_transport_name(t), &p);

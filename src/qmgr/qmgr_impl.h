@@ -184,6 +184,7 @@ void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);
 void qm_cluster_close(struct qmgr *q);
+void qm_cluster_reload(struct qmgr *q);
 void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq);

@@ -17,6 +17,7 @@
 #      the whole limit; restarted, it delivers what it had: nothing lost;
 #   5. stop Redis mid-run, start it again: every message delivered exactly
 #      once, the fallback and the rejoin logged by each daemon;
+#   7. a reload naming another cluster moves a daemon there;
 #   6. beside all this, a fourth daemon whose "Redis" is hostile
 #      (lib/fake_redis.py) decides alone, says so once, stays up and
 #      delivers.
@@ -347,5 +348,18 @@ expect "h logs once that it decides alone: no reply in time" 1 \
 hostile_sent() { grep -qF "<hostile.test." "$tmp/lim.ids"; }
 wait_for 5 hostile_sent
 expect "h delivers alone" 1 "$(grep -cF "<hostile.test." "$tmp/lim.ids")"
+# 7. A reload that names another cluster: a leaves t$$ for t$$b, joins
+# it (alone there) and delivers.
+sed -i "s/^cluster_name = t$$\$/cluster_name = t$$""b/" "$tmp/a/sluice.conf"
+"$build/sluice" -c "$tmp/a/sluice.conf" reload >/dev/null 2>&1
+moved() { grep -qF "cluster t$$""b: rejoined at unix://$sock" "$tmp/a/log"; }
+if wait_for 5 moved && [ "$(rc ZCARD "sluice:{t$$""b}:members")" = 1 ]; then
+    ok "a reload moves a to cluster t$$""b"
+else
+    not_ok "a reload moves a to cluster t$$""b"
+fi
+submit a all.test 46 46
+wait_for 5 delivered all 46
+expect "a delivers in t$$""b" 1 "$(grep -cF "<all.test.46@t>" "$tmp/lim.ids")"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done
