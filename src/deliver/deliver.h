@@ -11,6 +11,7 @@
  *			const struct deliver_request *req,
  *			deliver_done_fn *done, void *ctx)
  *	void	deliver_cancel(struct deliver_session *s)
+ *	int	deliver_session_done(const struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
  *	void	deliver_request_copy(struct deliver_request *to,
  *			const struct deliver_request *from)
@@ -200,6 +201,9 @@
  *	body, TLS context and password table referenced), as deliver_start()
  *	keeps its own; deliver_request_clear() frees such a copy.
  *
+ *	deliver_session_done() says that a session has decided every
+ *	recipient and let go of its connection (cached or closed); its
+ *	callback comes at the loop's next turn.
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
  *
@@ -455,6 +459,7 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx);
 void deliver_cancel(struct deliver_session *s);
+int deliver_session_done(const struct deliver_session *s);
 void deliver_result_free(struct deliver_result *res);
 void deliver_request_copy(struct deliver_request *to,
                           const struct deliver_request *from);

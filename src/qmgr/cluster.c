@@ -11,7 +11,7 @@
  *	void	qm_cluster_poke(struct qmgr *q)
  *	void	qm_cluster_started(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_done(struct qmgr *q, struct core_queue *cq)
- *	void	qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest)
+ *	int	qm_cluster_keeps(struct qmgr *q, struct core_queue *cq)
  *	void	qm_cluster_suspended(struct qmgr *q, const char *dest,
  *			int64_t duration_ms)
  *	void	qm_cluster_resumed(struct qmgr *q, const char *dest)
@@ -31,8 +31,9 @@
  *	The leases cover the connections the agent's cache keeps idle for
  *	the queue as well (decision 111): they count in its demand
  *	(cluster_conns()), and when its cap is below what it uses the idle
- *	connections above the cap close (cluster_idle_keep()); a queue
- *	freed closes its idle connections with it (qm_cluster_gone()).
+ *	connections above the cap close (cluster_idle_keep()); an idle
+ *	queue with idle connections is kept (qm_cluster_keeps()), so that
+ *	its demand keeps their leases until they close.
  *	qm_cluster_queue() gives a new queue its cap at once (0 until its
  *	first grant, the share while alone); qm_cluster_poke(), at each
  *	dispatch, asks for a sync, except while the caps themselves are
@@ -107,20 +108,34 @@ static int queue_rate(struct qmgr *q, struct core_queue *cq, int kind,
            r->count > 0;
 }
 
-/* The agent's idle connections for cq (by its cache key), and its
- * deliveries not connected yet (starting: one more, being started),
- * which will take them first. */
+/*
+ * The agent's idle connections for cq (by its cache key); its
+ * deliveries under way (*live: in the agent or before it; starting: one
+ * more, being started), of which *pending are not connected yet and will
+ * take the idle ones first. core/'s busy count is higher: it holds a
+ * delivery until its outcome is on disk, and the agent's session until
+ * the loop's next turn, their connection back in the cache (counted as
+ * idle) or closed; without idle connections it is *live.
+ */
 static int queue_idle(struct qmgr *q, struct core_queue *cq, int starting,
-                      int *pending)
+                      int *pending, int *live)
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
     const struct qm_delivery *d;
     int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache);
 
-    *pending = starting;
-    if (idle > 0)
-        LIST_FOREACH(d, &q->deliveries, link)
-            *pending += d->queue == cq && d->session == NULL;
+    *pending = *live = starting;
+    if (idle == 0) {
+        *live += core_queue_busy(cq);
+        return 0;
+    }
+    LIST_FOREACH(d, &q->deliveries, link)
+        if (d->queue == cq && d->session == NULL) {
+            ++*live;
+            ++*pending;
+        } else if (d->queue == cq && !deliver_session_done(d->session)) {
+            ++*live; /* it holds a connection, or is getting one */
+        }
     return idle;
 }
 
@@ -128,7 +143,9 @@ static int queue_idle(struct qmgr *q, struct core_queue *cq, int starting,
  * starts take them, and open no connection. */
 static int queue_spare(struct qmgr *q, struct core_queue *cq, int starting)
 {
-    int pending, spare = queue_idle(q, cq, starting, &pending) - pending;
+    int pending, live, spare;
+
+    spare = queue_idle(q, cq, starting, &pending, &live) - pending;
 
     return spare > 0 ? spare : 0;
 }
@@ -157,14 +174,14 @@ static void demand_one(struct qmgr *q, struct core_queue *cq)
 {
     int limit = queue_limit(q, cq), busy = core_queue_busy(cq);
     int todo = core_queue_dead(cq) ? 0 : core_queue_todo(cq);
-    int want = busy + todo, pending, idle, conns;
+    int want = busy + todo, pending, live, idle, conns;
     char name[256];
 
     queue_name(cq, name, sizeof(name));
     if (limit > 0) {
         /* the leases cover idle connections too (decision 111) */
-        idle = queue_idle(q, cq, 0, &pending);
-        conns = cluster_conns(busy, idle, pending);
+        idle = queue_idle(q, cq, 0, &pending, &live);
+        conns = cluster_conns(live, idle, pending);
         if (conns > want)
             want = conns;
         cluster_demand(q->cluster, name, limit, want < limit ? want : limit,
@@ -178,9 +195,8 @@ static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap,
                       int starting)
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
-    int pending, idle = queue_idle(q, cq, starting, &pending), keep;
-
-    keep = cluster_idle_keep(cap, core_queue_busy(cq), idle, pending);
+    int pending, live, idle = queue_idle(q, cq, starting, &pending, &live);
+    int keep = cluster_idle_keep(cap, live, idle, pending);
     if (keep < idle)
         deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
 }
@@ -486,14 +502,16 @@ void qm_cluster_done(struct qmgr *q, struct core_queue *cq)
         cap_one(q, cq, 0); /* one fewer in flight: not one more start */
 }
 
-/* A queue freed: its idle connections, which its leases covered, close
- * (with no queue there is no demand to keep the leases). */
-void qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest)
+/* Is cq to stay, though idle, while the agent keeps connections for it?
+ * Its demand keeps their leases (with no queue there would be none),
+ * and the next mail for it finds them; the queue run's sweep frees it
+ * once they are gone. */
+int qm_cluster_keeps(struct qmgr *q, struct core_queue *cq)
 {
-    if (q->cluster != NULL &&
-        conf_int(q->conf, dest->route.transport,
-                 CONF_default_destination_concurrency_limit) > 0)
-        deliver_cache_drop(q->cache, dest->route.key.cache);
+    const struct qm_dest *dest = core_queue_ctx(cq);
+
+    return q->cluster != NULL && queue_limit(q, cq) > 0 &&
+           deliver_cache_idle(q->cache, dest->route.key.cache) > 0;
 }
 
 void qm_cluster_poke(struct qmgr *q)

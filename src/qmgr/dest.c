@@ -53,17 +53,19 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
  * state to remember (not dead, no rate delay running, no failures that a
  * success has not cleared: mail trickling to a dead site must still add
  * up to a dead destination): its route goes with it, and the next mail
- * for it starts at the initial window. In a cluster its idle connections
- * close with it (no lease would cover them: decision 111).
+ * for it starts at the initial window. In a cluster a queue whose
+ * idle connections the agent keeps stays until they close, so that its
+ * leases cover them (decision 111); the sweep frees it then.
  */
 void qm_dest_release(struct core_queue *cq)
 {
+    struct qm_dest *dest = core_queue_ctx(cq);
     void *d;
 
-    if (core_queue_release(cq, &d)) {
-        qm_cluster_gone(((struct qm_dest *)d)->q, d);
+    if (qm_cluster_keeps(dest->q, cq))
+        return;
+    if (core_queue_release(cq, &d))
         free(d);
-    }
 }
 
 /* Dead destinations that came back idle, and any other idle queue. */

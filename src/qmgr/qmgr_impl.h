@@ -189,7 +189,7 @@ void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
-void qm_cluster_gone(struct qmgr *q, const struct qm_dest *dest);
+int qm_cluster_keeps(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_queue_dead(void *ctx, struct core_queue *cq, const char *why);
 void qm_cluster_queue_alive(void *ctx, struct core_queue *cq);
 void qm_cluster_suspended(struct qmgr *q, const char *dest,
