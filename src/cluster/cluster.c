@@ -15,6 +15,8 @@
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
+ *	int	cluster_reconfigure(struct cluster *c,
+ *			const struct cluster_config *cfg)
  * DESCRIPTION
  *	The member's state is one of three. Joining (from the start to the
  *	first reply): queues with a limit start nothing, one round trip.
@@ -35,6 +37,13 @@
  *
  *	cluster_create() returns NULL when cfg->url does not parse (the
  *	daemon's configuration check says why first).
+ *
+ *	cluster_reconfigure() applies a reload: a new lease time and
+ *	timeout from the next sync; another URL, cluster_name or
+ *	cluster_key_prefix makes the member leave its cluster and join that
+ *	one (logged "cluster NAME: joining at URL"), guarded as a rejoin.
+ *	It returns 0 (the same cluster), 1 (another), -1 (a URL that does
+ *	not parse: nothing changes).
  */
 
 #include "cluster/cluster_impl.h"
@@ -291,12 +300,64 @@ static char *tag_of(const struct cluster_config *cfg)
     return tag;
 }
 
+/* The timers that follow cluster_lease_time: the tick every third. */
+static void tick_arm(struct cluster *c)
+{
+    struct timeval tick = {(time_t)(c->lease_ms / 3 / 1000),
+                           (suseconds_t)(c->lease_ms / 3 % 1000) * 1000};
+
+    event_add(c->tick_ev, &tick);
+}
+
+/*
+ * A reload: lease time and timeout apply from the next sync; another
+ * URL, name or prefix is another cluster, so the member leaves the one
+ * it was in (its leases there expire) and joins the new one as after a
+ * fall-back: alone with its share until the first reply, then for a
+ * lease time no more than its share (Redis's leases are not its own).
+ */
+int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
+{
+    struct cluster_url u;
+    char why[200], *tag;
+
+    if (cluster_url_parse(cfg->url, &u, why, sizeof(why)) < 0)
+        return -1;
+    c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
+    c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    tick_arm(c);
+    tag = tag_of(cfg);
+    if (strcmp(cfg->url, c->url_text) == 0 && strcmp(tag, c->tag) == 0) {
+        free(tag);
+        return 0;
+    }
+    cluster_go_alone(c, "the configuration names another cluster");
+    if (c->ac != NULL) {
+        redisAsyncContext *ac = c->ac;
+
+        c->ac = NULL;
+        c->seq = 0;
+        cluster_susp_unsent(c);
+        redisAsyncFree(ac);
+    }
+    free(c->url_text);
+    free(c->name);
+    free(c->tag);
+    c->url = u;
+    c->url_text = xstrdup(cfg->url);
+    c->name = xstrdup(cfg->name);
+    c->tag = tag;
+    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_text);
+    evtimer_del(c->retry_ev);
+    schedule(c->retry_ev, 0);
+    return 1;
+}
+
 struct cluster *cluster_create(struct event_base *base,
                                const struct cluster_config *cfg,
                                const struct cluster_callbacks *cb)
 {
     struct cluster *c = xcalloc(1, sizeof(*c));
-    struct timeval tick;
     char why[200];
 
     if (cluster_url_parse(cfg->url, &c->url, why, sizeof(why)) < 0) {
@@ -318,9 +379,7 @@ struct cluster *cluster_create(struct event_base *base,
     c->retry_ev = evtimer_new(base, retry_cb, c);
     c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
     c->wait_ev = evtimer_new(base, wait_cb, c);
-    tick.tv_sec = (time_t)(c->lease_ms / 3 / 1000);
-    tick.tv_usec = (suseconds_t)(c->lease_ms / 3 % 1000) * 1000;
-    event_add(c->tick_ev, &tick);
+    tick_arm(c);
     c->pull = 1;
     cluster_connect(c);
     cluster_poke(c);
@@ -346,9 +405,8 @@ void cluster_free(struct cluster *c)
     event_free(c->tick_ev);
     event_free(c->wait_ev);
     cluster_leases_free(c->leases);
-    cluster_susps_clear(&c->susp_known);
-    cluster_susps_clear(&c->susp_out);
-    cluster_susps_clear(&c->susp_sent);
+    cluster_shared_clear(&c->susp);
+    cluster_shared_clear(&c->dead);
     free(c->reqs);
     free(c->facts);
     free(c->url_text);
@@ -396,53 +454,52 @@ int cluster_cap(const struct cluster *c, const char *name, int limit)
     return cap;
 }
 
-void cluster_rate(struct cluster *c, const char *name, int count,
+void cluster_rate(struct cluster *c, const char *name, int kind, int count,
                   int64_t period_ms, int want)
 {
-    cluster_leases_rate(c->leases, name, count, period_ms, want);
+    cluster_leases_rate(c->leases, name, kind, count, period_ms, want);
 }
 
-int cluster_tokens(const struct cluster *c, const char *name)
+int cluster_tokens(const struct cluster *c, const char *name, int kind)
 {
-    return cluster_leases_tokens(c->leases, name);
+    return cluster_leases_tokens(c->leases, name, kind);
 }
 
-void cluster_spend(struct cluster *c, const char *name)
+void cluster_spend(struct cluster *c, const char *name, int kind)
 {
-    cluster_leases_spend(c->leases, name);
+    cluster_leases_spend(c->leases, name, kind);
 }
 
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until)
 {
-    cluster_susps_set(&c->susp_known, dest, until);
-    /* the out list keeps resumptions too (-1): Redis must hear of them */
-    for (size_t i = 0; i < c->susp_out.n; i++)
-        if (strcasecmp(c->susp_out.v[i].dest, dest) == 0) {
-            c->susp_out.v[i].until = until;
-            cluster_poke(c);
-            return;
-        }
-    cluster_susps_set(&c->susp_out, dest, 0);
-    c->susp_out.v[c->susp_out.n - 1].until = until;
+    cluster_shared_change(&c->susp, dest, until, NULL);
     cluster_poke(c);
 }
 
-/* A sync that failed: its suspensions go out with the next, unless a
- * newer change to the same destination is waiting. */
+void cluster_dead(struct cluster *c, const char *name, int64_t until,
+                  const char *why)
+{
+    cluster_shared_change(&c->dead, name, until, why);
+    cluster_poke(c);
+}
+
+int64_t cluster_dead_until(const struct cluster *c, const char *name,
+                           const char **why)
+{
+    const struct cluster_susp *d = cluster_shared_find(&c->dead, name);
+
+    if (d == NULL || d->until <= 0)
+        return -1;
+    *why = d->why;
+    return d->until;
+}
+
+/* A sync that failed: its suspensions and deaths go out with the next,
+ * unless a newer change to the same destination is waiting. */
 void cluster_susp_unsent(struct cluster *c)
 {
-    for (size_t i = 0; i < c->susp_sent.n; i++) {
-        const struct cluster_susp *s = &c->susp_sent.v[i];
-        int newer = 0;
-
-        for (size_t j = 0; j < c->susp_out.n && !newer; j++)
-            newer = strcasecmp(c->susp_out.v[j].dest, s->dest) == 0;
-        if (!newer) {
-            cluster_susps_set(&c->susp_out, s->dest, 0);
-            c->susp_out.v[c->susp_out.n - 1].until = s->until;
-        }
-    }
-    c->susp_sent.n = 0;
+    cluster_shared_unsent(&c->susp);
+    cluster_shared_unsent(&c->dead);
 }
 
 int cluster_joined(const struct cluster *c)

@@ -10,6 +10,8 @@
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
  *	int	cluster_share(int limit, int members)
+ *	int	cluster_conns(int busy, int idle, int pending)
+ *	int	cluster_idle_keep(int cap, int busy, int idle, int pending)
  *
  *	struct cluster_leases *cluster_leases_create(void)
  *	void	cluster_leases_free(struct cluster_leases *t)
@@ -18,19 +20,19 @@
  *	size_t	cluster_leases_round(struct cluster_leases *t,
  *			struct cluster_lease_req **reqs)
  *	void	cluster_leases_grant(struct cluster_leases *t,
- *			const char *name, int granted)
+ *			const char *name, int granted, int target)
  *	int	cluster_leases_cap(const struct cluster_leases *t,
  *			const char *name, int limit, int joined, int members)
  *
  *	void	cluster_leases_rate(struct cluster_leases *t,
- *			const char *name, int count, int64_t period_ms,
- *			int want)
+ *			const char *name, int kind, int count,
+ *			int64_t period_ms, int want)
  *	void	cluster_leases_tokens_add(struct cluster_leases *t,
- *			const char *name, int tokens)
+ *			const char *name, int kind, int tokens)
  *	int	cluster_leases_tokens(const struct cluster_leases *t,
- *			const char *name)
+ *			const char *name, int kind)
  *	void	cluster_leases_spend(struct cluster_leases *t,
- *			const char *name)
+ *			const char *name, int kind)
  *	int64_t	cluster_leases_alone(struct cluster_leases *t, int64_t now,
  *			int members)
  *
@@ -53,6 +55,8 @@
  *			const struct cluster_config *cfg,
  *			const struct cluster_callbacks *cb)
  *	void	cluster_free(struct cluster *c)
+ *	int	cluster_reconfigure(struct cluster *c,
+ *			const struct cluster_config *cfg)
  *	void	cluster_poke(struct cluster *c)
  *	void	cluster_demand(struct cluster *c, const char *name,
  *			int limit, int want, int busy)
@@ -60,12 +64,17 @@
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
- *	void	cluster_rate(struct cluster *c, const char *name, int count,
- *			int64_t period_ms, int want)
- *	int	cluster_tokens(const struct cluster *c, const char *name)
- *	void	cluster_spend(struct cluster *c, const char *name)
+ *	void	cluster_rate(struct cluster *c, const char *name, int kind,
+ *			int count, int64_t period_ms, int want)
+ *	int	cluster_tokens(const struct cluster *c, const char *name,
+ *			int kind)
+ *	void	cluster_spend(struct cluster *c, const char *name, int kind)
  *	void	cluster_suspend(struct cluster *c, const char *dest,
  *			int64_t until)
+ *	void	cluster_dead(struct cluster *c, const char *name,
+ *			int64_t until, const char *why)
+ *	int64_t	cluster_dead_until(const struct cluster *c,
+ *			const char *name, const char **why)
  *	struct core_destdb *cluster_destdb(struct cluster *c,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -88,32 +97,46 @@
  *	alone: limit divided by the live members it last knew, rounded
  *	down, at least 1 (0: no limit).
  *
+ *	cluster_conns() is how many connections a queue's leases must
+ *	cover: its deliveries in flight (busy), each with a connection or
+ *	about to have one, and the idle connections the agent's cache
+ *	keeps for it beyond those that its deliveries not yet connected
+ *	(pending) will take. cluster_idle_keep() is how many of the idle
+ *	connections may stay under a cap on the queue (-1: all): those
+ *	that keep cluster_conns() within the cap, or within the
+ *	deliveries in flight when they exceed it (idle.c).
+ *
  *	The lease table: cluster_leases_demand() records a queue's demand
  *	for this round (name "TRANSPORT:QUEUE", its concurrency limit, the
- *	deliveries it could run, those in flight); cluster_leases_round()
- *	lists what the next script call carries (every queue with demand,
- *	leases or a want to withdraw; a queue not named this round asks for
- *	nothing) and forgets the queues with none of these;
- *	cluster_leases_grant() stores a reply's count; cluster_leases_cap()
- *	is how many deliveries the queue may have in flight: the leases
- *	held while joined (0 before the first grant), the share while
- *	alone, -1 (no cap) for a queue without a limit.
+ *	connections it could use, those it must keep: cluster_conns());
+ *	cluster_leases_round() lists what the next script call carries
+ *	(every queue with demand, leases or a want to withdraw; a queue not
+ *	named this round asks for nothing) and forgets the queues with
+ *	none of these; cluster_leases_grant() stores a reply's leases held
+ *	and target; cluster_leases_cap() is how many deliveries the queue
+ *	may have in flight: the leases held or the target, the lower,
+ *	while joined (0 before the first grant), the share while alone, -1
+ *	(no cap) for a queue without a limit.
  *
- *	Rates (<transport>_destination_rate, decision 102): a queue with a
- *	rate names it each round with cluster_leases_rate() (count per
- *	period, and the starts it wants tokens for); granted tokens are
- *	added with cluster_leases_tokens_add(), one is spent per delivery
- *	started (cluster_leases_spend()); cluster_leases_tokens() says how
- *	many are left, -1 for a queue without a rate. cluster_leases_alone()
+ *	Rates (decisions 102 and 112), of two kinds: CLUSTER_RATE_MSG
+ *	(<transport>_destination_rate, deliveries started) and
+ *	CLUSTER_RATE_CONN (<transport>_destination_connection_rate,
+ *	connections opened). A queue with a rate names it each round with
+ *	cluster_leases_rate() (count per period, and the starts it wants
+ *	tokens for); granted tokens are added with
+ *	cluster_leases_tokens_add(), one is spent per start
+ *	(cluster_leases_spend()); cluster_leases_tokens() says how many are
+ *	left, -1 for a queue without that rate. cluster_leases_alone()
  *	grants the tokens of the round's rate wants itself, from this
  *	member's share of each rate (count / members, at least 1) on its
  *	own GCRA, and returns the ms until one more would fit (-1: none
  *	waits). cluster_rate_parse()
  *	reads COUNT/TIME; cluster_gcra() is the arithmetic (rate.c).
  *
- *	Suspensions (suspend.c, decision 103): the set of destinations
- *	suspended in the cluster as this member last applied it, changes
- *	made here recorded, and the merge of a pulled set into it.
+ *	Suspensions (suspend.c, decision 103) and dead destinations
+ *	(decision 113) are sets the cluster shares (shared.c): as this
+ *	member last applied them, the changes made here on their way out,
+ *	and the merge of a pulled set into them.
  *
  *	cluster_fact_merge() decides whether a retry time another member
  *	published (wall-clock milliseconds) replaces the local one
@@ -121,7 +144,8 @@
  *	the future; then *retry is it on the local clock.
  *
  *	The object: cluster_create() connects (never blocking) and starts
- *	syncing; cluster_poke() asks for a sync soon (demand changed); at
+ *	syncing; cluster_reconfigure() applies a reload (another URL, name
+ *	or prefix: it leaves for that cluster); cluster_poke() asks for a sync soon (demand changed); at
  *	each sync the demand callback names every queue's demand with
  *	cluster_demand(), and after each reply or change of state the caps
  *	callback reads cluster_cap() for each queue. cluster_rate(),
@@ -130,7 +154,13 @@
  *	share of the rate. cluster_suspend() publishes a suspension made
  *	here (until: wall-clock ms, 0 until resumed, -1 resumed; kept until
  *	Redis has it); the suspend and resume callbacks apply another
- *	member's at each pull. cluster_joined() says
+ *	member's at each pull. cluster_dead() publishes a destination queue
+ *	("TRANSPORT:QUEUE") found dead here, until its revival (wall-clock
+ *	ms; -1: revived here), with the reason (decision 113); the dead
+ *	callbacks apply another member's at each pull, and
+ *	cluster_dead_until() is the revival time of a queue the cluster
+ *	holds dead (-1: none), for a queue made after the pull.
+ *	cluster_joined() says
  *	whether Redis answers; cluster_members() the live members last
  *	known. cluster_destdb() wraps Finch's destdb: failures and
  *	recoveries of hosts go out, other members' come in.
@@ -154,14 +184,22 @@ struct cluster_url {
 int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
                       size_t whylen);
 int cluster_share(int limit, int members);
+int cluster_conns(int busy, int idle, int pending);
+int cluster_idle_keep(int cap, int busy, int idle, int pending);
 
 struct cluster_leases;
+
+/* A queue's rates: of deliveries started (messages), of connections
+ * opened (decision 112). */
+enum cluster_rate_kind { CLUSTER_RATE_MSG, CLUSTER_RATE_CONN, CLUSTER_RATES };
 
 struct cluster_lease_req {
     char name[256];
     int limit, want, busy;
-    int rate_count, rate_want; /* rate_count 0: no rate */
-    int64_t rate_period;
+    struct {
+        int count, want; /* count 0: no rate */
+        int64_t period;
+    } rate[CLUSTER_RATES];
 };
 
 struct cluster_leases *cluster_leases_create(void);
@@ -171,7 +209,7 @@ void cluster_leases_demand(struct cluster_leases *t, const char *name,
 size_t cluster_leases_round(struct cluster_leases *t,
                             struct cluster_lease_req **reqs);
 void cluster_leases_grant(struct cluster_leases *t, const char *name,
-                          int granted);
+                          int granted, int target);
 int cluster_leases_cap(const struct cluster_leases *t, const char *name,
                        int limit, int joined, int members);
 
@@ -184,12 +222,13 @@ int cluster_rate_parse(const char *text, struct cluster_rate *r, char *why,
                        size_t whylen);
 int cluster_gcra(int64_t *tat, int64_t now, int count, int64_t period, int want,
                  int64_t *wait);
-void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
-                         int64_t period_ms, int want);
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int kind,
+                         int count, int64_t period_ms, int want);
 void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
-                               int tokens);
-int cluster_leases_tokens(const struct cluster_leases *t, const char *name);
-void cluster_leases_spend(struct cluster_leases *t, const char *name);
+                               int kind, int tokens);
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name,
+                          int kind);
+void cluster_leases_spend(struct cluster_leases *t, const char *name, int kind);
 int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now,
                              int members);
 
@@ -199,6 +238,7 @@ int cluster_fact_merge(int64_t local_retry, int64_t remote_wall,
 struct cluster_susp {
     char dest[256];
     int64_t until; /* wall-clock ms; 0: until resumed; -1: resumed */
+    char why[200]; /* a dead destination's reason; else empty */
 };
 
 struct cluster_susps {
@@ -207,8 +247,14 @@ struct cluster_susps {
 };
 
 struct cluster_susp_fns {
-    void (*suspend)(void *ctx, const char *dest, int64_t until);
+    void (*suspend)(void *ctx, const char *dest, int64_t until,
+                    const char *why);
     void (*resume)(void *ctx, const char *dest);
+};
+
+/* A set the cluster shares: as applied, changed here, being sent. */
+struct cluster_shared {
+    struct cluster_susps known, out, sent;
 };
 
 void cluster_susps_set(struct cluster_susps *known, const char *dest,
@@ -217,6 +263,20 @@ void cluster_susps_merge(struct cluster_susps *known,
                          const struct cluster_susp *set, size_t n,
                          const struct cluster_susp_fns *fns, void *ctx);
 void cluster_susps_clear(struct cluster_susps *known);
+void cluster_susps_set_why(struct cluster_susps *known, const char *dest,
+                           int64_t until, const char *why);
+
+void cluster_shared_change(struct cluster_shared *s, const char *dest,
+                           int64_t until, const char *why);
+void cluster_shared_send(struct cluster_shared *s);
+void cluster_shared_sent(struct cluster_shared *s);
+void cluster_shared_unsent(struct cluster_shared *s);
+void cluster_shared_pulled(struct cluster_shared *s,
+                           const struct cluster_susp *set, size_t n,
+                           const struct cluster_susp_fns *fns, void *ctx);
+const struct cluster_susp *cluster_shared_find(const struct cluster_shared *s,
+                                               const char *dest);
+void cluster_shared_clear(struct cluster_shared *s);
 
 struct cluster;
 
@@ -235,22 +295,29 @@ struct cluster_callbacks {
     void (*caps)(void *ctx);   /* the caps may have changed */
     void *ctx;
     struct cluster_susp_fns susp; /* another member's suspend or resume */
+    struct cluster_susp_fns dead; /* another member's dead destination
+                                     (dest: "TRANSPORT:QUEUE") or revival */
 };
 
 struct cluster *cluster_create(struct event_base *base,
                                const struct cluster_config *cfg,
                                const struct cluster_callbacks *cb);
 void cluster_free(struct cluster *c);
+int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg);
 void cluster_poke(struct cluster *c);
 void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
-void cluster_rate(struct cluster *c, const char *name, int count,
+void cluster_dead(struct cluster *c, const char *name, int64_t until,
+                  const char *why);
+int64_t cluster_dead_until(const struct cluster *c, const char *name,
+                           const char **why);
+void cluster_rate(struct cluster *c, const char *name, int kind, int count,
                   int64_t period_ms, int want);
-int cluster_tokens(const struct cluster *c, const char *name);
-void cluster_spend(struct cluster *c, const char *name);
+int cluster_tokens(const struct cluster *c, const char *name, int kind);
+void cluster_spend(struct cluster *c, const char *name, int kind);
 int cluster_members(const struct cluster *c);
 struct core_destdb *cluster_destdb(struct cluster *c,
                                    struct core_destdb *inner);

@@ -38,11 +38,10 @@ struct cluster {
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
     struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
-    struct event *wait_ev;           /* a rate fits one more start */
-    struct core_destdb *destdb;      /* cluster_destdb()'s, while it lives */
-    struct cluster_susps susp_known; /* as last applied */
-    struct cluster_susps susp_out;   /* made here, Redis not told yet */
-    struct cluster_susps susp_sent;  /* in the sync in flight */
+    struct event *wait_ev;      /* a rate fits one more start */
+    struct core_destdb *destdb; /* cluster_destdb()'s, while it lives */
+    struct cluster_shared susp; /* suspensions (decision 103) */
+    struct cluster_shared dead; /* dead destinations (decision 113) */
 };
 
 void cluster_log(struct cluster *c, int warning, const char *fmt, ...)

@@ -11,7 +11,7 @@
  *	size_t	cluster_leases_round(struct cluster_leases *t,
  *			struct cluster_lease_req **reqs)
  *	void	cluster_leases_grant(struct cluster_leases *t,
- *			const char *name, int granted)
+ *			const char *name, int granted, int target)
  *	int	cluster_leases_cap(const struct cluster_leases *t,
  *			const char *name, int limit, int joined, int members)
  * DESCRIPTION
@@ -26,9 +26,15 @@
  *	nothing. Records with nothing to say are forgotten. The next round
  *	starts empty.
  *
- *	cluster_leases_cap(): while joined, the leases held (0 for a queue
- *	never granted: it waits one round trip); while alone, the share of
- *	the limit (cluster_share()); -1 for no limit.
+ *	cluster_leases_grant() stores a reply's leases held and the
+ *	queue's target (its fair part, or what it wants when the others
+ *	want less); the leases held may be above the target while the
+ *	queue's connections use them (cluster_conns()).
+ *
+ *	cluster_leases_cap(): while joined, the leases held or the target,
+ *	the lower (0 for a queue never granted: it waits one round trip);
+ *	while alone, the share of the limit (cluster_share()); -1 for no
+ *	limit.
  */
 
 #include "cluster/cluster.h"
@@ -39,6 +45,13 @@
 
 #include "util/util.h"
 
+struct lease_rate {
+    int count, want, named; /* count 0: no rate */
+    int64_t period;
+    int tokens;        /* starts granted, not yet spent */
+    int64_t local_tat; /* alone: the member's own GCRA */
+};
+
 struct lease {
     char *name;
     struct lease *next; /* hash chain */
@@ -46,10 +59,8 @@ struct lease {
     int named;   /* in this round */
     int asked;   /* the last request carried a want */
     int granted; /* held, as the last reply said */
-    int rate_count, rate_want, rate_named;
-    int64_t rate_period;
-    int tokens;        /* starts granted, not yet spent */
-    int64_t local_tat; /* alone: the member's own GCRA */
+    int target;  /* what it may run, as the last reply said */
+    struct lease_rate rate[CLUSTER_RATES]; /* of messages, of connections */
 };
 
 struct cluster_leases {
@@ -146,41 +157,56 @@ void cluster_leases_demand(struct cluster_leases *t, const char *name,
     l->named = 1;
 }
 
-void cluster_leases_rate(struct cluster_leases *t, const char *name, int count,
-                         int64_t period_ms, int want)
+void cluster_leases_rate(struct cluster_leases *t, const char *name, int kind,
+                         int count, int64_t period_ms, int want)
 {
     struct lease *l = lease_get(t, name, want > 0);
 
     if (l == NULL)
         return;
-    l->rate_count = count;
-    l->rate_period = period_ms;
-    l->rate_want = want < 0 ? 0 : want;
-    l->rate_named = 1;
+    l->rate[kind].count = count;
+    l->rate[kind].period = period_ms;
+    l->rate[kind].want = want < 0 ? 0 : want;
+    l->rate[kind].named = 1;
 }
 
 void cluster_leases_tokens_add(struct cluster_leases *t, const char *name,
-                               int tokens)
+                               int kind, int tokens)
 {
     struct lease *l = *lease_slot(t, name);
 
     if (l != NULL && tokens > 0)
-        l->tokens += tokens;
+        l->rate[kind].tokens += tokens;
 }
 
-int cluster_leases_tokens(const struct cluster_leases *t, const char *name)
+int cluster_leases_tokens(const struct cluster_leases *t, const char *name,
+                          int kind)
 {
     const struct lease *l = *lease_slot(t, name);
 
-    return l == NULL || l->rate_count == 0 ? -1 : l->tokens;
+    return l == NULL || l->rate[kind].count == 0 ? -1 : l->rate[kind].tokens;
 }
 
-void cluster_leases_spend(struct cluster_leases *t, const char *name)
+void cluster_leases_spend(struct cluster_leases *t, const char *name, int kind)
 {
     struct lease *l = *lease_slot(t, name);
 
-    if (l != NULL && l->tokens > 0)
-        l->tokens--;
+    if (l != NULL && l->rate[kind].tokens > 0)
+        l->rate[kind].tokens--;
+}
+
+/* One rate alone: its tokens from the member's share; the ms until one
+ * more fits (-1: nothing waits). */
+static int64_t rate_alone(struct lease_rate *r, int64_t now, int members)
+{
+    int64_t wait;
+
+    if (r->count == 0 || r->want == 0)
+        return -1;
+    r->tokens +=
+        cluster_gcra(&r->local_tat, now, cluster_share(r->count, members),
+                     r->period, r->want, &wait);
+    return wait > 0 ? wait : -1;
 }
 
 int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now, int members)
@@ -188,29 +214,29 @@ int64_t cluster_leases_alone(struct cluster_leases *t, int64_t now, int members)
     int64_t next = -1, wait;
 
     for (size_t i = 0; i < t->size; i++)
-        for (struct lease *l = t->hash[i]; l; l = l->next) {
-            int share = cluster_share(l->rate_count, members);
-
-            if (l->rate_count == 0 || l->rate_want == 0)
-                continue;
-            l->tokens += cluster_gcra(&l->local_tat, now, share, l->rate_period,
-                                      l->rate_want, &wait);
-            if (wait > 0 && (next < 0 || wait < next))
-                next = wait;
-        }
+        for (struct lease *l = t->hash[i]; l; l = l->next)
+            for (int k = 0; k < CLUSTER_RATES; k++)
+                if ((wait = rate_alone(&l->rate[k], now, members)) > 0 &&
+                    (next < 0 || wait < next))
+                    next = wait;
     return next;
 }
 
 /* Forget what has nothing to say; else list it. */
 static int lease_keep(struct lease *l)
 {
+    int rates = 0;
+
     if (!l->named)
         l->want = l->busy = 0;
-    if (!l->rate_named)
-        l->rate_want = 0;
-    l->named = l->rate_named = 0;
-    return l->want > 0 || l->busy > 0 || l->granted > 0 || l->asked ||
-           l->rate_want > 0 || l->tokens > 0;
+    l->named = 0;
+    for (int k = 0; k < CLUSTER_RATES; k++) {
+        if (!l->rate[k].named)
+            l->rate[k].want = 0;
+        l->rate[k].named = 0;
+        rates |= l->rate[k].want > 0 || l->rate[k].tokens > 0;
+    }
+    return l->want > 0 || l->busy > 0 || l->granted > 0 || l->asked || rates;
 }
 
 size_t cluster_leases_round(struct cluster_leases *t,
@@ -234,9 +260,11 @@ size_t cluster_leases_round(struct cluster_leases *t,
             r[n].limit = l->limit;
             r[n].want = l->want;
             r[n].busy = l->busy;
-            r[n].rate_count = l->rate_count;
-            r[n].rate_period = l->rate_period;
-            r[n].rate_want = l->rate_want;
+            for (int k = 0; k < CLUSTER_RATES; k++) {
+                r[n].rate[k].count = l->rate[k].count;
+                r[n].rate[k].period = l->rate[k].period;
+                r[n].rate[k].want = l->rate[k].want;
+            }
             l->asked = l->want > 0;
             n++;
             pp = &l->next;
@@ -247,12 +275,14 @@ size_t cluster_leases_round(struct cluster_leases *t,
 }
 
 void cluster_leases_grant(struct cluster_leases *t, const char *name,
-                          int granted)
+                          int granted, int target)
 {
     struct lease *l = *lease_slot(t, name);
 
-    if (l != NULL)
+    if (l != NULL) {
         l->granted = granted;
+        l->target = target;
+    }
 }
 
 int cluster_leases_cap(const struct cluster_leases *t, const char *name,
@@ -265,5 +295,7 @@ int cluster_leases_cap(const struct cluster_leases *t, const char *name,
     if (!joined)
         return cluster_share(limit, members);
     l = *lease_slot(t, name);
-    return l != NULL ? l->granted : 0;
+    if (l == NULL)
+        return 0;
+    return l->granted < l->target ? l->granted : l->target;
 }

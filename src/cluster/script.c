@@ -11,14 +11,18 @@
  *	(member scored by the end of its heartbeat), KEYS[2] the hosts'
  *	hash (host to retry time, wall-clock ms), KEYS[3] the suspensions'
  *	hash (destination to its end, wall-clock ms, 0: until resumed),
- *	then for each queue its
+ *	KEYS[4] the dead destinations' hash ("TRANSPORT:QUEUE" to "REVIVAL
+ *	REASON", wall-clock ms), then for each queue its
  *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
- *	(member to "WANT EXPIRY") and its rate's theoretical arrival time
- *	(GCRA). ARGV: member, lease time (ms), whether to pull the hosts,
- *	the queue count, then LIMIT WANT BUSY RCOUNT RPERIOD RWANT per
- *	queue (LIMIT 0: no leases; RCOUNT 0: no rate), then the fact count
+ *	(member to "WANT EXPIRY"), its message rate's and its connection
+ *	rate's theoretical arrival times (GCRA). ARGV: member, lease time
+ *	(ms), whether to pull the hosts, the queue count, then LIMIT WANT
+ *	BUSY RCOUNT RPERIOD RWANT CCOUNT CPERIOD CWANT per queue (LIMIT 0:
+ *	no leases; RCOUNT, CCOUNT 0: no such rate), then the fact count
  *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
- *	per suspension (UNTIL -1: resumed).
+ *	per suspension (UNTIL -1: resumed), then the dead count and DEST
+ *	REVIVAL REASON per dead destination (REVIVAL -1: revived; a later
+ *	revival replaces an earlier one).
  *
  *	Time is Redis's own (TIME), so members' clocks need not agree for
  *	leases. Per queue: expired leases and wants go; this member's
@@ -28,14 +32,19 @@
  *	less; it keeps at least the leases its deliveries in flight use,
  *	gives back the rest above the target, renews what it keeps, and
  *	takes free slots up to the target while the set holds fewer than
- *	the limit. The sum of leases never exceeds the limit. A rate
- *	grants up to RWANT starts by GCRA (rate.c's arithmetic, on the
- *	stored arrival time), one key per queue.
+ *	the limit. The sum of leases never exceeds the limit. Each rate
+ *	grants up to its WANT starts by GCRA (rate.c's arithmetic, on the
+ *	stored arrival time), one key per queue and kind.
  *
- *	It returns { live members, { grant per queue }, { HOST, RETRY,
- *	... }, { starts per queue }, ms until a rate fits one more or -1,
- *	{ DEST, UNTIL, ... } or 0 } (the hosts and the suspensions only
- *	when pulled).
+ *	It returns { live members, { leases held per queue }, { HOST,
+ *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
+ *	or -1, { DEST, UNTIL, ... } or 0, { target per queue },
+ *	{ connections per queue }, { DEST, "REVIVAL REASON", ... } or 0 }
+ *	(the hosts, the suspensions and the dead destinations only when
+ *	pulled). A queue's target may be below the leases it holds (BUSY
+ *	kept them): it runs no more than the target and closes the idle
+ *	connections above it, and the next sync gives the rest back
+ *	(doc/cluster.md).
  */
 
 #include "cluster/cluster_impl.h"
@@ -50,29 +59,32 @@ const char cluster_sync_script[] =
     "redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
     "local live = redis.call('ZCARD', KEYS[1])\n"
     "local grants, a, prefix = {}, 5, member .. ':'\n"
-    "local tokens, minwait = {}, -1\n"
-    "for q = 1, nq do\n"
-    "  local L, W, R = KEYS[3 * q + 1], KEYS[3 * q + 2], KEYS[3 * q + 3]\n"
-    "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
-    "  local busy, rcount = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])\n"
-    "  local rperiod, rwant = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])\n"
-    "  a = a + 6\n"
-    "  tokens[q] = 0\n"
-    "  if rcount > 0 and rwant > 0 then\n"
-    "    local iv = math.max(1, math.floor(rperiod / rcount))\n"
-    "    local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
-    "    local fit = math.floor((now + rperiod - t) / iv)\n"
-    "    local n = math.max(0, math.min(rwant, fit))\n"
-    "    if n > 0 then\n"
-    "      redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
-    "    end\n"
-    "    if n < rwant then\n"
-    "      local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
-    "      if minwait < 0 or w < minwait then minwait = w end\n"
-    "    end\n"
-    "    tokens[q] = n\n"
+    "local tokens, minwait, targets, ctokens = {}, -1, {}, {}\n"
+    "local function gcra(R, rcount, rperiod, rwant)\n"
+    "  if rcount <= 0 or rwant <= 0 then return 0 end\n"
+    "  local iv = math.max(1, math.floor(rperiod / rcount))\n"
+    "  local t = math.max(tonumber(redis.call('GET', R) or '0'), now)\n"
+    "  local fit = math.floor((now + rperiod - t) / iv)\n"
+    "  local n = math.max(0, math.min(rwant, fit))\n"
+    "  if n > 0 then\n"
+    "    redis.call('SET', R, t + n * iv, 'PX', t + n * iv - now + 1000)\n"
     "  end\n"
-    "  grants[q] = 0\n"
+    "  if n < rwant then\n"
+    "    local w = math.max(0, t + n * iv + iv - rperiod - now)\n"
+    "    if minwait < 0 or w < minwait then minwait = w end\n"
+    "  end\n"
+    "  return n\n"
+    "end\n"
+    "for q = 1, nq do\n"
+    "  local L, W = KEYS[4 * q + 1], KEYS[4 * q + 2]\n"
+    "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
+    "  local busy = tonumber(ARGV[a + 2])\n"
+    "  tokens[q] = gcra(KEYS[4 * q + 3], tonumber(ARGV[a + 3]),\n"
+    "    tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))\n"
+    "  ctokens[q] = gcra(KEYS[4 * q + 4], tonumber(ARGV[a + 6]),\n"
+    "    tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))\n"
+    "  a = a + 9\n"
+    "  grants[q], targets[q] = 0, 0\n"
     "  if limit > 0 then\n"
     "  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"
     "  if want > 0 then\n"
@@ -122,7 +134,7 @@ const char cluster_sync_script[] =
     "    count = count + 1\n"
     "  end\n"
     "  if count > 0 then redis.call('PEXPIRE', L, ttl * 2) end\n"
-    "  grants[q] = count\n"
+    "  grants[q], targets[q] = count, target\n"
     "  end\n"
     "end\n"
     "local nf = tonumber(ARGV[a])\n"
@@ -144,7 +156,21 @@ const char cluster_sync_script[] =
     "  if untl < 0 then redis.call('HDEL', KEYS[3], dest)\n"
     "  else redis.call('HSET', KEYS[3], dest, untl) end\n"
     "end\n"
-    "local facts, susp = {}, 0\n"
+    "local nd = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for i = 1, nd do\n"
+    "  local dest, untl, why = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2]\n"
+    "  a = a + 3\n"
+    "  if untl < 0 then redis.call('HDEL', KEYS[4], dest)\n"
+    "  else\n"
+    "    local old = redis.call('HGET', KEYS[4], dest)\n"
+    "    old = old and tonumber(string.match(old, '^(%d+)')) or 0\n"
+    "    if untl > old then redis.call('HSET', KEYS[4], dest, untl .. ' ' .. "
+    "why) end\n"
+    "  end\n"
+    "end\n"
+    "if nd > 0 then redis.call('PEXPIRE', KEYS[4], 86400000) end\n"
+    "local facts, susp, dead = {}, 0, 0\n"
     "if pull == '1' then\n"
     "  local kv = redis.call('HGETALL', KEYS[2])\n"
     "  for i = 1, #kv, 2 do\n"
@@ -162,4 +188,14 @@ const char cluster_sync_script[] =
     "    else susp[#susp + 1] = kv[i]; susp[#susp + 1] = kv[i + 1] end\n"
     "  end\n"
     "end\n"
-    "return { live, grants, facts, tokens, minwait, susp }\n";
+    "if pull == '1' then\n"
+    "  dead = {}\n"
+    "  local kv = redis.call('HGETALL', KEYS[4])\n"
+    "  for i = 1, #kv, 2 do\n"
+    "    local u = tonumber(string.match(kv[i + 1], '^(%d+)') or '0')\n"
+    "    if u <= now then redis.call('HDEL', KEYS[4], kv[i])\n"
+    "    else dead[#dead + 1] = kv[i]; dead[#dead + 1] = kv[i + 1] end\n"
+    "  end\n"
+    "end\n"
+    "return { live, grants, facts, tokens, minwait, susp, targets, "
+    "ctokens, dead }\n";

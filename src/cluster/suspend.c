@@ -6,6 +6,8 @@
  *
  *	void	cluster_susps_set(struct cluster_susps *known,
  *			const char *dest, int64_t until)
+ *	void	cluster_susps_set_why(struct cluster_susps *known,
+ *			const char *dest, int64_t until, const char *why)
  *	void	cluster_susps_merge(struct cluster_susps *known,
  *			const struct cluster_susp *set, size_t n,
  *			const struct cluster_susp_fns *fns, void *ctx)
@@ -17,7 +19,8 @@
  *	last applied.
  *
  *	cluster_susps_set() records a change made here (until -1: resumed),
- *	so that the next pull does not apply it again. cluster_susps_merge()
+ *	so that the next pull does not apply it again;
+ *	cluster_susps_set_why() with a reason (a dead destination's). cluster_susps_merge()
  *	compares the set pulled from Redis with the one known: a
  *	destination new or with another end is suspended (fns->suspend), a
  *	destination gone is resumed (fns->resume: resumed by a member, or
@@ -45,6 +48,12 @@ static struct cluster_susp *susp_find(const struct cluster_susps *k,
 
 void cluster_susps_set(struct cluster_susps *k, const char *dest, int64_t until)
 {
+    cluster_susps_set_why(k, dest, until, NULL);
+}
+
+void cluster_susps_set_why(struct cluster_susps *k, const char *dest,
+                           int64_t until, const char *why)
+{
     struct cluster_susp *s = susp_find(k, dest);
 
     if (until < 0) {
@@ -61,6 +70,7 @@ void cluster_susps_set(struct cluster_susps *k, const char *dest, int64_t until)
         snprintf(s->dest, sizeof(s->dest), "%s", dest);
     }
     s->until = until;
+    snprintf(s->why, sizeof(s->why), "%s", why ? why : "");
 }
 
 void cluster_susps_merge(struct cluster_susps *k,
@@ -73,7 +83,7 @@ void cluster_susps_merge(struct cluster_susps *k,
         const struct cluster_susp *was = susp_find(&old, set[i].dest);
 
         if (was == NULL || was->until != set[i].until)
-            fns->suspend(ctx, set[i].dest, set[i].until);
+            fns->suspend(ctx, set[i].dest, set[i].until, set[i].why);
     }
     for (size_t i = 0; i < old.n; i++) {
         int kept = 0;
@@ -85,7 +95,7 @@ void cluster_susps_merge(struct cluster_susps *k,
     }
     k->n = 0; /* old's entries are read: its array is k's again */
     for (size_t i = 0; i < n; i++)
-        cluster_susps_set(k, set[i].dest, set[i].until);
+        cluster_susps_set_why(k, set[i].dest, set[i].until, set[i].why);
 }
 
 void cluster_susps_clear(struct cluster_susps *k)

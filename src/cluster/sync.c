@@ -10,7 +10,8 @@
  *	closes the lease table's round and sends script.c's script with
  *	the round's queues and the host facts waiting to go out (they go
  *	with it: lost if it fails, decision 100). The reply, checked
- *	strictly, gives the live members, each queue's grant and starts
+ *	strictly, gives the live members, each queue's leases, target,
+ *	starts and connections
  *	by its rate (then the caps callback), when a rate fits one more
  *	start (a sync then), and, when pulled, the other members' host
  *	facts (into destdb); a reply that is an error or malformed makes the
@@ -73,14 +74,16 @@ static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 3 + 3 * c->nreqs);
+    arg_fmt(a, "%zu", 4 + 4 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
     arg_fmt(a, "%ssuspend", c->tag);
+    arg_fmt(a, "%sdead", c->tag);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%srate:%s", c->tag, c->reqs[i].name);
+        arg_fmt(a, "%sconnrate:%s", c->tag, c->reqs[i].name);
     }
     arg_fmt(a, "%s", c->member);
     arg_fmt(a, "%lld", (long long)c->lease_ms);
@@ -90,9 +93,11 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%d", c->reqs[i].limit);
         arg_fmt(a, "%d", c->reqs[i].want);
         arg_fmt(a, "%d", c->reqs[i].busy);
-        arg_fmt(a, "%d", c->reqs[i].rate_count);
-        arg_fmt(a, "%lld", (long long)c->reqs[i].rate_period);
-        arg_fmt(a, "%d", c->reqs[i].rate_want);
+        for (int k = 0; k < CLUSTER_RATES; k++) {
+            arg_fmt(a, "%d", c->reqs[i].rate[k].count);
+            arg_fmt(a, "%lld", (long long)c->reqs[i].rate[k].period);
+            arg_fmt(a, "%d", c->reqs[i].rate[k].want);
+        }
     }
     arg_fmt(a, "%zu", c->nfacts);
     for (size_t i = 0; i < c->nfacts; i++) {
@@ -100,15 +105,20 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%lld", (long long)c->facts[i].retry_wall);
     }
     c->nfacts = 0;
-    arg_fmt(a, "%zu", c->susp_out.n);
-    for (size_t i = 0; i < c->susp_out.n; i++) {
-        arg_fmt(a, "%s", c->susp_out.v[i].dest);
-        arg_fmt(a, "%lld", (long long)c->susp_out.v[i].until);
+    arg_fmt(a, "%zu", c->susp.out.n);
+    for (size_t i = 0; i < c->susp.out.n; i++) {
+        arg_fmt(a, "%s", c->susp.out.v[i].dest);
+        arg_fmt(a, "%lld", (long long)c->susp.out.v[i].until);
     }
-    /* in flight now; back to susp_out if this sync fails */
-    cluster_susps_clear(&c->susp_sent);
-    c->susp_sent = c->susp_out;
-    memset(&c->susp_out, 0, sizeof(c->susp_out));
+    arg_fmt(a, "%zu", c->dead.out.n);
+    for (size_t i = 0; i < c->dead.out.n; i++) {
+        arg_fmt(a, "%s", c->dead.out.v[i].dest);
+        arg_fmt(a, "%lld", (long long)c->dead.out.v[i].until);
+        arg_fmt(a, "%s", c->dead.out.v[i].why);
+    }
+    /* in flight now; back to out if this sync fails */
+    cluster_shared_send(&c->susp);
+    cluster_shared_send(&c->dead);
 }
 
 static int reply_int(const redisReply *r, long long *v)
@@ -153,23 +163,27 @@ static int reply_counts(const struct cluster *c, const redisReply *r)
     return 0;
 }
 
-/* Merge what Redis holds, with the changes made here since this sync
- * left laid over it (Redis has not heard of them yet). */
-static void susps_merge(struct cluster *c, const struct cluster_susp *set,
-                        size_t n)
+/* An entry's value: "UNTIL" or, with a reason, "UNTIL REASON". */
+static int susp_value(const redisReply *u, struct cluster_susp *e, int why)
 {
-    struct cluster_susps all = {0};
+    char *end;
 
-    for (size_t i = 0; i < n; i++)
-        cluster_susps_set(&all, set[i].dest, set[i].until);
-    for (size_t i = 0; i < c->susp_out.n; i++)
-        cluster_susps_set(&all, c->susp_out.v[i].dest, c->susp_out.v[i].until);
-    cluster_susps_merge(&c->susp_known, all.v, all.n, &c->cb.susp, c->cb.ctx);
-    cluster_susps_clear(&all);
+    if (u->type != REDIS_REPLY_STRING)
+        return -1;
+    e->until = strtoll(u->str, &end, 10);
+    if (end == u->str || e->until < 0)
+        return -1;
+    if (why && *end == ' ')
+        snprintf(e->why, sizeof(e->why), "%s", end + 1);
+    else if (*end != '\0')
+        return -1;
+    return 0;
 }
 
-/* The cluster's suspensions, DEST UNTIL pairs (0: not pulled). */
-static int reply_susps(struct cluster *c, const redisReply *r)
+/* A shared set, DEST VALUE pairs (0: not pulled), merged into s. */
+static int reply_shared(struct cluster *c, const redisReply *r,
+                        struct cluster_shared *s,
+                        const struct cluster_susp_fns *fns, int why)
 {
     struct cluster_susp *set;
     size_t n = 0;
@@ -181,44 +195,49 @@ static int reply_susps(struct cluster *c, const redisReply *r)
         return -1;
     set = xcalloc(r->elements / 2 + 1, sizeof(*set));
     for (size_t i = 0; i < r->elements && !bad; i += 2, n++) {
-        const redisReply *d = r->element[i], *u = r->element[i + 1];
-        char *end;
+        const redisReply *d = r->element[i];
 
-        bad = d->type != REDIS_REPLY_STRING || u->type != REDIS_REPLY_STRING ||
-              d->len >= sizeof(set[n].dest);
-        if (!bad) {
+        bad = d->type != REDIS_REPLY_STRING || d->len >= sizeof(set[n].dest) ||
+              susp_value(r->element[i + 1], &set[n], why) < 0;
+        if (!bad)
             snprintf(set[n].dest, sizeof(set[n].dest), "%s", d->str);
-            set[n].until = strtoll(u->str, &end, 10);
-            bad = *end != '\0' || set[n].until < 0;
-        }
     }
-    if (!bad && c->cb.susp.suspend != NULL)
-        susps_merge(c, set, n);
+    if (!bad && fns->suspend != NULL)
+        cluster_shared_pulled(s, set, n, fns, c->cb.ctx);
     free(set);
     return bad ? -1 : 0;
 }
 
 static int reply_apply(struct cluster *c, const redisReply *r)
 {
-    const redisReply *grants, *tokens;
+    const redisReply *grants, *tokens, *targets, *ctokens;
     long long v, wait;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9 ||
         reply_int(r->element[0], &v) < 0 || v < 1 ||
         reply_counts(c, r->element[1]) < 0 ||
         reply_counts(c, r->element[3]) < 0 ||
+        reply_counts(c, r->element[6]) < 0 ||
+        reply_counts(c, r->element[7]) < 0 ||
         reply_int(r->element[4], &wait) < 0)
         return -1;
-    if (reply_facts(c, r->element[2]) < 0 || reply_susps(c, r->element[5]) < 0)
+    if (reply_facts(c, r->element[2]) < 0 ||
+        reply_shared(c, r->element[5], &c->susp, &c->cb.susp, 0) < 0 ||
+        reply_shared(c, r->element[8], &c->dead, &c->cb.dead, 1) < 0)
         return -1;
     grants = r->element[1];
     tokens = r->element[3];
+    targets = r->element[6];
+    ctokens = r->element[7];
     c->members = (int)v;
     for (size_t i = 0; i < c->nreqs; i++) {
         cluster_leases_grant(c->leases, c->reqs[i].name,
-                             (int)grants->element[i]->integer);
-        cluster_leases_tokens_add(c->leases, c->reqs[i].name,
+                             (int)grants->element[i]->integer,
+                             (int)targets->element[i]->integer);
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name, CLUSTER_RATE_MSG,
                                   (int)tokens->element[i]->integer);
+        cluster_leases_tokens_add(c->leases, c->reqs[i].name, CLUSTER_RATE_CONN,
+                                  (int)ctokens->element[i]->integer);
     }
     if (wait >= 0)
         cluster_rate_wait(c, wait);
@@ -244,7 +263,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
         redisAsyncDisconnect(ac);
         return;
     }
-    c->susp_sent.n = 0; /* Redis has them */
+    cluster_shared_sent(&c->susp); /* Redis has them */
+    cluster_shared_sent(&c->dead);
     cluster_go_joined(c);
     cluster_caps(c);
     if (c->dirty) {

@@ -36,6 +36,10 @@
  *	void	core_queue_suspend(struct core_queue *q, core_time_t now,
  *			core_time_t duration, const char *reason)
  *	int	core_queue_resume(struct core_queue *q, core_time_t now)
+ *	void	core_queue_kill(struct core_queue *q, core_time_t now,
+ *			core_time_t revive_at, const char *reason,
+ *			const char *how)
+ *	void	core_queue_revive(struct core_queue *q, const char *how)
  *
  *	void	core_transport_params_init(struct core_transport_params *p)
  *
@@ -122,6 +126,14 @@
  *	recipients, like a dead one; but nothing revives it except the end
  *	of that duration or core_queue_resume() (which returns 1 if it was
  *	suspended): not a delivery that succeeds, not a flush.
+ *
+ *	core_queue_kill() and core_queue_revive() apply what another party
+ *	(a member of a cluster, decision 113) found: the queue is dead with
+ *	reason until revive_at (a later time than its own revival pushes
+ *	that back; a success or a flush revives it as usual; an operator's
+ *	suspension stands), or alive again, each logged with how
+ *	("SERVICE: KEY: destination dead (HOW): REASON; retry in Ns",
+ *	"... destination alive again (HOW), window N").
  *
  *	core_queue_free() removes an idle queue (nothing busy, nothing
  *	waiting); freeing a dead queue cancels its revival: the caller keeps
@@ -330,6 +342,10 @@ void core_queue_flush(struct core_queue *q, core_time_t now);
 void core_queue_suspend(struct core_queue *q, core_time_t now,
                         core_time_t duration, const char *reason);
 int core_queue_resume(struct core_queue *q, core_time_t now);
+void core_queue_kill(struct core_queue *q, core_time_t now,
+                     core_time_t revive_at, const char *reason,
+                     const char *how);
+void core_queue_revive(struct core_queue *q, const char *how);
 
 struct core_message *core_message_create(struct core *core, uint64_t id,
                                          core_time_t queued, void *ctx);

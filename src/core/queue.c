@@ -29,6 +29,10 @@
  *	int	core_queue_dead(const struct core_queue *q)
  *	const char *core_queue_refusal(const struct core_queue *q)
  *	int	core_queue_release(struct core_queue *q, void **ctx)
+ *	void	core_queue_kill(struct core_queue *q, core_time_t now,
+ *			core_time_t revive_at, const char *reason,
+ *			const char *how)
+ *	void	core_queue_revive(struct core_queue *q, const char *how)
  * DESCRIPTION
  *	A destination queue holds the concurrency state of one next hop of
  *	one transport. It starts with the transport's initial concurrency
@@ -471,6 +475,48 @@ int core_queue_resume(struct core_queue *q, core_time_t now)
         return 0;
     queue_revive(q, "resumed");
     return 1;
+}
+
+/*
+ * Another party (a cluster's member) found the destination dead: dead
+ * here too until revive_at, as if by our own detector (a success or a
+ * flush still revives it); an earlier revival is pushed back, an
+ * operator's suspension stands.
+ */
+void core_queue_kill(struct core_queue *q, core_time_t now,
+                     core_time_t revive_at, const char *reason, const char *how)
+{
+    struct core_transport *t = q->transport;
+
+    if (q->suspended || revive_at <= now)
+        return;
+    if (q->state == CORE_QUEUE_DEAD) {
+        if (!q->timer.armed || q->timer.when < revive_at)
+            core_timer_arm(t->core, &q->timer, revive_at);
+        return;
+    }
+    q->state = CORE_QUEUE_DEAD;
+    core_queue_ready_update(q);
+    free(q->dead_reason);
+    q->dead_reason =
+        xstrdup(reason && reason[0] ? reason : "connection failure");
+    core_timer_arm(t->core, &q->timer, revive_at);
+    core_log(t->core, CORE_LOG_INFO,
+             "%s:%s: destination dead (%s): %s; retry in %llds", t->name,
+             q->key, how, q->dead_reason,
+             (long long)((revive_at - now + 999) / 1000));
+    if (t->core->cb.queue_dead)
+        t->core->cb.queue_dead(t->core->ctx, q, q->dead_reason);
+    core_queue_defer_todo(q, q->dead_reason, now);
+    q->blocker_tag = 0;
+}
+
+/* A revival reported by another party: a dead queue (not suspended)
+ * comes back, logged with how. */
+void core_queue_revive(struct core_queue *q, const char *how)
+{
+    if (q->state == CORE_QUEUE_DEAD && !q->suspended)
+        queue_revive(q, how);
 }
 
 int core_queue_window_report(const struct core_queue *q)

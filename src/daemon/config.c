@@ -303,8 +303,8 @@ static int servers_check(const struct conf *conf, char *why, size_t whylen)
     return status;
 }
 
-/* cluster_redis_url and each transport's rate must parse (decisions 100
- * and 102). */
+/* cluster_redis_url and each transport's rates must parse (decisions 100,
+ * 102 and 112). */
 static int cluster_check(const struct conf *conf,
                          const struct route_table *routes, char *why,
                          size_t whylen)
@@ -315,15 +315,18 @@ static int cluster_check(const struct conf *conf,
 
     if (url[0] != '\0' && cluster_url_parse(url, &u, why, whylen) < 0)
         return -1;
-    if (cluster_rate_parse(conf_str(conf, NULL, CONF_default_destination_rate),
-                           &r, why, whylen) < 0)
-        return -1;
-    for (int i = 0; i < route_transport_count(routes); i++)
-        if (cluster_rate_parse(conf_str(conf,
-                                        route_transport_at(routes, i)->name,
-                                        CONF_default_destination_rate),
-                               &r, why, whylen) < 0)
+    for (int k = 0; k < 2; k++) {
+        enum conf_param_id p = k ? CONF_default_destination_connection_rate
+                                 : CONF_default_destination_rate;
+
+        if (cluster_rate_parse(conf_str(conf, NULL, p), &r, why, whylen) < 0)
             return -1;
+        for (int i = 0; i < route_transport_count(routes); i++)
+            if (cluster_rate_parse(
+                    conf_str(conf, route_transport_at(routes, i)->name, p), &r,
+                    why, whylen) < 0)
+                return -1;
+    }
     return 0;
 }
 

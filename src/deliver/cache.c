@@ -8,6 +8,10 @@
  *			const struct deliver_cache_params *p)
  *	void	deliver_cache_free(struct deliver_cache *c)
  *	size_t	deliver_cache_count(const struct deliver_cache *c)
+ *	size_t	deliver_cache_idle(const struct deliver_cache *c,
+ *			const char *cache_key)
+ *	void	deliver_cache_trim(struct deliver_cache *c,
+ *			const char *cache_key, size_t keep)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
  * DESCRIPTION
@@ -124,17 +128,42 @@ void deliver_cache_free(struct deliver_cache *c)
     free(c);
 }
 
+/* The cache's keys are the request's, then "\n" and the session's. */
+static int key_is(const struct cached *e, const char *cache_key, size_t len)
+{
+    return strncmp(e->key, cache_key, len) == 0 && e->key[len] == '\n';
+}
+
 void deliver_cache_drop(struct deliver_cache *c, const char *cache_key)
 {
-    size_t len = strlen(cache_key);
+    deliver_cache_trim(c, cache_key, 0);
+}
+
+/* The list is newest first: the first keep of the key stay. */
+void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
+                        size_t keep)
+{
+    size_t len = strlen(cache_key), seen = 0;
     struct cached *e, *next;
 
-    /* the cache's keys are the request's, then "\n" and the session's */
     for (e = TAILQ_FIRST(&c->list); e != NULL; e = next) {
         next = TAILQ_NEXT(e, link);
-        if (strncmp(e->key, cache_key, len) == 0 && e->key[len] == '\n')
+        if (key_is(e, cache_key, len) && ++seen > keep)
             drop(e, 1);
     }
+}
+
+size_t deliver_cache_idle(const struct deliver_cache *c, const char *cache_key)
+{
+    size_t len, n = 0;
+    const struct cached *e;
+
+    if (c == NULL || cache_key == NULL)
+        return 0;
+    len = strlen(cache_key);
+    TAILQ_FOREACH(e, &c->list, link)
+        n += key_is(e, cache_key, len);
+    return n;
 }
 
 size_t deliver_cache_count(const struct deliver_cache *c)

@@ -130,6 +130,11 @@ static void finish_cb(evutil_socket_t fd, short what, void *arg)
     deliver_cancel(s);
 }
 
+int deliver_session_done(const struct deliver_session *s)
+{
+    return s->state == ST_DONE;
+}
+
 /* The end: every recipient decided; the callback runs from the loop. */
 void connection_finish(struct deliver_session *s)
 {

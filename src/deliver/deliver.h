@@ -11,6 +11,7 @@
  *			const struct deliver_request *req,
  *			deliver_done_fn *done, void *ctx)
  *	void	deliver_cancel(struct deliver_session *s)
+ *	int	deliver_session_done(const struct deliver_session *s)
  *	void	deliver_result_free(struct deliver_result *res)
  *	void	deliver_request_copy(struct deliver_request *to,
  *			const struct deliver_request *from)
@@ -23,6 +24,10 @@
  *	uint64_t deliver_cache_opened(const struct deliver_cache *c)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
+ *	size_t	deliver_cache_idle(const struct deliver_cache *c,
+ *			const char *cache_key)
+ *	void	deliver_cache_trim(struct deliver_cache *c,
+ *			const char *cache_key, size_t keep)
  *	void	deliver_cache_drop(struct deliver_cache *c,
  *			const char *cache_key)
  *
@@ -158,6 +163,10 @@
  *	deliver_cache_drop() closes, each with a QUIT, the idle connections
  *	cached for requests with that cache_key (its scheduler has no more
  *	use for them).
+ *	deliver_cache_idle() is the number of idle connections cached for
+ *	requests with that cache_key; deliver_cache_trim() closes, each
+ *	with a QUIT, the oldest of them until keep are left (a cluster's
+ *	leases count them: qmgr/cluster.c).
  *	deliver_cache_count() is the number of idle connections;
  *	deliver_cache_free() closes them all, each with a QUIT.
  *
@@ -192,6 +201,9 @@
  *	body, TLS context and password table referenced), as deliver_start()
  *	keeps its own; deliver_request_clear() frees such a copy.
  *
+ *	deliver_session_done() says that a session has decided every
+ *	recipient and let go of its connection (cached or closed); its
+ *	callback comes at the loop's next turn.
  *	deliver_cancel() abandons a delivery (daemon shutdown): the callback
  *	is not called, every recipient counts as not delivered.
  *
@@ -452,6 +464,7 @@ struct deliver_session *deliver_start(struct event_base *base,
                                       const struct deliver_request *req,
                                       deliver_done_fn *done, void *ctx);
 void deliver_cancel(struct deliver_session *s);
+int deliver_session_done(const struct deliver_session *s);
 void deliver_result_free(struct deliver_result *res);
 void deliver_request_copy(struct deliver_request *to,
                           const struct deliver_request *from);
@@ -466,6 +479,9 @@ uint64_t deliver_cache_opened(const struct deliver_cache *c);
 void deliver_cache_params_set(struct deliver_cache *c,
                               const struct deliver_cache_params *p);
 void deliver_cache_drop(struct deliver_cache *c, const char *cache_key);
+size_t deliver_cache_idle(const struct deliver_cache *c, const char *cache_key);
+void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
+                        size_t keep);
 
 struct deliver_log_entry {
     const char *queue_id;

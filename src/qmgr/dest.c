@@ -40,6 +40,7 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
 
         d->route = *r;
         d->route.address = NULL; /* the one field that points outside */
+        d->q = q;
         cq = core_queue_create(t, key);
         core_queue_ctx_set(cq, d);
         qm_cluster_queue(q, cq);
@@ -52,12 +53,17 @@ struct core_queue *qm_dest_queue(struct qmgr *q, const struct route_result *r)
  * state to remember (not dead, no rate delay running, no failures that a
  * success has not cleared: mail trickling to a dead site must still add
  * up to a dead destination): its route goes with it, and the next mail
- * for it starts at the initial window.
+ * for it starts at the initial window. In a cluster a queue whose
+ * idle connections the agent keeps stays until they close, so that its
+ * leases cover them (decision 111); the sweep frees it then.
  */
 void qm_dest_release(struct core_queue *cq)
 {
+    struct qm_dest *dest = core_queue_ctx(cq);
     void *d;
 
+    if (qm_cluster_keeps(dest->q, cq))
+        return;
     if (core_queue_release(cq, &d))
         free(d);
 }

@@ -185,8 +185,10 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
 {
     struct qmgr *q = xcalloc(1, sizeof(*q));
-    /* core/ logs deaths and revivals itself: no queue callbacks. */
+    /* core/ logs deaths and revivals itself; a cluster shares them. */
     struct core_callbacks cb = {.log = core_log_cb,
+                                .queue_dead = qm_cluster_queue_dead,
+                                .queue_alive = qm_cluster_queue_alive,
                                 .entry_deferred = qm_core_entry_deferred,
                                 .message_done = qm_core_message_done,
                                 .message_more = qm_core_message_more};
@@ -233,6 +235,7 @@ void qmgr_reload(struct qmgr *q, const struct conf *conf,
     q->conf = conf;
     q->routes = routes;
     settings_apply(q);
+    qm_cluster_reload(q);
 
     while ((t = core_transport_next(q->core, t)) != NULL) {
         conf_core_params(conf, core_transport_name(t), &p);

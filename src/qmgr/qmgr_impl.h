@@ -71,6 +71,7 @@ struct qm_msg {
 /* What a destination queue needs to deliver: its route. */
 struct qm_dest {
     struct route_result route;
+    struct qmgr *q;
 };
 
 /* The TLSA records of one host of a delivery, for TLS reporting. */
@@ -183,10 +184,14 @@ void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);
 void qm_cluster_close(struct qmgr *q);
+void qm_cluster_reload(struct qmgr *q);
 void qm_cluster_queue(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_poke(struct qmgr *q);
 void qm_cluster_started(struct qmgr *q, struct core_queue *cq);
 void qm_cluster_done(struct qmgr *q, struct core_queue *cq);
+int qm_cluster_keeps(struct qmgr *q, struct core_queue *cq);
+void qm_cluster_queue_dead(void *ctx, struct core_queue *cq, const char *why);
+void qm_cluster_queue_alive(void *ctx, struct core_queue *cq);
 void qm_cluster_suspended(struct qmgr *q, const char *dest,
                           int64_t duration_ms);
 void qm_cluster_resumed(struct qmgr *q, const char *dest);

@@ -4,21 +4,33 @@
 # under $tmp, no TCP port, no persistence, started and stopped by its PID.
 # Receivers are count_sink.py with a slow end of data (0.2 s), so that
 # deliveries overlap and each receiver's max_open is the most connections
-# it saw at once; relay_destination_concurrency_limit is 4, connection
-# caching is off (a lease is a delivery in flight).
+# it saw at once, idle connections included;
+# relay_destination_concurrency_limit is 4, the on-demand connection
+# cache at its default (the leases cover idle connections too, decision
+# 111).
 #   1. one daemon alone reaches the limit (4 at once);
-#   2. the three together never exceed it, every message once;
+#   2. the three together never exceed it, every message once, over
+#      cached connections;
 #   3. a host one daemon found dead (a 421 greeting, under Finch) is not
 #      tried by another before its retry time;
 #   4. SIGKILL one daemon mid-run: its leases expire, the other two hold
 #      the whole limit; restarted, it delivers what it had: nothing lost;
 #   5. stop Redis mid-run, start it again: every message delivered exactly
 #      once, the fallback and the rejoin logged by each daemon;
+#   7. a reload naming another cluster moves a daemon there;
 #   6. beside all this, a fourth daemon whose "Redis" is hostile
 #      (lib/fake_redis.py) decides alone, says so once, stays up and
 #      delivers.
+#   3a. a destination one daemon found dead (its 421 greeting, under the
+#      Postfix scheduler) is dead for the others until its revival: they
+#      defer its mail without a connection; its revival (a flush on the
+#      first, the receiver well again) revives it on the others;
 #   3b. a rate of 4/s for the cluster (rated_destination_rate = 4/1s):
 #      12 messages, 4 from each daemon at once, take 2 s;
+#   3b'. a connection rate of 3/s for the cluster
+#      (conned_destination_connection_rate = 3/1s): 12 messages, 4 from
+#      each daemon at once; the connections opened follow the GCRA (a
+#      burst of 3, then one each 333 ms), the messages share them;
 #   3c. sluice suspend on one daemon holds the destination on another,
 #      sluice resume on a third frees it there.
 # Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
@@ -52,10 +64,12 @@ all_port=$(free_port)
 kill_port=$(free_port)
 down_port=$(free_port)
 rate_port=$(free_port)
+conn_port=$(free_port)
 susp_port=$(free_port)
 dead_port=$(free_port)
+dq_port=$(free_port)
 start_count_sink lim \
-    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port" \
+    "$lim_port $all_port $kill_port $down_port $rate_port $susp_port $conn_port" \
     --data-delay 0.2 || { not_ok "count_sink.py starts"; tap_done; }
 start_count_sink dead "$dead_port" \
     --greeting "421 4.3.2 service not available" ||
@@ -67,7 +81,9 @@ all.test relay:[127.0.0.1]:$all_port
 kill.test relay:[127.0.0.1]:$kill_port
 down.test relay:[127.0.0.1]:$down_port
 dead.test smtp:[127.0.0.1]:$dead_port
+dq.test deadq:[127.0.0.1]:$dq_port
 rate.test rated:[127.0.0.1]:$rate_port
+conn.test conned:[127.0.0.1]:$conn_port
 susp.test relay:[127.0.0.1]:$susp_port
 hostile.test relay:[127.0.0.1]:$susp_port
 EOF
@@ -80,10 +96,11 @@ minimal_backoff_time = 30s
 maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
-relay_connection_cache_on_demand = no
 smtp_delivery_scheduler = finch
-transports = smtp:smtp, relay:smtp, rated:smtp
-rated_destination_rate = 4/1s"
+transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp, deadq:smtp
+deadq_initial_destination_concurrency = 1
+rated_destination_rate = 4/1s
+conned_destination_connection_rate = 3/1s"
 
 # sluice config (and sluiced) refuse a URL that is not an IP address.
 printf 'queue_directory = %s/x\ncluster_redis_url = redis://localhost:6379\n' \
@@ -169,6 +186,9 @@ else
     not_ok "three daemons together: at most 4 connections at once ($max)"
 fi
 once all.test 45
+conns=$(counter lim connections "$all_port")
+[ "$conns" -lt 30 ] && ok "all.test: connections reused ($conns for 45)" ||
+    not_ok "all.test: connections reused ($conns for 45)"
 
 # 3. A host a found dead is not tried by b before its retry time.
 submit a dead.test 1 1
@@ -181,7 +201,36 @@ wait_for 10 grep -qF "no host of 127.0.0.1 may be tried" \
     "$tmp/b/log" && ok "b defers dead.test without trying the host" ||
     not_ok "b defers dead.test without trying the host"
 expect "the dead host saw one connection, a's" 1 \
-    "$(counter dead connections)"
+    "$(counter dead connections "$dead_port")"
+
+# 3a. A destination a found dead (one failed pseudo-cohort at window 1)
+# is dead on b until its revival; a's revival revives it on b.
+start_count_sink dq "$dq_port" --greeting "421 4.3.2 busy" ||
+    not_ok "count_sink.py for dq.test starts"
+dq_pid=${pids##* }
+submit a dq.test 1 1
+dq_key="deadq:[127.0.0.1]:$dq_port"
+dq_known() { rc HGET "sluice:{t$$}:dead" "$dq_key" | grep -qF "421 4.3.2 busy"; }
+wait_for 10 dq_known && ok "a publishes dq.test dead, with its reason" ||
+    not_ok "a publishes dq.test dead, with its reason"
+sleep 0.5 # b's next pull (every lease time / 3)
+submit b dq.test 2 2 # makes b's queue, dead from the cluster's set
+wait_for 5 grep -qF "to=<u2@dq.test>" "$tmp/b/log"
+expect "b defers dq.test with a's reason, without a connection" "1 1" \
+    "$(grep -F "to=<u2@dq.test>" "$tmp/b/log" |
+        grep -cF "delivery temporarily suspended: host 127.0.0.1[127.0.0.1] refused to talk to me: 421 4.3.2 busy") $(counter dq connections)"
+kill "$dq_pid"
+start_count_sink dq2 "$dq_port" || not_ok "a good receiver for dq.test"
+"$build/sluice" -c "$tmp/a/sluice.conf" flush >/dev/null
+alive_by_cluster() {
+    grep -qF "$dq_key: destination alive again (by the cluster)" "$tmp/$1/log"
+}
+wait_for 5 alive_by_cluster b && ok "a's revival of dq.test reaches b" ||
+    not_ok "a's revival of dq.test reaches b"
+submit b dq.test 3 3
+wait_for 5 grep -qF "to=<u3@dq.test>" "$tmp/b/log"
+expect "b delivers to dq.test again" 1 \
+    "$(grep -F "to=<u3@dq.test>" "$tmp/b/log" | grep -cF "status=sent")"
 
 # 3b. A rate of 4 per second for the cluster: 12 messages, 4 from each
 # daemon at once, take 2 s (a burst of 4, then one each 250 ms), where
@@ -199,6 +248,29 @@ if [ "${span%% *}" = 12 ] && awk -v s="${span#* }" 'BEGIN { exit !(s >= 1.6 && s
     ok "rate.test: 12 deliveries at 4/s for the cluster over ${span#* } s"
 else
     not_ok "rate.test: 12 deliveries at 4/s for the cluster (got: $span)"
+fi
+
+# 3b'. A connection rate of 3 per second for the cluster: the deliveries
+# that opened a connection (no conn_use in their line), in time order,
+# are each at least (i - 3) / 3 s after the first (less 150 ms for the
+# log's own jitter); each daemon alone would open its 4 at once.
+each conn.test 4
+wait_for 10 delivered conn 12 || not_ok "12 messages to conn.test arrive"
+conn_spacing() {
+    grep -h "@conn.test>.*status=sent" "$tmp"/[abc]/log | grep -vF conn_use= |
+        sed 's/^[0-9-]*T\([0-9:.]*\)+.*/\1/' | sort |
+        awk -F: '{ t = $1 * 3600 + $2 * 60 + $3; if (NR == 1) f = t
+                   if (t - f < (NR - 3) / 3 - 0.15) bad++ }
+            END { printf "%d %d\n", NR, bad + 0 }'
+}
+spacing=$(conn_spacing)
+conns=$(counter lim connections "$conn_port")
+if [ "${spacing#* }" = 0 ] && [ "${spacing%% *}" = "$conns" ] &&
+    [ "$conns" -ge 3 ] && [ "$conns" -lt 12 ]; then
+    ok "conn.test: $conns connections for 12 messages at 3/s for the cluster"
+else
+    not_ok "conn.test: connections at 3/s (got: opened, too soon: $spacing; receiver: $conns)"
+    grep -h "@conn.test>.*status=sent" "$tmp"/[abc]/log | sed 's/^/#   /'
 fi
 
 # 3c. sluice suspend on a holds susp.test in b; sluice resume on c frees it.
@@ -276,5 +348,18 @@ expect "h logs once that it decides alone: no reply in time" 1 \
 hostile_sent() { grep -qF "<hostile.test." "$tmp/lim.ids"; }
 wait_for 5 hostile_sent
 expect "h delivers alone" 1 "$(grep -cF "<hostile.test." "$tmp/lim.ids")"
+# 7. A reload that names another cluster: a leaves t$$ for t$$b, joins
+# it (alone there) and delivers.
+sed -i "s/^cluster_name = t$$\$/cluster_name = t$$""b/" "$tmp/a/sluice.conf"
+"$build/sluice" -c "$tmp/a/sluice.conf" reload >/dev/null 2>&1
+moved() { grep -qF "cluster t$$""b: rejoined at unix://$sock" "$tmp/a/log"; }
+if wait_for 5 moved && [ "$(rc ZCARD "sluice:{t$$""b}:members")" = 1 ]; then
+    ok "a reload moves a to cluster t$$""b"
+else
+    not_ok "a reload moves a to cluster t$$""b"
+fi
+submit a all.test 46 46
+wait_for 5 delivered all 46
+expect "a delivers in t$$""b" 1 "$(grep -cF "<all.test.46@t>" "$tmp/lim.ids")"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done

@@ -107,6 +107,9 @@ static void test_share(void **state)
     assert_int_equal(cluster_share(0, 3), 0); /* no limit */
 }
 
+#define M CLUSTER_RATE_MSG
+#define C CLUSTER_RATE_CONN
+
 static struct cluster_lease_req *find_req(struct cluster_lease_req *r,
                                           size_t nr, const char *name)
 {
@@ -134,8 +137,13 @@ static void test_leases_round(void **state)
     assert_int_equal(r[0].want, 3);
     assert_int_equal(r[0].busy, 0);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 2);
+    cluster_leases_grant(t, "smtp:a", 2, 3);
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 2);
+    /* leases held above the target (connections kept them): the
+     * target caps the deliveries */
+    cluster_leases_grant(t, "smtp:a", 3, 1);
+    assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 1, 3), 1);
+    cluster_leases_grant(t, "smtp:a", 2, 2);
     /* alone: the share of the limit, whatever was granted */
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 3), 1);
     assert_int_equal(cluster_leases_cap(t, "smtp:a", 4, 0, 1), 4);
@@ -155,20 +163,20 @@ static void test_leases_release(void **state)
     (void)state;
     cluster_leases_demand(t, "smtp:a", 4, 4, 0);
     free((cluster_leases_round(t, &r), r));
-    cluster_leases_grant(t, "smtp:a", 4);
+    cluster_leases_grant(t, "smtp:a", 4, 4);
     cluster_leases_demand(t, "smtp:a", 4, 2, 2); /* busy 2, 2 waiting */
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 1);
     assert_int_equal(r[0].busy, 2);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 4);
+    cluster_leases_grant(t, "smtp:a", 4, 4);
     nr = cluster_leases_round(t, &r); /* not named: gone */
     assert_int_equal(nr, 1);
     assert_int_equal(r[0].want, 0);
     assert_int_equal(r[0].busy, 0);
     assert_int_equal(r[0].limit, 4);
     free(r);
-    cluster_leases_grant(t, "smtp:a", 0);
+    cluster_leases_grant(t, "smtp:a", 0, 0);
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 0);
     free(r);
@@ -196,11 +204,36 @@ static void test_leases_many(void **state)
     free(r);
     for (int i = 0; i < 300; i++) {
         snprintf(name, sizeof(name), "smtp:d%d", i);
-        cluster_leases_grant(t, name, i % 7);
+        cluster_leases_grant(t, name, i % 7, 10);
     }
     assert_int_equal(cluster_leases_cap(t, "smtp:d20", 10, 1, 1), 6);
     assert_int_equal(cluster_leases_cap(t, "smtp:d21", 10, 1, 1), 0);
     cluster_leases_free(t);
+}
+
+/* The connections a queue's leases cover: deliveries in flight and the
+ * idle connections its deliveries not yet connected will not take; the
+ * idle ones above a cap close, never below those spoken for. */
+static void test_idle_conns(void **state)
+{
+    (void)state;
+    assert_int_equal(cluster_conns(3, 0, 0), 3);
+    assert_int_equal(cluster_conns(3, 1, 0), 4); /* one idle */
+    assert_int_equal(cluster_conns(4, 1, 1), 4); /* the start will take it */
+    assert_int_equal(cluster_conns(4, 1, 2), 4); /* one will open its own */
+    assert_int_equal(cluster_conns(0, 2, 0), 2); /* backlog over, idle */
+    /* within the cap: all stay */
+    assert_int_equal(cluster_idle_keep(4, 3, 1, 0), 1);
+    assert_int_equal(cluster_idle_keep(4, 4, 1, 1), 1);
+    /* no cap: all stay */
+    assert_int_equal(cluster_idle_keep(-1, 9, 5, 0), 5);
+    /* the target fell to 2: 2 in flight, 2 idle -> both close */
+    assert_int_equal(cluster_idle_keep(2, 2, 2, 0), 0);
+    /* cap 2, 1 in flight, 3 idle -> one stays */
+    assert_int_equal(cluster_idle_keep(2, 1, 3, 0), 1);
+    /* in flight above the cap: no idle stays but those spoken for */
+    assert_int_equal(cluster_idle_keep(2, 4, 3, 1), 1);
+    assert_int_equal(cluster_idle_keep(0, 0, 2, 0), 0);
 }
 
 /* Another member's retry time: taken when later than ours and still to
@@ -296,31 +329,76 @@ static void test_leases_tokens(void **state)
     size_t nr;
 
     (void)state;
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), -1); /* no rate */
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), -1); /* no rate */
     cluster_leases_demand(t, "smtp:a", 4, 3, 0);
-    cluster_leases_rate(t, "smtp:a", 10, 60000, 3);
+    cluster_leases_rate(t, "smtp:a", M, 10, 60000, 3);
     nr = cluster_leases_round(t, &r);
     assert_int_equal(nr, 1);
-    assert_int_equal(r[0].rate_count, 10);
-    assert_int_equal(r[0].rate_period, 60000);
-    assert_int_equal(r[0].rate_want, 3);
+    assert_int_equal(r[0].rate[M].count, 10);
+    assert_int_equal(r[0].rate[M].period, 60000);
+    assert_int_equal(r[0].rate[M].want, 3);
+    assert_int_equal(r[0].rate[C].count, 0); /* no connection rate */
     free(r);
-    cluster_leases_tokens_add(t, "smtp:a", 2);
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 2);
-    cluster_leases_spend(t, "smtp:a");
-    cluster_leases_spend(t, "smtp:a");
-    cluster_leases_spend(t, "smtp:a");
-    assert_int_equal(cluster_leases_tokens(t, "smtp:a"), 0);
+    cluster_leases_tokens_add(t, "smtp:a", M, 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 2);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", C), -1);
+    cluster_leases_spend(t, "smtp:a", M);
+    cluster_leases_spend(t, "smtp:a", M);
+    cluster_leases_spend(t, "smtp:a", M);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 0);
     /* a rate-limited queue with nothing else to say still asks */
-    cluster_leases_rate(t, "smtp:b", 10, 60000, 1);
+    cluster_leases_rate(t, "smtp:b", M, 10, 60000, 1);
     nr = cluster_leases_round(t, &r);
     assert_non_null(find_req(r, nr, "smtp:b"));
     assert_int_equal(find_req(r, nr, "smtp:b")->limit, 0);
     free(r);
     /* alone among 2: 5 per minute, a burst of 5 then one per 12 s */
-    cluster_leases_rate(t, "smtp:b", 10, 60000, 8);
+    cluster_leases_rate(t, "smtp:b", M, 10, 60000, 8);
     assert_int_equal(cluster_leases_alone(t, 1000, 2), 12000);
-    assert_int_equal(cluster_leases_tokens(t, "smtp:b"), 5);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:b", M), 5);
+    cluster_leases_free(t);
+}
+
+/*
+ * The connection rate is a second GCRA beside the message rate, with
+ * its own tokens: a queue asks for each, each is granted and spent
+ * apart, and alone each runs on its own share.
+ */
+static void test_leases_conn_rate(void **state)
+{
+    struct cluster_leases *t = cluster_leases_create();
+    struct cluster_lease_req *r;
+    size_t nr;
+
+    (void)state;
+    cluster_leases_rate(t, "smtp:a", M, 100, 1000, 6);
+    cluster_leases_rate(t, "smtp:a", C, 2, 1000, 2);
+    nr = cluster_leases_round(t, &r);
+    assert_int_equal(nr, 1);
+    assert_int_equal(r[0].rate[M].count, 100);
+    assert_int_equal(r[0].rate[M].want, 6);
+    assert_int_equal(r[0].rate[C].count, 2);
+    assert_int_equal(r[0].rate[C].period, 1000);
+    assert_int_equal(r[0].rate[C].want, 2);
+    free(r);
+    cluster_leases_tokens_add(t, "smtp:a", M, 6);
+    cluster_leases_tokens_add(t, "smtp:a", C, 2);
+    cluster_leases_spend(t, "smtp:a", C);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", M), 6);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:a", C), 1);
+    /* only the connection rate waits: the queue is still listed */
+    cluster_leases_rate(t, "smtp:b", C, 2, 1000, 1);
+    nr = cluster_leases_round(t, &r);
+    assert_non_null(find_req(r, nr, "smtp:b"));
+    assert_int_equal(find_req(r, nr, "smtp:b")->rate[M].want, 0);
+    free(r);
+    /* alone among 2: connections 1 per second (a share of 2/s), messages
+     * 50 per second; the next connection fits in 1000 ms */
+    cluster_leases_rate(t, "smtp:c", M, 100, 1000, 3);
+    cluster_leases_rate(t, "smtp:c", C, 2, 1000, 3);
+    assert_int_equal(cluster_leases_alone(t, 5000, 2), 1000);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:c", M), 3);
+    assert_int_equal(cluster_leases_tokens(t, "smtp:c", C), 1);
     cluster_leases_free(t);
 }
 
@@ -328,13 +406,13 @@ struct susp_log {
     char text[400];
 };
 
-static void susp_on(void *ctx, const char *dest, int64_t until)
+static void susp_on(void *ctx, const char *dest, int64_t until, const char *why)
 {
     struct susp_log *l = ctx;
     size_t len = strlen(l->text);
 
-    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld ", dest,
-             (long long)until);
+    snprintf(l->text + len, sizeof(l->text) - len, "+%s:%lld%s%s ", dest,
+             (long long)until, why[0] ? "/" : "", why);
 }
 
 static void susp_off(void *ctx, const char *dest)
@@ -353,7 +431,7 @@ static void test_susps_merge(void **state)
     static const struct cluster_susp_fns fns = {susp_on, susp_off};
     struct cluster_susps k = {0};
     struct cluster_susp set[3] = {
-        {"a.example", 0}, {"b.example", 5000}, {"c.example", 0}};
+        {"a.example", 0, ""}, {"b.example", 5000, ""}, {"c.example", 0, ""}};
     struct susp_log l = {""};
 
     (void)state;
@@ -374,6 +452,55 @@ static void test_susps_merge(void **state)
     cluster_susps_clear(&k);
 }
 
+/*
+ * A shared set (the dead destinations): a death here is known at once
+ * and goes out once; a failed sync puts it back unless a newer change
+ * waits; a pull applies the others' with their reasons, keeps what is
+ * on its way out, and revives what is gone.
+ */
+static void test_shared_dead(void **state)
+{
+    static const struct cluster_susp_fns fns = {susp_on, susp_off};
+    struct cluster_shared s = {0};
+    struct cluster_susp set[2] = {{"smtp:b.example", 7000, "421 busy"},
+                                  {"smtp:a.example", 6000, "refused"}};
+    struct susp_log l = {""};
+
+    (void)state;
+    cluster_shared_change(&s, "smtp:a.example", 6000, "refused");
+    assert_int_equal(s.out.n, 1);
+    assert_string_equal(cluster_shared_find(&s, "smtp:a.example")->why,
+                        "refused");
+    cluster_shared_send(&s);
+    assert_int_equal(s.out.n, 0);
+    assert_int_equal(s.sent.n, 1);
+    cluster_shared_unsent(&s); /* the sync failed: out again */
+    assert_int_equal(s.out.n, 1);
+    assert_int_equal(s.sent.n, 0);
+    cluster_shared_send(&s);
+    cluster_shared_change(&s, "smtp:a.example", -1, NULL); /* revived */
+    cluster_shared_unsent(&s); /* the newer change stays */
+    assert_int_equal(s.out.n, 1);
+    assert_int_equal(s.out.v[0].until, -1);
+    assert_null(cluster_shared_find(&s, "smtp:a.example"));
+    cluster_shared_send(&s);
+    cluster_shared_sent(&s);
+    /* b is another member's; a's revival reached Redis, a is not there */
+    cluster_shared_pulled(&s, set, 1, &fns, &l);
+    assert_string_equal(l.text, "+smtp:b.example:7000/421 busy ");
+    l.text[0] = '\0';
+    /* a dies here again, not yet sent: a pull without it keeps it */
+    cluster_shared_change(&s, "smtp:a.example", 6000, "refused");
+    cluster_shared_pulled(&s, set, 1, &fns, &l);
+    assert_string_equal(l.text, "");
+    /* b revived by its member: gone from Redis, revived here */
+    cluster_shared_send(&s);
+    cluster_shared_sent(&s);
+    cluster_shared_pulled(&s, set + 1, 1, &fns, &l);
+    assert_string_equal(l.text, "-smtp:b.example ");
+    cluster_shared_clear(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,11 +511,14 @@ int main(void)
         cmocka_unit_test(test_leases_round),
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_leases_many),
+        cmocka_unit_test(test_idle_conns),
         cmocka_unit_test(test_fact_merge),
         cmocka_unit_test(test_rate_parse),
         cmocka_unit_test(test_gcra),
         cmocka_unit_test(test_leases_tokens),
+        cmocka_unit_test(test_leases_conn_rate),
         cmocka_unit_test(test_susps_merge),
+        cmocka_unit_test(test_shared_dead),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

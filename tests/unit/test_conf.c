@@ -214,6 +214,7 @@ static const struct {
     {"cluster_name", CONF_STRING, "sluice"},
     {"cluster_key_prefix", CONF_STRING, "sluice:"},
     {"default_destination_rate", CONF_STRING, ""},
+    {"default_destination_connection_rate", CONF_STRING, ""},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
     {"mynetworks", CONF_LIST, "127.0.0.0/8, [::1]/128"},
     {"relay_domains", CONF_LIST, ""},
@@ -277,6 +278,7 @@ static const struct {
      "_destination_concurrency_failed_cohort_limit"},
     {"default_destination_rate_delay", "_destination_rate_delay"},
     {"default_destination_rate", "_destination_rate"},
+    {"default_destination_connection_rate", "_destination_connection_rate"},
     {"default_transport_rate_delay", "_transport_rate_delay"},
     {"default_delivery_slot_cost", "_delivery_slot_cost"},
     {"default_delivery_slot_loan", "_delivery_slot_loan"},
@@ -394,10 +396,10 @@ static void test_table_has_every_parameter(void **state)
      * smtpd_recipient_restrictions, 4 reply codes, and 11 address_verify_*
      * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
      * strings and 2 times (decision 100); the cluster's destination rate,
-     * 1 string (decision 102); ZMailer's scheduler rules file, 1 string
-     * (decision 114).
+     * 1 string (decision 102); its connection rate, 1 string (decision
+     * 112); ZMailer's scheduler rules file, 1 string (decision 114).
      */
-    assert_int_equal(conf_param_count, 174);
+    assert_int_equal(conf_param_count, 175);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

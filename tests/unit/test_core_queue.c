@@ -149,6 +149,56 @@ static void test_flush_revives(void **state)
 }
 
 /* failed_cohort_limit 0: never declared dead. */
+/*
+ * A death another party found (a cluster's member): dead with its reason
+ * until the revival given, which a later one pushes back and an earlier
+ * one does not; a success revives it as our own death would; a revival
+ * reported revives it; a suspension stands.
+ */
+static void test_queue_kill(void **state)
+{
+    struct fixture *fx = fixture_new();
+    struct core_queue *q, *s;
+
+    (void)state;
+    fixture_transport(fx);
+    q = core_queue_create(fx->t, "k.example");
+    core_queue_kill(q, SEC, 31 * SEC, "refused", "by the cluster");
+    assert_string_equal(fixture_last(fx),
+                        "smtp:k.example: destination dead (by the cluster): "
+                        "refused; retry in 30s");
+    assert_true(core_queue_dead(q));
+    assert_int_equal(fx->dead_calls, 1);
+    assert_string_equal(core_queue_refusal(q), "refused");
+    assert_int_equal(core_next_timer(fx->core), 31 * SEC);
+    core_queue_kill(q, 2 * SEC, 20 * SEC, "x", "by the cluster");
+    assert_int_equal(core_next_timer(fx->core), 31 * SEC); /* earlier */
+    core_queue_kill(q, 2 * SEC, 40 * SEC, "x", "by the cluster");
+    assert_int_equal(core_next_timer(fx->core), 40 * SEC); /* later */
+    assert_int_equal(fx->dead_calls, 1);
+    core_queue_revive(q, "by the cluster");
+    assert_false(core_queue_dead(q));
+    assert_string_equal(fixture_last(fx), "smtp:k.example: destination alive "
+                                          "again (by the cluster), window 5");
+    assert_int_equal(core_next_timer(fx->core), CORE_TIME_NEVER);
+    /* the revival time passed already: nothing */
+    core_queue_kill(q, 50 * SEC, 50 * SEC, "x", "by the cluster");
+    assert_false(core_queue_dead(q));
+    /* a success in flight revives it, as our own death */
+    fixture_start(q, 1, 51 * SEC);
+    core_queue_kill(q, 52 * SEC, 90 * SEC, "x", "by the cluster");
+    core_queue_done(q, 53 * SEC, CORE_HOP_OK, NULL);
+    assert_false(core_queue_dead(q));
+    /* an operator's suspension stands */
+    s = core_queue_create(fx->t, "s.example");
+    core_queue_suspend(s, SEC, 0, "suspended by the operator");
+    core_queue_kill(s, SEC, 9 * SEC, "refused", "by the cluster");
+    core_queue_revive(s, "by the cluster");
+    assert_true(core_queue_dead(s));
+    assert_string_equal(core_queue_refusal(s), "suspended by the operator");
+    fixture_free(fx);
+}
+
 static void test_cohort_limit_zero_never_dies(void **state)
 {
     struct fixture *fx = fixture_new();
@@ -604,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_transport_update),
         cmocka_unit_test(test_transport_suspend),
         cmocka_unit_test(test_queue_suspend),
+        cmocka_unit_test(test_queue_kill),
         cmocka_unit_test(test_queue_lookup_many),
         cmocka_unit_test(test_timers_in_order),
     };

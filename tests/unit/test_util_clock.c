@@ -34,14 +34,21 @@ static void test_monotonic(void **state)
     assert_true(after_us / 1000 >= after_ms);
 }
 
+/* The wall clock between two readings of time(): a machine whose clock
+ * is stepped between them (as virtual machines' are) gets three tries. */
 static void test_wall(void **state)
 {
-    int64_t before = (int64_t)time(NULL);
-    int64_t us = util_clock_wall_us();
-    int64_t after = (int64_t)time(NULL);
+    int agree = 0;
 
     (void)state;
-    assert_true(us / 1000000 >= before && us / 1000000 <= after);
+    for (int i = 0; i < 3 && !agree; i++) {
+        int64_t before = (int64_t)time(NULL);
+        int64_t us = util_clock_wall_us();
+        int64_t after = (int64_t)time(NULL);
+
+        agree = us / 1000000 >= before && us / 1000000 <= after;
+    }
+    assert_true(agree);
 }
 
 int main(void)
