@@ -303,6 +303,29 @@ static int login_mismatch(struct smtpd_session *ss, int authed, int unauthed,
     return 0;
 }
 
+/* The permits every list shares: does restriction r end it with OK? */
+static int restrict_permits(const struct smtpd_session *ss, enum restriction r)
+{
+    return r == R_PERMIT ||
+           (r == R_PERMIT_MYNETWORKS && smtpd_client_trusted(ss)) ||
+           (r == R_PERMIT_SASL && ss->sasl_username != NULL);
+}
+
+static int auth_destination(const struct smtpd_session *ss,
+                            const char *address);
+
+/* reject (always) or reject_ or defer_unauth_destination (unless rcpt's
+ * domain is ours to take): "Relay access denied" in reply, 1. */
+static int relay_denied(const struct smtpd_session *ss, enum restriction r,
+                        const char *rcpt, char *reply, size_t replylen)
+{
+    if (r != R_REJECT && auth_destination(ss, rcpt))
+        return 0;
+    snprintf(reply, replylen, "%s <%s>: Relay access denied",
+             r == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1", rcpt);
+    return 1;
+}
+
 int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
                     size_t replylen)
 {
@@ -310,17 +333,9 @@ int restrict_sender(struct smtpd_session *ss, const char *rcpt, char *reply,
 
     (void)rcpt;
     for (size_t i = 0; i < l->n; i++) {
-        switch (l->r[i]) {
-        case R_PERMIT_MYNETWORKS:
-            if (smtpd_client_trusted(ss))
-                return 0;
-            break;
-        case R_PERMIT_SASL:
-            if (ss->sasl_username != NULL)
-                return 0;
-            break;
-        case R_PERMIT:
+        if (restrict_permits(ss, l->r[i]))
             return 0;
+        switch (l->r[i]) {
         case R_SENDER_LOGIN_MISMATCH:
         case R_AUTH_SENDER_MISMATCH:
         case R_UNAUTH_SENDER_MISMATCH:
@@ -363,27 +378,15 @@ int restrict_relay(struct smtpd_session *ss, const char *rcpt, char *reply,
     const struct restrict_list *l = &ss->s->cf.relay_restrictions;
 
     for (size_t i = 0; i < l->n; i++) {
-        switch (l->r[i]) {
-        case R_PERMIT_MYNETWORKS:
-            if (smtpd_client_trusted(ss))
-                return 0;
-            break;
-        case R_PERMIT_SASL:
-            if (ss->sasl_username != NULL)
-                return 0;
-            break;
-        case R_PERMIT:
+        if (restrict_permits(ss, l->r[i]))
             return 0;
+        switch (l->r[i]) {
         case R_REJECT_UNAUTH_DEST:
         case R_DEFER_UNAUTH_DEST:
-            if (auth_destination(ss, rcpt))
-                break;
-            /* fall through */
         case R_REJECT:
-            snprintf(reply, replylen, "%s <%s>: Relay access denied",
-                     l->r[i] == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1",
-                     rcpt);
-            return -1;
+            if (relay_denied(ss, l->r[i], rcpt, reply, replylen))
+                return -1;
+            break;
         default:
             break;
         }
@@ -398,25 +401,14 @@ int restrict_recipient(struct smtpd_session *ss, const char *rcpt, char *reply,
     int rc;
 
     for (size_t i = 0; i < l->n; i++) {
-        switch (l->r[i]) {
-        case R_PERMIT_MYNETWORKS:
-            if (smtpd_client_trusted(ss))
-                return 0;
-            break;
-        case R_PERMIT_SASL:
-            if (ss->sasl_username != NULL)
-                return 0;
-            break;
-        case R_PERMIT:
+        if (restrict_permits(ss, l->r[i]))
             return 0;
+        switch (l->r[i]) {
         case R_REJECT_UNAUTH_DEST:
         case R_DEFER_UNAUTH_DEST:
-            if (auth_destination(ss, rcpt))
-                break;
-            snprintf(reply, replylen, "%s <%s>: Relay access denied",
-                     l->r[i] == R_DEFER_UNAUTH_DEST ? "454 4.7.1" : "554 5.7.1",
-                     rcpt);
-            return -1;
+            if (relay_denied(ss, l->r[i], rcpt, reply, replylen))
+                return -1;
+            break;
         case R_REJECT:
             snprintf(reply, replylen,
                      "554 5.7.1 <%s>: Recipient address rejected: Access "
