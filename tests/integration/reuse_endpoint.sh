@@ -12,7 +12,9 @@
 # connection made under another policy. f.test's first exchanger refuses
 # the connection: the address left is logged as the reference's client
 # logs it ("connect to HOST[ADDR]:PORT: Connection refused"), and the
-# second delivers. Bounded (about 3 s). Output is TAP.
+# second delivers. A transaction aiosmtpd greylists whole ends with RSET,
+# and the next message takes its connection. Bounded (about 3 s). Output
+# is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 . tests/integration/lib/tap.sh
@@ -79,6 +81,28 @@ expect "aiosmtpd stored both messages" 2 "$(ls "$tmp/strict"/*.eml | wc -l)"
 grep -q 'to=<u@d.test>, relay=mx.shared.test\[127.0.0.1\]:[0-9]*, conn_use=2,.*status=sent' "$d/log" &&
     ok "aiosmtpd took d.test's message on c.test's connection" ||
     not_ok "aiosmtpd took d.test's message on c.test's connection"
+
+# A transaction in which every recipient is refused sends nothing; the
+# reference's client ends it with RSET and keeps the connection. aiosmtpd
+# greylists grey*@: the next message to c.test goes down the connection
+# the refused one used.
+printf 'Subject: grey\n\nbody\n' |
+    s sendmail -f s@sluice.test grey1@c.test grey2@c.test
+grey_done() { [ "$(grep -c 'to=<grey[12]@c.test>.*status=deferred' "$d/log")" -ge 2 ]; }
+wait_for 10 grey_done || not_ok "the greylisted recipients are deferred"
+printf 'Subject: after grey\n\nbody\n' | s sendmail -f s@sluice.test v@c.test
+v_done() { grep -q 'to=<v@c.test>.*status=sent' "$d/log"; }
+wait_for 10 v_done || not_ok "the message after the greylisted one is delivered"
+grey_peer=$(sed -n 's/ RCPT-450$//p' "$tmp/strict/events" | sort -u)
+expect "aiosmtpd refused both greylisted recipients on one connection, then RSET" \
+    "2 $grey_peer RSET" \
+    "$(grep -c RCPT-450 "$tmp/strict/events") $(grep -v RCPT-450 "$tmp/strict/events")"
+v_peer=$(grep -l '^to: v@c.test' "$tmp/strict"/*.eml | xargs sed -n 's/^peer: //p')
+expect "the next message went down the connection the refused one used" \
+    "$grey_peer" "$v_peer"
+grep -q 'to=<grey1@c.test>.*said: 450 4.7.1' "$d/log" &&
+    ok "the refusal's text is logged with the deferral" ||
+    { not_ok "the refusal's text is logged with the deferral"; grep 'grey1' "$d/log" | sed 's/^/#   /'; }
 
 # e.test's transport checks the certificate: the cached plaintext
 # connection (b.test's) is not its to take; it connects itself (and the

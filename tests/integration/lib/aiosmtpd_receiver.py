@@ -7,10 +7,14 @@ lines over 998 octets.
 
 Listens on 127.0.0.1:PORT; each message accepted is written to
 DIR/NNNN.eml as the lines "helo: NAME", "from: SENDER", "to: RCPT"
-(one per recipient), "options: MAIL PARAMETERS" when MAIL had some, a
-blank line, then the content as received. With "smtputf8" it offers
-SMTPUTF8 (RFC 6531), which aiosmtpd does only when told. DIR/ready
-appears once it listens. It stops on SIGTERM. Debian's python3-aiosmtpd
+(one per recipient), "options: MAIL PARAMETERS" when MAIL had some,
+"peer: PORT" (the client's port), a blank line, then the content as
+received. With "smtputf8" it offers SMTPUTF8 (RFC 6531), which aiosmtpd
+does only when told. A recipient whose local part starts with "grey" is
+answered 450 at RCPT, as a greylisting server would; each such refusal
+and each RSET is a line "PEER_PORT COMMAND" in DIR/events, so that a
+test can tell which connection carried what. DIR/ready appears once it
+listens. It stops on SIGTERM. Debian's python3-aiosmtpd
 is installed for /usr/bin/python3, hence that interpreter.
 """
 
@@ -28,6 +32,23 @@ class Recorder:
         self.count = 0
         self.lock = threading.Lock()
 
+    def event(self, session, what):
+        with self.lock:
+            with open(os.path.join(self.directory, "events"), "a") as f:
+                f.write("%d %s\n" % (session.peer[1], what))
+
+    async def handle_RCPT(self, server, session, envelope, address, options):
+        if address.split("@")[0].lower().startswith("grey"):
+            self.event(session, "RCPT-450")
+            return "450 4.7.1 <%s>: Recipient address rejected: greylisted" % address
+        envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(options)
+        return "250 OK"
+
+    async def handle_RSET(self, server, session, envelope):
+        self.event(session, "RSET")
+        return "250 OK"
+
     async def handle_DATA(self, server, session, envelope):
         with self.lock:
             self.count += 1
@@ -37,6 +58,7 @@ class Recorder:
             head += "to: %s\n" % rcpt
         if envelope.mail_options:
             head += "options: %s\n" % " ".join(envelope.mail_options)
+        head += "peer: %d\n" % session.peer[1]
         path = os.path.join(self.directory, "%04d.eml" % n)
         with open(path + ".tmp", "wb") as f:
             f.write(head.encode() + b"\n" + envelope.original_content)
