@@ -80,7 +80,7 @@
  *	field it adds "From: sender", or "From: Full Name <sender>" with a
  *	non-empty full_name (sendmail -F); the name is written as atoms
  *	when it can be, else as a quoted string, and with 8-bit bytes as
- *	RFC 2047 encoded words (UTF-8, base64, folded between words); it
+ *	RFC 2047 encoded words (smtp_compose_mailbox()); it
  *	is cut to SUBMIT_FULL_NAME_MAX bytes and control characters become
  *	spaces. The null sender ("") is written MAILER-DAEMON@hostname.
  *	Without Date: it adds the local time of now in RFC 5322 form with
@@ -512,110 +512,39 @@ static int header_safe(const char *s, int is_token)
     return 1;
 }
 
-/* RFC 5322 atext, for deciding whether a name needs quotes. */
-static int is_atext(int ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-           (ch >= '0' && ch <= '9') ||
-           (ch != 0 && strchr("!#$%&'*+-/=?^_`{|}~", ch) != NULL);
-}
-
-/* A phrase of atoms separated by single spaces needs no quotes. */
-static int is_plain_phrase(const char *s)
-{
-    int prev_space = 1;
-
-    for (; *s != 0; s++) {
-        if (*s == ' ') {
-            if (prev_space)
-                return 0;
-            prev_space = 1;
-        } else if (is_atext((unsigned char)*s)) {
-            prev_space = 0;
-        } else {
-            return 0;
-        }
-    }
-    return !prev_space;
-}
-
-static void add_quoted(struct util_buf *b, const char *s)
-{
-    util_buf_add(b, "\"", 1);
-    for (; *s != 0; s++) {
-        if (*s == '"' || *s == '\\')
-            util_buf_add(b, "\\", 1);
-        util_buf_add(b, s, 1);
-    }
-    util_buf_add(b, "\"", 1);
-}
-
 /*
- * RFC 2047 encoded words, "=?utf-8?B?...?=", each at most 75 bytes:
- * 45 bytes of text make 60 of base64. Words split only between UTF-8
- * characters (RFC 2047 section 5) and are folded onto lines of their
- * own.
+ * The -F name as the phrase of a mailbox: cut between UTF-8 characters
+ * at SUBMIT_FULL_NAME_MAX bytes, control characters made spaces, the
+ * ends trimmed; NULL when nothing is left. smtp_compose_mailbox()
+ * writes it as atoms, a quoted string or RFC 2047 encoded words.
  */
-#define EW_TEXT_MAX 45
-
-static void add_encoded_words(struct util_buf *b, const char *s)
-{
-    size_t len = strlen(s);
-    size_t n;
-
-    while (len > 0) {
-        n = len < EW_TEXT_MAX ? len : EW_TEXT_MAX;
-        while (n < len && n > 1 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
-        util_buf_add(b, "=?utf-8?B?", 10);
-        util_base64_encode(b, s, n, 0);
-        util_buf_add(b, "?=", 2);
-        s += n;
-        len -= n;
-        if (len > 0)
-            util_buf_add(b, "\r\n ", 3);
-    }
-}
-
-/* The -F name as a phrase; returns 0 when nothing is left of it. */
-static int add_phrase(struct util_buf *b, const char *full_name)
+static char *full_name_phrase(const char *full_name)
 {
     size_t n = strnlen(full_name, SUBMIT_FULL_NAME_MAX);
     char *name = xstrndup(full_name, n);
-    int eight_bit = 0;
-    int nonempty;
+    char *p, *phrase = NULL;
     size_t i;
-    char *p;
 
-    /* Cut between UTF-8 characters: drop a character cut in two. */
     if (full_name[n] != 0)
         while (n > 0 && ((unsigned char)full_name[n] & 0xc0) == 0x80)
             name[--n] = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         if ((unsigned char)name[i] < ' ' || name[i] == 0x7f)
             name[i] = ' ';
-        if ((unsigned char)name[i] >= 0x80)
-            eight_bit = 1;
-    }
     while (n > 0 && name[n - 1] == ' ')
         name[--n] = 0;
     for (p = name; *p == ' '; p++)
         ;
-    if ((nonempty = *p != 0)) {
-        if (eight_bit)
-            add_encoded_words(b, p);
-        else if (is_plain_phrase(p))
-            util_buf_add(b, p, strlen(p));
-        else
-            add_quoted(b, p);
-    }
+    if (*p != 0)
+        phrase = xstrdup(p);
     free(name);
-    return nonempty;
+    return phrase;
 }
 
 static void add_from(struct util_buf *b, const char *field, const char *sender,
                      const char *full_name, const char *hostname)
 {
+    char *phrase = full_name != NULL ? full_name_phrase(full_name) : NULL;
     char *addr;
 
     if (*sender)
@@ -624,11 +553,8 @@ static void add_from(struct util_buf *b, const char *field, const char *sender,
         addr = xmalloc(strlen(hostname) + sizeof("MAILER-DAEMON@"));
         sprintf(addr, "MAILER-DAEMON@%s", hostname);
     }
-    util_buf_printf(b, "%s: ", field);
-    if (full_name != NULL && add_phrase(b, full_name))
-        util_buf_printf(b, " <%s>\r\n", addr);
-    else
-        util_buf_printf(b, "%s\r\n", addr);
+    smtp_compose_mailbox(b, field, phrase, addr);
+    free(phrase);
     free(addr);
 }
 

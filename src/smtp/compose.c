@@ -29,7 +29,8 @@
  *	smtp_compose_mailbox() appends "NAME: DISPLAY <ADDRESS>" (or
  *	"NAME: ADDRESS" when display is NULL or empty): the display name
  *	as atoms when it is plain, a quoted string when it holds specials,
- *	encoded words when it holds 8-bit bytes.
+ *	encoded words when it holds 8-bit bytes, the address after the
+ *	last one on its line when it fits within 78, else folded.
  *
  *	smtp_compose_body() appends "MIME-Version: 1.0", the top entity's
  *	Content-Type and Content-Transfer-Encoding, the blank line and the
@@ -89,9 +90,10 @@ static int eight_bit(const char *s)
 
 /*
  * Encoded words for s, starting at column col: each "=?utf-8?B?...?="
- * fits its line (76), split only between UTF-8 characters.
+ * fits its line (76), split only between UTF-8 characters. Returns the
+ * column after the last one.
  */
-static void encoded_words(struct util_buf *out, size_t col, const char *s)
+static size_t encoded_words(struct util_buf *out, size_t col, const char *s)
 {
     size_t len = strlen(s);
 
@@ -111,6 +113,7 @@ static void encoded_words(struct util_buf *out, size_t col, const char *s)
         util_buf_puts(out, "=?utf-8?B?");
         util_base64_encode(out, s, n, 0);
         util_buf_puts(out, "?=");
+        col += 12 + (n + 2) / 3 * 4;
         s += n;
         len -= n;
         if (len > 0) {
@@ -118,6 +121,7 @@ static void encoded_words(struct util_buf *out, size_t col, const char *s)
             col = 1;
         }
     }
+    return col;
 }
 
 /* Printable ASCII that unfolds to itself and folds within 998. */
@@ -201,8 +205,11 @@ void smtp_compose_mailbox(struct util_buf *out, const char *name,
     util_buf_printf(out, "%s: ", name);
     if (display != NULL && display[0] != 0) {
         if (eight_bit(display)) {
-            encoded_words(out, strlen(name) + 2, display);
-            util_buf_puts(out, "\r\n");
+            size_t col = encoded_words(out, strlen(name) + 2, display);
+
+            /* the address on the last word's line when it fits */
+            if (col + 3 + strlen(address) > FOLD_AT)
+                util_buf_puts(out, "\r\n");
         } else if (plain_phrase(display)) {
             util_buf_puts(out, display);
         } else {

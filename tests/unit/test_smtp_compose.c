@@ -117,8 +117,25 @@ static void test_mailbox(void **state)
                         "From: News Desk <n@example.com>\r\n"
                         "To: \"O'Neil, Bob \\\"B\\\"\" <b@example.com>\r\n"
                         "Cc: c@example.com\r\n"
-                        "Reply-To: =?utf-8?B?w5w=?=\r\n"
-                        " <r@example.com>\r\n");
+                        "Reply-To: =?utf-8?B?w5w=?= <r@example.com>\r\n");
+    util_buf_free(&b);
+}
+
+/* An address that does not fit after the last encoded word folds. */
+static void test_mailbox_fold(void **state)
+{
+    struct util_buf b = UTIL_BUF_INIT;
+    char name[64] = "";
+    const char *at;
+
+    (void)state;
+    while (strlen(name) < 40)
+        strcat(name, "\xc3\xa9"); /* 20 x e-acute: one word of 68 */
+    smtp_compose_mailbox(&b, "From", name, "a-rather-long-address@example.com");
+    at = strstr(b.data, "?=");
+    assert_non_null(at);
+    assert_string_equal(at, "?=\r\n <a-rather-long-address@example.com>\r\n");
+    assert_true(at + 2 - b.data <= 78);
     util_buf_free(&b);
 }
 
@@ -249,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_field_plain_and_folded),
         cmocka_unit_test(test_field_encoded_words),
         cmocka_unit_test(test_mailbox),
+        cmocka_unit_test(test_mailbox_fold),
         cmocka_unit_test(test_text_7bit),
         cmocka_unit_test(test_text_quoted_printable),
         cmocka_unit_test(test_text_base64),
