@@ -98,7 +98,7 @@ void cluster_go_alone(struct cluster *c, const char *why)
     cluster_log(c, 1,
                 "cluster %s: Redis at %s unavailable (%s): deciding alone "
                 "with 1/%d of each destination's limit",
-                c->name, c->url_text, why, c->members < 1 ? 1 : c->members);
+                c->name, c->url_shown, why, c->members < 1 ? 1 : c->members);
     cluster_caps(c);
 }
 
@@ -110,7 +110,7 @@ void cluster_go_joined(struct cluster *c)
         c->probation_end = util_clock_mono_ms() + c->lease_ms;
     c->state = CL_JOINED;
     cluster_log(c, 0, "cluster %s: %s at %s as %s, %d live members", c->name,
-                c->ever_joined ? "rejoined" : "joined", c->url_text, c->member,
+                c->ever_joined ? "rejoined" : "joined", c->url_shown, c->member,
                 c->members);
     c->ever_joined = 1;
 }
@@ -319,13 +319,15 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
     cluster_go_alone(c, "the configuration names another cluster");
     conn_close(c);
     free(c->url_text);
+    free(c->url_shown);
     free(c->name);
     free(c->tag);
     c->url = u;
     c->url_text = xstrdup(cfg->url);
+    c->url_shown = cluster_url_shown(cfg->url);
     c->name = xstrdup(cfg->name);
     c->tag = tag;
-    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_text);
+    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_shown);
     evtimer_del(c->retry_ev);
     schedule(c->retry_ev, 0);
     return 1;
@@ -345,6 +347,7 @@ struct cluster *cluster_create(struct event_base *base,
     }
     c->base = base;
     c->url_text = xstrdup(cfg->url);
+    c->url_shown = cluster_url_shown(cfg->url);
     c->name = xstrdup(cfg->name);
     c->member = xstrdup(cfg->member);
     c->tag = tag_of(cfg);
@@ -386,6 +389,7 @@ void cluster_free(struct cluster *c)
     free(c->reqs);
     free(c->facts);
     free(c->url_text);
+    free(c->url_shown);
     free(c->name);
     free(c->member);
     free(c->tag);

@@ -9,6 +9,7 @@
  *
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
+ *	char	*cluster_url_shown(const char *text)
  *	int	cluster_tls_check(const struct cluster_config *cfg,
  *			char *why, size_t whylen)
  *	int	cluster_share(int limit, int members)
@@ -96,6 +97,7 @@
  *	rediss:// for TLS (decision 117), or
  *	unix://[[USER]:PASSWORD@]/PATH. The host must be an IP address: a
  *	name would be looked up blocking the event loop.
+ *	cluster_url_shown() is the URL for the logs, its password "***".
  *	cluster_tls_check() says whether cfg's TLS files for a rediss://
  *	URL make a client context (conn.c).
  *
@@ -193,6 +195,7 @@ struct cluster_url {
 
 int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
                       size_t whylen);
+char *cluster_url_shown(const char *text);
 struct cluster_config;
 int cluster_tls_check(const struct cluster_config *cfg, char *why,
                       size_t whylen);

@@ -23,7 +23,8 @@ struct cluster {
     struct event_base *base;
     struct cluster_url url;
     char *url_text, *name, *member;
-    char *tag; /* the start of every key: "PREFIX{NAME}:" */
+    char *url_shown; /* url_text without its password, for the logs */
+    char *tag;       /* the start of every key: "PREFIX{NAME}:" */
     int64_t lease_ms, timeout_ms;
     struct cluster_callbacks cb;
     struct cluster_conn *conn; /* NULL: none now */

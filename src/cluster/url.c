@@ -6,6 +6,7 @@
  *
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
+ *	char	*cluster_url_shown(const char *text)
  * DESCRIPTION
  *	cluster_url_parse() reads redis://[[USER]:PASSWORD@]IP[:PORT][/]
  *	(IPv6 in brackets; the port 6379 when absent), the same with
@@ -16,9 +17,14 @@
  *	(with TLS, cluster_redis_tls_server_name names the certificate's
  *	name). There is no database number (the key prefix separates
  *	clusters).
+ *
+ *	cluster_url_shown() is the URL as the logs show it (allocated): the
+ *	password, if any, replaced by "***" (decision 117).
  */
 
 #include "cluster/cluster.h"
+
+#include "util/util.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -130,4 +136,19 @@ int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
         return url_fail(why, whylen, "the socket's path is too long");
     snprintf(u->path, sizeof(u->path), "%s", p);
     return 0;
+}
+
+char *cluster_url_shown(const char *text)
+{
+    const char *start = strstr(text, "://"), *at, *colon;
+    char *out;
+    size_t len;
+
+    if (start == NULL || (at = strchr(start + 3, '@')) == NULL ||
+        (colon = memchr(start + 3, ':', (size_t)(at - start - 3))) == NULL)
+        return xstrdup(text);
+    len = (size_t)(colon + 1 - text) + 3 + strlen(at) + 1;
+    out = xmalloc(len);
+    snprintf(out, len, "%.*s***%s", (int)(colon + 1 - text), text, at);
+    return out;
 }

@@ -17,7 +17,8 @@
 #      (lib/tls_hostile.py: a handshake that never ends, a close in the
 #      handshake, garbage after it, a close after it) stays up, logs
 #      once, and delivers;
-#   and sluice config refuses an unreadable cluster_redis_tls_CAfile.
+#   and sluice config refuses an unreadable cluster_redis_tls_CAfile; no
+#   log line shows a password.
 # Output is TAP; bounded waits; about 6 s.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -116,6 +117,7 @@ url_a="rediss://alice:alicepw@127.0.0.1:$port_redis"
 url_b="rediss://:pw@127.0.0.1:$port_redis"
 url_c="rediss://:secret@127.0.0.1:$port_rogue"
 url_d="rediss://:pw@127.0.0.1:$(cat "$tmp/hostile.port")"
+shown() { echo "$1" | sed 's/:[^:@/]*@/:***@/'; } # the logs' form
 sluiced_start "$tmp/a" "$(conf "$url_a" 30s)" || not_ok "sluiced a starts"
 sluiced_start "$tmp/b" "$(conf "$url_b" 30s \
     "cluster_redis_tls_server_name = redis.test")" || not_ok "sluiced b starts"
@@ -124,7 +126,7 @@ sluiced_start "$tmp/d" "$(conf "$url_d" 1s)" || not_ok "sluiced d starts"
 pid_d=$sluiced_pid
 
 # 1. a and b join over TLS; mail flows under leases Redis holds.
-joined() { grep -qF "cluster t$$: joined at $2 as" "$tmp/$1/log"; }
+joined() { grep -qF "cluster t$$: joined at $(shown "$2") as" "$tmp/$1/log"; }
 if wait_for 5 joined a "$url_a" && wait_for 5 joined b "$url_b" &&
     [ "$(rc ZCARD "sluice:{t$$}:members")" = 2 ]; then
     ok "a (ACL user, IP address) and b (password, servername) join over TLS"
@@ -158,10 +160,12 @@ wait_for 5 gone && ok "the resume deleted it in Redis" ||
     not_ok "the resume deleted it in Redis"
 
 # 3. c: Redis with a rogue CA's certificate.
-alone() { grep -F "cluster t$$: Redis at $2 unavailable" "$tmp/$1/log"; }
+alone() {
+    grep -F "cluster t$$: Redis at $(shown "$2") unavailable" "$tmp/$1/log"
+}
 wait_for 5 alone c "$url_c" >/dev/null
 expect "c refuses the rogue certificate, logged once" \
-    "1 warning: cluster t$$: Redis at $url_c unavailable (TLS: Redis's certificate (CN=rogue, issuer CN=rogueca) does not verify: unable to get local issuer certificate): deciding alone with 1/1 of each destination's limit" \
+    "1 warning: cluster t$$: Redis at rediss://:***@127.0.0.1:$port_rogue unavailable (TLS: Redis's certificate (CN=rogue, issuer CN=rogueca) does not verify: unable to get local issuer certificate): deciding alone with 1/1 of each destination's limit" \
     "$(alone c "$url_c" | wc -l) $(alone c "$url_c" | sed 's/^.*]: //')"
 submit c w1@lim.test
 wait_for 5 delivered 7 && ok "c delivers alone" || not_ok "c delivers alone"
@@ -178,5 +182,7 @@ kill -0 "$pid_d" &&
     not_ok "d survives a hostile TLS peer"
 expect "d logs once that it decides alone" 1 "$(alone d "$url_d" | wc -l)"
 wait_for 5 delivered 8 && ok "d delivers alone" || not_ok "d delivers alone"
+expect "no log shows a password" "" \
+    "$(grep -lE 'alicepw|:pw@|secret' "$tmp"/[abcd]/log)"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done

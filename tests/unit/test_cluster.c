@@ -80,6 +80,28 @@ static void test_url_unix(void **state)
     assert_string_equal(u.password, "pw");
 }
 
+/* The logs show the URL without its password (decision 117). */
+static void test_url_shown(void **state)
+{
+    static const char *const pairs[][2] = {
+        {"rediss://alice:s3cret@127.0.0.1:6380",
+         "rediss://alice:***@127.0.0.1:6380"},
+        {"redis://:pw@[::1]", "redis://:***@[::1]"},
+        {"unix://:pw@/run/r.sock", "unix://:***@/run/r.sock"},
+        {"unix:///run/r.sock", "unix:///run/r.sock"},
+        {"redis://127.0.0.1", "redis://127.0.0.1"},
+        {"rediss://user@127.0.0.1", "rediss://user@127.0.0.1"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        char *shown = cluster_url_shown(pairs[i][0]);
+
+        assert_string_equal(shown, pairs[i][1]);
+        free(shown);
+    }
+}
+
 /* Hostile and unsupported forms are refused with a reason. */
 static void test_url_refused(void **state)
 {
@@ -529,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_url_tcp),
         cmocka_unit_test(test_url_unix),
         cmocka_unit_test(test_url_tls),
+        cmocka_unit_test(test_url_shown),
         cmocka_unit_test(test_url_refused),
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_leases_round),
