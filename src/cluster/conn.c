@@ -2,8 +2,6 @@
  * NAME
  *	conn 3 - the connection to Redis: a RESP client on a bufferevent
  * SYNOPSIS
- *	#include "cluster/cluster_impl.h"
- *
  *	#include "cluster/cluster.h"
  *
  *	int	cluster_tls_check(const struct cluster_config *cfg,
@@ -89,7 +87,6 @@ struct cluster_conn {
     struct bufferevent *bev; /* the socket, or the TLS filter over it */
     struct tls_context *tls; /* NULL: plain */
     char match[128];         /* the certificate's name to check */
-    char user[64], password[256];
     redisReader *reader;
     struct evbuffer *early; /* commands sent before it is ready */
     int ready;
@@ -97,6 +94,7 @@ struct cluster_conn {
     size_t first, n, cap;
     cluster_conn_lost_fn *lost;
     void *ctx;
+    int dead;      /* lost: nothing more is read */
     int reading;   /* in conn_read(): a free waits for its end */
     int freed;     /* cluster_conn_free() came while reading */
     char why[300]; /* why it failed */
@@ -158,6 +156,7 @@ static void conn_lost(struct cluster_conn *cn, const char *why)
     cluster_conn_lost_fn *lost = cn->lost;
 
     cn->lost = NULL;
+    cn->dead = 1;
     snprintf(cn->why, sizeof(cn->why), "%.290s", why);
     bufferevent_disable(cn->bev, EV_READ | EV_WRITE);
     if (lost != NULL)
@@ -204,9 +203,12 @@ static void conn_read(struct cluster_conn *cn)
 {
     struct evbuffer *in = bufferevent_get_input(cn->bev);
     struct evbuffer_iovec v[8];
+    struct conn_cmd c;
     int nv;
     void *reply;
 
+    if (cn->dead)
+        return;
     if (!cn->ready) {
         conn_lost(cn, "data before the connection was ready");
         return;
@@ -218,7 +220,7 @@ static void conn_read(struct cluster_conn *cn)
             evbuffer_drain(in, v[i].iov_len);
     }
     cn->reading = 1;
-    while (!cn->freed) {
+    while (!cn->freed && !cn->dead) {
         if (redisReaderGetReply(cn->reader, &reply) != REDIS_OK) {
             conn_lost(cn, cn->reader->errstr);
             break;
@@ -233,8 +235,7 @@ static void conn_read(struct cluster_conn *cn)
             conn_lost(cn, "a reply to no command");
             break;
         }
-        struct conn_cmd c = cmd_pop(cn);
-
+        c = cmd_pop(cn);
         c.fn(c.arg, reply);
         freeReplyObject(reply);
     }

@@ -173,13 +173,15 @@ static void test_pairs_in_order(void **state)
     assert_int_equal(f->nlost, 0);
 }
 
-/* A refused AUTH is the connection's end, with Redis's words; the
- * commands waiting get NULL when it is freed, and only then. */
+/* A refused AUTH is the connection's end, with Redis's words: the reply
+ * after it in the same read is not delivered; the commands waiting get
+ * NULL when it is freed, and only then. */
 static void test_auth_refused(void **state)
 {
     struct fixture *f = *state;
     char buf[512];
-    static const char no[] = "-WRONGPASS invalid username-password pair\r\n";
+    static const char no[] =
+        "-WRONGPASS invalid username-password pair\r\n+PONG\r\n";
 
     open_conn(f, "", "bad");
     send_cmd(f, "PING", NULL);
