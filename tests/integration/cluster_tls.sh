@@ -12,7 +12,9 @@
 #      cluster (it used to answer "no suspended destination");
 #   3. a daemon whose Redis shows a certificate of another CA logs once
 #      that it decides alone, with the verification's reason, sends that
-#      Redis nothing (no AUTH: its password stays), and delivers;
+#      Redis nothing (no AUTH: its password stays), and delivers; one
+#      that reaches the right Redis at an address its certificate does
+#      not name refuses it too;
 #   4. a daemon whose "Redis" is a hostile TLS peer
 #      (lib/tls_hostile.py: a handshake that never ends, a close in the
 #      handshake, garbage after it, a close after it) stays up, logs
@@ -124,6 +126,9 @@ sluiced_start "$tmp/b" "$(conf "$url_b" 30s \
 sluiced_start "$tmp/c" "$(conf "$url_c" 1s)" || not_ok "sluiced c starts"
 sluiced_start "$tmp/d" "$(conf "$url_d" 1s)" || not_ok "sluiced d starts"
 pid_d=$sluiced_pid
+# e: the right Redis at an address its certificate does not carry
+url_e="rediss://:pw@127.0.0.2:$port_redis"
+sluiced_start "$tmp/e" "$(conf "$url_e" 1s)" || not_ok "sluiced e starts"
 
 # 1. a and b join over TLS; mail flows under leases Redis holds.
 joined() { grep -qF "cluster t$$: joined at $(shown "$2") as" "$tmp/$1/log"; }
@@ -173,6 +178,11 @@ expect "the rogue Redis got no command, no AUTH" "" \
     "$(redis-cli --tls --insecure -h 127.0.0.1 -p "$port_rogue" \
         INFO commandstats 2>/dev/null | grep -E '^cmdstat_(auth|eval)')"
 
+wait_for 5 alone e "$url_e" >/dev/null
+expect "e refuses a certificate without its address" \
+    "TLS: Redis's certificate (CN=redis) does not name 127.0.0.2" \
+    "$(alone e "$url_e" | sed 's/^.*unavailable (//; s/): deciding.*//')"
+
 # 4. d: a hostile TLS peer.
 submit d x1@lim.test
 four() { [ "$(cat "$tmp/hostile.count")" -ge 4 ]; }
@@ -183,6 +193,6 @@ kill -0 "$pid_d" &&
 expect "d logs once that it decides alone" 1 "$(alone d "$url_d" | wc -l)"
 wait_for 5 delivered 8 && ok "d delivers alone" || not_ok "d delivers alone"
 expect "no log shows a password" "" \
-    "$(grep -lE 'alicepw|:pw@|secret' "$tmp"/[abcd]/log)"
+    "$(grep -lE 'alicepw|:pw@|secret' "$tmp"/[abcde]/log)"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done
