@@ -17,6 +17,8 @@
  *	int	cluster_members(const struct cluster *c)
  *	int	cluster_reconfigure(struct cluster *c,
  *			const struct cluster_config *cfg)
+ *	int	cluster_suspend_held(struct cluster *c, const char *dest,
+ *			cluster_held_fn *fn, void *arg)
  * DESCRIPTION
  *	The member's state is one of three. Joining (from the start to the
  *	first reply): queues with a limit start nothing, one round trip.
@@ -43,7 +45,14 @@
  *	cluster_key_prefix makes the member leave its cluster and join that
  *	one (logged "cluster NAME: joining at URL"), guarded as a rejoin.
  *	It returns 0 (the same cluster), 1 (another), -1 (a URL that does
- *	not parse: nothing changes).
+ *	not parse, or TLS files that will not do: nothing changes).
+ *
+ *	cluster_suspend_held() says whether the cluster holds dest
+ *	suspended, for a resume on a member that had not applied it yet:
+ *	1 when this member knows it, else -2 and, once Redis answered
+ *	(HEXISTS, sent ahead of the sync that will carry the resume),
+ *	fn(arg, 1 or 0), or fn(arg, -1) when the connection goes first; -1
+ *	at once when there is no connection to ask on.
  */
 
 #include "cluster/cluster_impl.h"
@@ -56,16 +65,9 @@
 #include <strings.h>
 
 #include <event2/event.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wshadow"
-#include <hiredis/adapters/libevent.h>
-#pragma GCC diagnostic pop
 
 #include "core/core.h"
+#include "tls/tls.h"
 #include "util/util.h"
 
 void cluster_log(struct cluster *c, int warning, const char *fmt, ...)
@@ -96,7 +98,7 @@ void cluster_go_alone(struct cluster *c, const char *why)
     cluster_log(c, 1,
                 "cluster %s: Redis at %s unavailable (%s): deciding alone "
                 "with 1/%d of each destination's limit",
-                c->name, c->url_text, why, c->members < 1 ? 1 : c->members);
+                c->name, c->url_shown, why, c->members < 1 ? 1 : c->members);
     cluster_caps(c);
 }
 
@@ -108,7 +110,7 @@ void cluster_go_joined(struct cluster *c)
         c->probation_end = util_clock_mono_ms() + c->lease_ms;
     c->state = CL_JOINED;
     cluster_log(c, 0, "cluster %s: %s at %s as %s, %d live members", c->name,
-                c->ever_joined ? "rejoined" : "joined", c->url_text, c->member,
+                c->ever_joined ? "rejoined" : "joined", c->url_shown, c->member,
                 c->members);
     c->ever_joined = 1;
 }
@@ -120,82 +122,44 @@ static void schedule(struct event *ev, int64_t ms)
     evtimer_add(ev, &tv);
 }
 
+/* Forget the connection; the replies it cancels are not ours now. */
+static void conn_close(struct cluster *c)
+{
+    struct cluster_conn *cn = c->conn;
+
+    c->seq = 0;
+    c->conn = NULL;
+    cluster_susp_unsent(c);
+    cluster_conn_free(cn);
+}
+
 /* Drop the connection (a timeout, a bad reply); connect again later. */
 void cluster_drop(struct cluster *c)
 {
-    redisAsyncContext *ac = c->ac;
-
-    c->seq = 0; /* the replies that free() cancels are not ours now */
-    c->ac = NULL;
-    cluster_susp_unsent(c);
-    if (ac != NULL)
-        redisAsyncFree(ac);
+    conn_close(c);
     schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+/* Refused, closed, TLS or AUTH failed, a reply that is not RESP. */
+static void on_lost(void *ctx, const char *why)
 {
-    struct cluster *c = ac->data;
+    struct cluster *c = ctx;
 
-    if (status == REDIS_OK)
-        return;
-    c->ac = NULL; /* hiredis frees it */
-    c->seq = 0;
-    cluster_susp_unsent(c);
-    cluster_go_alone(c, ac->errstr[0] ? ac->errstr : "connection failed");
+    conn_close(c);
+    cluster_go_alone(c, why);
     schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct cluster *c = ac->data;
-
-    if (c->ac != ac)
-        return; /* dropped by us */
-    c->ac = NULL;
-    c->seq = 0;
-    cluster_susp_unsent(c);
-    cluster_go_alone(c, status == REDIS_OK
-                            ? "connection closed"
-                            : (ac->errstr[0] ? ac->errstr : "connection lost"));
-    schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
-}
-
-static void on_auth(redisAsyncContext *ac, void *r, void *priv)
-{
-    struct cluster *c = ac->data;
-    redisReply *reply = r;
-
-    (void)priv;
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR) {
-        cluster_go_alone(c, reply->str);
-        redisAsyncDisconnect(ac); /* from a callback: freed after it */
-    }
 }
 
 static void cluster_connect(struct cluster *c)
 {
-    redisAsyncContext *ac = c->url.unix_socket
-                                ? redisAsyncConnectUnix(c->url.path)
-                                : redisAsyncConnect(c->url.ip, c->url.port);
+    char why[300];
 
-    if (ac == NULL || ac->err) {
-        cluster_go_alone(c, ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
+    c->conn = cluster_conn_open(c->base, &c->url, c->tls, c->servername,
+                                on_lost, c, why, sizeof(why));
+    if (c->conn == NULL) {
+        cluster_go_alone(c, why);
         schedule(c->retry_ev, CLUSTER_RECONNECT_MS);
-        return;
     }
-    ac->data = c;
-    redisLibeventAttach(ac, c->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    c->ac = ac;
-    if (c->url.password[0] && c->url.user[0])
-        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s %s", c->url.user,
-                          c->url.password);
-    else if (c->url.password[0])
-        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", c->url.password);
 }
 
 static void retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -265,7 +229,7 @@ static void sync_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (c->state == CL_ALONE)
         alone_round(c);
-    if (c->ac == NULL)
+    if (c->conn == NULL)
         return;
     cluster_sync_send(c);
     if (c->seq != 0)
@@ -309,6 +273,23 @@ static void tick_arm(struct cluster *c)
     event_add(c->tick_ev, &tick);
 }
 
+/* rediss://'s client context and the name its certificate must have,
+ * for the connections from now on (each holds its own reference). */
+static int tls_set(struct cluster *c, const struct cluster_config *cfg,
+                   char *why, size_t whylen)
+{
+    struct tls_context *tls = cluster_conn_tls(cfg, why, whylen);
+
+    if (tls == NULL && why[0] != '\0')
+        return -1;
+    if (c->tls != NULL)
+        tls_context_free(c->tls);
+    c->tls = tls;
+    free(c->servername);
+    c->servername = xstrdup(cfg->tls_servername ? cfg->tls_servername : "");
+    return 0;
+}
+
 /*
  * A reload: lease time and timeout apply from the next sync; another
  * URL, name or prefix is another cluster, so the member leaves the one
@@ -319,10 +300,14 @@ static void tick_arm(struct cluster *c)
 int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
 {
     struct cluster_url u;
-    char why[200], *tag;
+    char why[300], *tag;
 
     if (cluster_url_parse(cfg->url, &u, why, sizeof(why)) < 0)
         return -1;
+    if (tls_set(c, cfg, why, sizeof(why)) < 0) {
+        cluster_log(c, 1, "cluster %s: %s: TLS unchanged", c->name, why);
+        return -1;
+    }
     c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
     tick_arm(c);
@@ -332,22 +317,17 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
         return 0;
     }
     cluster_go_alone(c, "the configuration names another cluster");
-    if (c->ac != NULL) {
-        redisAsyncContext *ac = c->ac;
-
-        c->ac = NULL;
-        c->seq = 0;
-        cluster_susp_unsent(c);
-        redisAsyncFree(ac);
-    }
+    conn_close(c);
     free(c->url_text);
+    free(c->url_shown);
     free(c->name);
     free(c->tag);
     c->url = u;
     c->url_text = xstrdup(cfg->url);
+    c->url_shown = cluster_url_shown(cfg->url);
     c->name = xstrdup(cfg->name);
     c->tag = tag;
-    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_text);
+    cluster_log(c, 0, "cluster %s: joining at %s", c->name, c->url_shown);
     evtimer_del(c->retry_ev);
     schedule(c->retry_ev, 0);
     return 1;
@@ -358,14 +338,16 @@ struct cluster *cluster_create(struct event_base *base,
                                const struct cluster_callbacks *cb)
 {
     struct cluster *c = xcalloc(1, sizeof(*c));
-    char why[200];
+    char why[300];
 
-    if (cluster_url_parse(cfg->url, &c->url, why, sizeof(why)) < 0) {
+    if (cluster_url_parse(cfg->url, &c->url, why, sizeof(why)) < 0 ||
+        tls_set(c, cfg, why, sizeof(why)) < 0) {
         free(c);
         return NULL;
     }
     c->base = base;
     c->url_text = xstrdup(cfg->url);
+    c->url_shown = cluster_url_shown(cfg->url);
     c->name = xstrdup(cfg->name);
     c->member = xstrdup(cfg->member);
     c->tag = tag_of(cfg);
@@ -392,13 +374,10 @@ void cluster_free(struct cluster *c)
         return;
     c->cb.log = NULL;
     c->cb.caps = NULL;
-    if (c->ac != NULL) {
-        redisAsyncContext *ac = c->ac;
-
-        c->ac = NULL;
-        c->seq = 0;
-        redisAsyncFree(ac);
-    }
+    conn_close(c);
+    if (c->tls != NULL)
+        tls_context_free(c->tls);
+    free(c->servername);
     event_free(c->sync_ev);
     event_free(c->timeout_ev);
     event_free(c->retry_ev);
@@ -410,6 +389,7 @@ void cluster_free(struct cluster *c)
     free(c->reqs);
     free(c->facts);
     free(c->url_text);
+    free(c->url_shown);
     free(c->name);
     free(c->member);
     free(c->tag);
@@ -474,6 +454,52 @@ void cluster_suspend(struct cluster *c, const char *dest, int64_t until)
 {
     cluster_shared_change(&c->susp, dest, until, NULL);
     cluster_poke(c);
+}
+
+struct held_ask {
+    cluster_held_fn *fn;
+    void *arg;
+};
+
+static void on_held(void *arg, const redisReply *r)
+{
+    struct held_ask *a = arg;
+
+    a->fn(a->arg, r == NULL                        ? -1
+                  : r->type != REDIS_REPLY_INTEGER ? -1
+                                                   : r->integer == 1);
+    free(a);
+}
+
+/*
+ * Does the cluster hold dest suspended? Known here (a pull, or a change
+ * made here): 1 at once. Else Redis is asked, ahead of any sync still to
+ * be sent (a resume being made here goes with the next one): -2, and
+ * fn(arg, 1, 0, or -1 for no answer) later, whatever happens. -1: no
+ * connection to ask on.
+ */
+int cluster_suspend_held(struct cluster *c, const char *dest,
+                         cluster_held_fn *fn, void *arg)
+{
+    const struct cluster_susp *s = cluster_shared_find(&c->susp, dest);
+    struct held_ask *a;
+    char key[600];
+    const char *argv[3] = {"HEXISTS", key, dest};
+    size_t len[3];
+
+    if (s != NULL && s->until >= 0)
+        return 1;
+    if (c->conn == NULL)
+        return -1;
+    snprintf(key, sizeof(key), "%ssuspend", c->tag);
+    len[0] = 7;
+    len[1] = strlen(key);
+    len[2] = strlen(dest);
+    a = xcalloc(1, sizeof(*a));
+    a->fn = fn;
+    a->arg = arg;
+    cluster_conn_send(c->conn, 3, argv, len, on_held, a);
+    return -2;
 }
 
 void cluster_dead(struct cluster *c, const char *name, int64_t until,

@@ -9,6 +9,9 @@
  *
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
+ *	char	*cluster_url_shown(const char *text)
+ *	int	cluster_tls_check(const struct cluster_config *cfg,
+ *			char *why, size_t whylen)
  *	int	cluster_share(int limit, int members)
  *	int	cluster_conns(int busy, int idle, int pending)
  *	int	cluster_idle_keep(int cap, int busy, int idle, int pending)
@@ -71,6 +74,8 @@
  *	void	cluster_spend(struct cluster *c, const char *name, int kind)
  *	void	cluster_suspend(struct cluster *c, const char *dest,
  *			int64_t until)
+ *	int	cluster_suspend_held(struct cluster *c, const char *dest,
+ *			cluster_held_fn *fn, void *arg)
  *	void	cluster_dead(struct cluster *c, const char *name,
  *			int64_t until, const char *why)
  *	int64_t	cluster_dead_until(const struct cluster *c,
@@ -88,10 +93,13 @@
  *	The pure parts, unit-tested alone:
  *
  *	cluster_url_parse() reads cluster_redis_url:
- *	redis://[[USER]:PASSWORD@]IP[:PORT] (port 6379) or
+ *	redis://[[USER]:PASSWORD@]IP[:PORT] (port 6379), the same with
+ *	rediss:// for TLS (decision 117), or
  *	unix://[[USER]:PASSWORD@]/PATH. The host must be an IP address: a
- *	name would be looked up blocking the event loop. TLS (rediss://)
- *	is refused: Debian's hiredis 0.14 has none.
+ *	name would be looked up blocking the event loop.
+ *	cluster_url_shown() is the URL for the logs, its password "***".
+ *	cluster_tls_check() says whether cfg's TLS files for a rediss://
+ *	URL make a client context (conn.c).
  *
  *	cluster_share() is a member's share of a limit when it decides
  *	alone: limit divided by the live members it last knew, rounded
@@ -154,7 +162,10 @@
  *	share of the rate. cluster_suspend() publishes a suspension made
  *	here (until: wall-clock ms, 0 until resumed, -1 resumed; kept until
  *	Redis has it); the suspend and resume callbacks apply another
- *	member's at each pull. cluster_dead() publishes a destination queue
+ *	member's at each pull. cluster_suspend_held() tells a resume made
+ *	here whether the cluster held dest suspended: 1 at once when this
+ *	member knows it, else -2 and fn(arg, 1 or 0) when Redis answered
+ *	(fn(arg, -1): no answer), -1 without a connection (cluster.c). cluster_dead() publishes a destination queue
  *	("TRANSPORT:QUEUE") found dead here, until its revival (wall-clock
  *	ms; -1: revived here), with the reason (decision 113); the dead
  *	callbacks apply another member's at each pull, and
@@ -174,6 +185,7 @@ struct core_destdb;
 
 struct cluster_url {
     int unix_socket;
+    int tls;        /* rediss:// */
     char path[108]; /* unix:// */
     char ip[64];    /* redis:// */
     int port;
@@ -182,6 +194,10 @@ struct cluster_url {
 };
 
 int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
+                      size_t whylen);
+char *cluster_url_shown(const char *text);
+struct cluster_config;
+int cluster_tls_check(const struct cluster_config *cfg, char *why,
                       size_t whylen);
 int cluster_share(int limit, int members);
 int cluster_conns(int busy, int idle, int pending);
@@ -287,6 +303,10 @@ struct cluster_config {
     const char *member; /* this daemon: host name and process id */
     int64_t lease_ms;   /* cluster_lease_time */
     int64_t timeout_ms; /* cluster_redis_timeout */
+    /* rediss:// (decision 117): cluster_redis_tls_CAfile, _cert_file,
+     * _key_file, _servername; NULL or empty: none */
+    const char *tls_ca_file, *tls_cert_file, *tls_key_file;
+    const char *tls_servername;
 };
 
 struct cluster_callbacks {
@@ -310,6 +330,9 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
+typedef void cluster_held_fn(void *arg, int held);
+int cluster_suspend_held(struct cluster *c, const char *dest,
+                         cluster_held_fn *fn, void *arg);
 void cluster_dead(struct cluster *c, const char *name, int64_t until,
                   const char *why);
 int64_t cluster_dead_until(const struct cluster *c, const char *name,

@@ -6,7 +6,9 @@
 #include "cluster/cluster.h"
 
 #include <event2/event.h>
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+struct tls_context;
 
 #define CLUSTER_RECONNECT_MS 1000
 
@@ -21,10 +23,13 @@ struct cluster {
     struct event_base *base;
     struct cluster_url url;
     char *url_text, *name, *member;
-    char *tag; /* the start of every key: "PREFIX{NAME}:" */
+    char *url_shown; /* url_text without its password, for the logs */
+    char *tag;       /* the start of every key: "PREFIX{NAME}:" */
     int64_t lease_ms, timeout_ms;
     struct cluster_callbacks cb;
-    redisAsyncContext *ac;
+    struct cluster_conn *conn; /* NULL: none now */
+    struct tls_context *tls;   /* rediss://: the client context */
+    char *servername;          /* cluster_redis_tls_server_name */
     enum cluster_state state;
     int ever_joined, members;
     int alone_members;     /* members known when it went alone */
@@ -43,6 +48,23 @@ struct cluster {
     struct cluster_shared susp; /* suspensions (decision 103) */
     struct cluster_shared dead; /* dead destinations (decision 113) */
 };
+
+/* The connection to Redis (conn.c). */
+struct cluster_conn;
+typedef void cluster_conn_reply_fn(void *arg, const redisReply *reply);
+typedef void cluster_conn_lost_fn(void *ctx, const char *why);
+
+struct tls_context *cluster_conn_tls(const struct cluster_config *cfg,
+                                     char *why, size_t whylen);
+struct cluster_conn *cluster_conn_open(struct event_base *base,
+                                       const struct cluster_url *u,
+                                       struct tls_context *tls,
+                                       const char *servername,
+                                       cluster_conn_lost_fn *lost, void *ctx,
+                                       char *why, size_t whylen);
+void cluster_conn_send(struct cluster_conn *cn, int argc, const char **argv,
+                       const size_t *len, cluster_conn_reply_fn *fn, void *arg);
+void cluster_conn_free(struct cluster_conn *cn);
 
 void cluster_log(struct cluster *c, int warning, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

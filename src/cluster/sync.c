@@ -244,23 +244,20 @@ static int reply_apply(struct cluster *c, const redisReply *r)
     return 0;
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+static void on_reply(void *arg, const redisReply *reply)
 {
-    struct cluster *c = ac->data;
-    redisReply *reply = r;
+    struct cluster *c = arg;
 
-    if (c == NULL || c->seq == 0 || (uint64_t)(uintptr_t)priv != c->seq)
+    if (reply == NULL || c->seq == 0)
         return; /* given up on: timed out or dropped */
     c->seq = 0;
     evtimer_del(c->timeout_ev);
-    if (reply == NULL)
-        return; /* the connection ends: on_disconnect() says why */
     if (reply->type == REDIS_REPLY_ERROR || reply_apply(c, reply) < 0) {
         cluster_susp_unsent(c);
         cluster_go_alone(c, reply->type == REDIS_REPLY_ERROR
                                 ? reply->str
                                 : "a malformed reply to the sync script");
-        redisAsyncDisconnect(ac);
+        cluster_drop(c);
         return;
     }
     cluster_shared_sent(&c->susp); /* Redis has them */
@@ -283,9 +280,7 @@ void cluster_sync_send(struct cluster *c)
     c->nreqs = cluster_leases_round(c->leases, &c->reqs);
     sync_args(c, &a);
     c->seq = ++c->next_seq;
-    if (redisAsyncCommandArgv(c->ac, on_reply, (void *)(uintptr_t)c->seq,
-                              a.argc, a.argv, a.len) != REDIS_OK)
-        c->seq = 0;
+    cluster_conn_send(c->conn, a.argc, a.argv, a.len, on_reply, c);
     c->pull = 0;
     args_free(&a, 2);
 }

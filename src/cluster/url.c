@@ -6,17 +6,25 @@
  *
  *	int	cluster_url_parse(const char *text, struct cluster_url *u,
  *			char *why, size_t whylen)
+ *	char	*cluster_url_shown(const char *text)
  * DESCRIPTION
  *	cluster_url_parse() reads redis://[[USER]:PASSWORD@]IP[:PORT][/]
- *	(IPv6 in brackets; the port 6379 when absent) or
+ *	(IPv6 in brackets; the port 6379 when absent), the same with
+ *	rediss:// for TLS (u->tls; decision 117), or
  *	unix://[[USER]:PASSWORD@]/PATH into u; 0, or -1 with the reason in
- *	why. The host is an IP address and nothing else: hiredis would
- *	look a name up with getaddrinfo(), blocking the event loop. There
- *	is no database number (the key prefix separates clusters) and no
- *	TLS: rediss:// is refused, Debian 12's hiredis 0.14 has none.
+ *	why. The host is an IP address and nothing else: a name would be
+ *	looked up with a blocking getaddrinfo(), stopping the event loop
+ *	(with TLS, cluster_redis_tls_server_name names the certificate's
+ *	name). There is no database number (the key prefix separates
+ *	clusters).
+ *
+ *	cluster_url_shown() is the URL as the logs show it (allocated): the
+ *	password, if any, replaced by "***" (decision 117).
  */
 
 #include "cluster/cluster.h"
+
+#include "util/util.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -108,17 +116,16 @@ int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
     const char *p;
 
     memset(u, 0, sizeof(*u));
-    if (strncmp(text, "rediss://", 9) == 0)
-        return url_fail(why, whylen,
-                        "TLS (rediss://) is not supported by this hiredis");
-    if (strncmp(text, "redis://", 8) == 0) {
-        p = text + 8;
+    if (strncmp(text, "redis://", 8) == 0 ||
+        strncmp(text, "rediss://", 9) == 0) {
+        u->tls = text[5] == 's';
+        p = text + 8 + u->tls;
         if (url_userinfo(&p, u, why, whylen) < 0)
             return -1;
         return url_tcp(p, u, why, whylen);
     }
     if (strncmp(text, "unix://", 7) != 0)
-        return url_fail(why, whylen, "neither redis:// nor unix://");
+        return url_fail(why, whylen, "neither redis://, rediss:// nor unix://");
     p = text + 7;
     u->unix_socket = 1;
     if (url_userinfo(&p, u, why, whylen) < 0)
@@ -129,4 +136,19 @@ int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
         return url_fail(why, whylen, "the socket's path is too long");
     snprintf(u->path, sizeof(u->path), "%s", p);
     return 0;
+}
+
+char *cluster_url_shown(const char *text)
+{
+    const char *start = strstr(text, "://"), *at, *colon;
+    char *out;
+    size_t len;
+
+    if (start == NULL || (at = strchr(start + 3, '@')) == NULL ||
+        (colon = memchr(start + 3, ':', (size_t)(at - start - 3))) == NULL)
+        return xstrdup(text);
+    len = (size_t)(colon + 1 - text) + 3 + strlen(at) + 1;
+    out = xmalloc(len);
+    snprintf(out, len, "%.*s***%s", (int)(colon + 1 - text), text, at);
+    return out;
 }

@@ -304,7 +304,8 @@ static int servers_check(const struct conf *conf, char *why, size_t whylen)
 }
 
 /* cluster_redis_url and each transport's rates must parse (decisions 100,
- * 102 and 112). */
+ * 102 and 112); rediss://'s TLS files must make a context (decision
+ * 117). */
 static int cluster_check(const struct conf *conf,
                          const struct route_table *routes, char *why,
                          size_t whylen)
@@ -313,7 +314,15 @@ static int cluster_check(const struct conf *conf,
     struct cluster_url u;
     struct cluster_rate r;
 
-    if (url[0] != '\0' && cluster_url_parse(url, &u, why, whylen) < 0)
+    struct cluster_config cfg = {
+        .url = url,
+        .tls_ca_file = conf_str(conf, NULL, CONF_cluster_redis_tls_CAfile),
+        .tls_cert_file = conf_str(conf, NULL, CONF_cluster_redis_tls_cert_file),
+        .tls_key_file = conf_str(conf, NULL, CONF_cluster_redis_tls_key_file),
+    };
+
+    if (url[0] != '\0' && (cluster_url_parse(url, &u, why, whylen) < 0 ||
+                           cluster_tls_check(&cfg, why, whylen) < 0))
         return -1;
     for (int k = 0; k < 2; k++) {
         enum conf_param_id p = k ? CONF_default_destination_connection_rate

@@ -189,11 +189,30 @@ fail:
     return -1;
 }
 
-static int resume_verb(void *ctx, const char *args, struct util_buf *reply)
+static void resume_answer(void *arg, int status, const char *text)
+{
+    struct util_buf b = {0};
+
+    util_buf_puts(&b, text);
+    ops_control_later_reply(arg, status, &b);
+    util_buf_free(&b);
+}
+
+static void resume_cancel(void *arg)
+{
+    qmgr_resume_cancel(arg);
+}
+
+/* In a cluster the answer may wait for Redis (qmgr_resume_ask()). */
+static int resume_verb(void *ctx, const char *args, struct util_buf *reply,
+                       struct ops_control_later *l, void (**cancel)(void *arg),
+                       void **cancel_arg)
 {
     struct control_ctx *cc = ctx;
+    struct qmgr_resume_wait *w;
     char dest[256], why[512], text[320];
     const char *rest;
+    int rc;
 
     if (destination_arg(args, dest, sizeof(dest), &rest, why, sizeof(why)) < 0)
         goto fail;
@@ -203,9 +222,15 @@ static int resume_verb(void *ctx, const char *args, struct util_buf *reply)
     }
     snprintf(text, sizeof(text), "resume %s: by the operator", dest);
     cc->log(cc->log_ctx, text);
-    if (qmgr_resume(cc->q, dest, reply, why, sizeof(why)) < 0)
+    rc = qmgr_resume_ask(cc->q, dest, reply, why, sizeof(why), resume_answer, l,
+                         &w);
+    if (rc < 0)
         goto fail;
-    return 0;
+    if (rc == 1) {
+        *cancel = resume_cancel;
+        *cancel_arg = w;
+    }
+    return rc;
 fail:
     util_buf_reset(reply);
     util_buf_puts(reply, why);
@@ -226,7 +251,7 @@ daemon_control_create(struct event_base *base, const char *queue_directory,
     cc = (struct control_ctx){q, log, log_ctx};
     ops_control_command(c, "status", status_verb, q);
     ops_control_command(c, "suspend", suspend_verb, &cc);
-    ops_control_command(c, "resume", resume_verb, &cc);
+    ops_control_command_later(c, "resume", resume_verb, &cc);
     daemon_verify_command(c, q); /* verify.c */
     return c;
 }

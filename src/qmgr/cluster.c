@@ -15,6 +15,8 @@
  *	void	qm_cluster_suspended(struct qmgr *q, const char *dest,
  *			int64_t duration_ms)
  *	void	qm_cluster_resumed(struct qmgr *q, const char *dest)
+ *	int	qm_cluster_held(struct qmgr *q, const char *dest,
+ *			cluster_held_fn *fn, void *arg)
  *	struct core_destdb *qm_cluster_destdb(struct qmgr *q,
  *			struct core_destdb *inner)
  * DESCRIPTION
@@ -50,7 +52,9 @@
  *	operator's `sluice suspend` and `resume` (decision 103); another
  *	member's are applied here through qmgr_suspend() and qmgr_resume(),
  *	logged as "cluster NAME: suspend DEST[ for Ns]: by the cluster"
- *	and "cluster NAME: resume DEST: by the cluster".
+ *	and "cluster NAME: resume DEST: by the cluster". qm_cluster_held()
+ *	asks whether the cluster holds DEST suspended, for an operator's
+ *	resume here (cluster_suspend_held()).
  *
  *	qm_cluster_destdb() shares Finch's destdb with the cluster
  *	(cluster_destdb()); without a cluster it is inner itself.
@@ -299,6 +303,16 @@ void qm_cluster_resumed(struct qmgr *q, const char *dest)
         cluster_suspend(q->cluster, dest, -1);
 }
 
+/* Does the cluster hold dest suspended (cluster_suspend_held())? -1
+ * without a cluster. */
+int qm_cluster_held(struct qmgr *q, const char *dest, cluster_held_fn *fn,
+                    void *arg)
+{
+    if (q->cluster == NULL || q->cluster_applying)
+        return -1;
+    return cluster_suspend_held(q->cluster, dest, fn, arg);
+}
+
 static void on_log(void *ctx, int warning, const char *line)
 {
     qm_log(ctx, warning ? QMGR_LOG_WARNING : QMGR_LOG_INFO, "%s", line);
@@ -318,6 +332,13 @@ static struct cluster_config cluster_cfg(struct qmgr *q, const char *member)
         .member = member,
         .lease_ms = conf_time_ms(q->conf, NULL, CONF_cluster_lease_time),
         .timeout_ms = conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
+        .tls_ca_file = conf_str(q->conf, NULL, CONF_cluster_redis_tls_CAfile),
+        .tls_cert_file =
+            conf_str(q->conf, NULL, CONF_cluster_redis_tls_cert_file),
+        .tls_key_file =
+            conf_str(q->conf, NULL, CONF_cluster_redis_tls_key_file),
+        .tls_servername =
+            conf_str(q->conf, NULL, CONF_cluster_redis_tls_server_name),
     };
 }
 

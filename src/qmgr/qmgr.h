@@ -26,6 +26,11 @@
  *	int	qmgr_suspend(struct qmgr *q, const char *destination,
  *			int64_t duration_ms, struct util_buf *out,
  *			char *why, size_t whylen)
+ *	int	qmgr_resume_ask(struct qmgr *q, const char *destination,
+ *			struct util_buf *out, char *why, size_t whylen,
+ *			qmgr_resume_fn *fn, void *arg,
+ *			struct qmgr_resume_wait **wait)
+ *	void	qmgr_resume_cancel(struct qmgr_resume_wait *w)
  *	int	qmgr_resume(struct qmgr *q, const char *destination,
  *			struct util_buf *out, char *why, size_t whylen)
  *	void	qmgr_drain(struct qmgr *q)
@@ -154,7 +159,9 @@
  *	qmgr_suspend() and qmgr_resume() (suspend.c) are the operator's
  *	suspension of a destination (its queue key or next hop) for a
  *	duration or until resumed, and its end, which makes its deferred
- *	mail due now.
+ *	mail due now; qmgr_resume_ask() is the operator's resume, which in
+ *	a cluster also succeeds for a suspension this member had not
+ *	applied yet, answering later when only Redis can tell.
  *
  *	qmgr_drain() is the polite start of a stop: no delivery starts any
  *	more, the ones in flight go on and their results are written.
@@ -285,6 +292,13 @@ int qmgr_suspend(struct qmgr *q, const char *destination, int64_t duration_ms,
                  struct util_buf *out, char *why, size_t whylen);
 int qmgr_resume(struct qmgr *q, const char *destination, struct util_buf *out,
                 char *why, size_t whylen);
+struct qmgr_resume_wait;
+typedef void qmgr_resume_fn(void *arg, int status, const char *text);
+int qmgr_resume_ask(struct qmgr *q, const char *destination,
+                    struct util_buf *out, char *why, size_t whylen,
+                    qmgr_resume_fn *fn, void *arg,
+                    struct qmgr_resume_wait **wait);
+void qmgr_resume_cancel(struct qmgr_resume_wait *w);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
 void qmgr_stop(struct qmgr *q);

@@ -195,6 +195,8 @@ void qm_cluster_queue_alive(void *ctx, struct core_queue *cq);
 void qm_cluster_suspended(struct qmgr *q, const char *dest,
                           int64_t duration_ms);
 void qm_cluster_resumed(struct qmgr *q, const char *dest);
+int qm_cluster_held(struct qmgr *q, const char *dest, cluster_held_fn *fn,
+                    void *arg);
 struct core_destdb *qm_cluster_destdb(struct qmgr *q,
                                       struct core_destdb *inner);
 

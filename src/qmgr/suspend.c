@@ -9,6 +9,11 @@
  *			char *why, size_t whylen)
  *	int	qmgr_resume(struct qmgr *q, const char *destination,
  *			struct util_buf *out, char *why, size_t whylen)
+ *	int	qmgr_resume_ask(struct qmgr *q, const char *destination,
+ *			struct util_buf *out, char *why, size_t whylen,
+ *			qmgr_resume_fn *fn, void *arg,
+ *			struct qmgr_resume_wait **wait)
+ *	void	qmgr_resume_cancel(struct qmgr_resume_wait *w)
  * DESCRIPTION
  *	`sluice suspend DESTINATION [DURATION]` stops deliveries to a
  *	destination that asked for a pause (a receiver in maintenance, a
@@ -30,6 +35,16 @@
  *	TRANSPORT:KEY" per queue. It returns -1 with the reason when no
  *	suspended queue matches.
  *
+ *	qmgr_resume_ask() is the operator's resume (`sluice resume`): as
+ *	qmgr_resume(), and in a cluster it succeeds as well when the
+ *	cluster held destination suspended though this member had not
+ *	applied it (another member suspended it and this one has not
+ *	pulled it yet, or its queue here does not route): "resumed
+ *	DESTINATION in cluster NAME". When only Redis can tell, it returns
+ *	1 and answers later, fn(arg, 0 or -1, text), within
+ *	cluster_redis_timeout, unless qmgr_resume_cancel(*wait) came
+ *	first (the client left).
+ *
  *	Suspensions live in the daemon's memory: a restart ends them. In a
  *	cluster (cluster_redis_url) both go to every member through Redis
  *	(qmgr/cluster.c, decision 103), and a member that starts gets the
@@ -40,6 +55,7 @@
 #include "smtp/smtp.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -152,6 +168,79 @@ static void resume_flushed(void *ctx, long messages, const char *why)
     (void)ctx;
     (void)messages;
     (void)why; /* the flush logs what it made due */
+}
+
+struct qmgr_resume_wait {
+    qmgr_resume_fn *fn; /* NULL: answered already, or cancelled */
+    void *arg;
+    char dest[256], cluster[128];
+};
+
+static void resume_text(const struct qmgr_resume_wait *w, int held, char *text,
+                        size_t len)
+{
+    if (held == 1)
+        snprintf(text, len, "resumed %s in cluster %s\n", w->dest, w->cluster);
+    else if (held == 0)
+        snprintf(text, len, "%s: no suspended destination by that name",
+                 w->dest);
+    else
+        snprintf(text, len,
+                 "%s: no suspended destination by that name here, and Redis "
+                 "did not answer (the resume goes to the cluster when it "
+                 "does)",
+                 w->dest);
+}
+
+/* Redis's answer: did the cluster hold it suspended? */
+static void resume_held(void *arg, int held)
+{
+    struct qmgr_resume_wait *w = arg;
+    char text[600];
+
+    if (w->fn != NULL) {
+        resume_text(w, held, text, sizeof(text));
+        w->fn(w->arg, held == 1 ? 0 : -1, text);
+    }
+    free(w);
+}
+
+int qmgr_resume_ask(struct qmgr *q, const char *destination,
+                    struct util_buf *out, char *why, size_t whylen,
+                    qmgr_resume_fn *fn, void *arg,
+                    struct qmgr_resume_wait **wait)
+{
+    struct qmgr_resume_wait *w = xcalloc(1, sizeof(*w));
+    int held, rc;
+
+    *wait = NULL;
+    w->fn = fn;
+    w->arg = arg;
+    snprintf(w->dest, sizeof(w->dest), "%s", destination);
+    snprintf(w->cluster, sizeof(w->cluster), "%s",
+             conf_str(q->conf, NULL, CONF_cluster_name));
+    /* asked before the resume is published, which deletes it */
+    held = qm_cluster_held(q, destination, resume_held, w);
+    rc = qmgr_resume(q, destination, out, why, whylen);
+    if (held == -2 && rc < 0) {
+        *wait = w;
+        return 1;
+    }
+    if (rc < 0 && held == 1) {
+        resume_text(w, 1, why, whylen);
+        util_buf_puts(out, why);
+        rc = 0;
+    }
+    if (held == -2)
+        w->fn = NULL; /* answered now: resume_held() frees it */
+    else
+        free(w);
+    return rc;
+}
+
+void qmgr_resume_cancel(struct qmgr_resume_wait *w)
+{
+    w->fn = NULL;
 }
 
 int qmgr_resume(struct qmgr *q, const char *destination, struct util_buf *out,

@@ -15,9 +15,9 @@
  *	One client context serves every delivery. Its trust anchors are
  *	smtp_tls_CAfile and smtp_tls_CApath, or the system's store when
  *	neither is set; a client certificate is loaded when configured
- *	(context.c's loaders, with "smtp_tls" in the reasons). DANE is
- *	enabled on the context; a session turns it on for itself when it
- *	has TLSA records (session.c).
+ *	(context.c's loaders, with cf->prefix, "smtp_tls" by default, in
+ *	the reasons). DANE is enabled on the context; a session turns it
+ *	on for itself when it has TLSA records (session.c).
  *
  *	Resumption (RFC 5077 tickets and TLS 1.3's): OpenSSL hands every
  *	new session to new_session(), which keeps it under the key the
@@ -216,7 +216,7 @@ int tls_client_resume(SSL *ssl, const char *key)
 }
 
 static int load_anchors(SSL_CTX *ctx, const struct tls_client_config *cf,
-                        char *why, size_t whylen)
+                        const char *prefix, char *why, size_t whylen)
 {
     const char *file = cf->ca_file && cf->ca_file[0] ? cf->ca_file : NULL;
     const char *path = cf->ca_path && cf->ca_path[0] ? cf->ca_path : NULL;
@@ -226,10 +226,10 @@ static int load_anchors(SSL_CTX *ctx, const struct tls_client_config *cf,
             ERR_clear_error(); /* no system store: nothing is trusted */
         return 0;
     }
-    if (file && tls_file_readable("smtp_tls", "CAfile", file, why, whylen) < 0)
+    if (file && tls_file_readable(prefix, "CAfile", file, why, whylen) < 0)
         return -1;
     if (SSL_CTX_load_verify_locations(ctx, file, path) != 1) {
-        snprintf(why, whylen, "smtp_tls_CA%s %s: no certificates: %s",
+        snprintf(why, whylen, "%s_CA%s %s: no certificates: %s", prefix,
                  file ? "file" : "path", file ? file : path,
                  tls_ssl_reason("not PEM"));
         return -1;
@@ -243,25 +243,26 @@ tls_client_context_create(const struct tls_client_config *cf, char *why,
 {
     SSL_CTX *ctx;
     const struct tls_files *f = &cf->files;
+    const char *prefix = cf->prefix ? cf->prefix : "smtp_tls";
     int cert =
         (f->cert_file && f->cert_file[0]) ||
         (f->chain_files && f->chain_files[strspn(f->chain_files, ", \t\r\n")]);
 
     pthread_once(&once, indexes);
     if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-        snprintf(why, whylen, "smtp_tls: cannot make a TLS context: %s",
+        snprintf(why, whylen, "%s: cannot make a TLS context: %s", prefix,
                  tls_ssl_reason("out of memory"));
         return NULL;
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-    if (load_anchors(ctx, cf, why, whylen) < 0 ||
-        (cert && tls_files_load(ctx, "smtp_tls", f, why, whylen) < 0)) {
+    if (load_anchors(ctx, cf, prefix, why, whylen) < 0 ||
+        (cert && tls_files_load(ctx, prefix, f, why, whylen) < 0)) {
         SSL_CTX_free(ctx);
         return NULL;
     }
     if (SSL_CTX_dane_enable(ctx) <= 0) {
-        snprintf(why, whylen, "smtp_tls: cannot enable DANE: %s",
+        snprintf(why, whylen, "%s: cannot enable DANE: %s", prefix,
                  tls_ssl_reason("unknown error"));
         SSL_CTX_free(ctx);
         return NULL;

@@ -50,6 +50,7 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,19 @@ static void common_name(X509_NAME *name, char *buf, size_t len)
         buf[0] = 0;
 }
 
+/* A DNS name (or ".parent"), or an IP address: the certificate's IP
+ * addresses then count too (a client that connects to an address). */
+static int name_matches(X509 *cert, const char *name)
+{
+    unsigned char ip[16];
+
+    if ((inet_pton(AF_INET, name, ip) == 1 ||
+         inet_pton(AF_INET6, name, ip) == 1) &&
+        X509_check_ip_asc(cert, name, 0) == 1)
+        return 1;
+    return X509_check_host(cert, name, 0, 0, NULL) == 1;
+}
+
 void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
 {
     SSL *ssl = bufferevent_openssl_get_ssl(bev);
@@ -175,7 +189,7 @@ void tls_session_peer(struct bufferevent *bev, struct tls_peer *out)
             (out->resumed || SSL_get0_dane_authority(ssl, NULL, NULL) >= 0);
     } else if (out->trusted) {
         for (size_t i = 0; i < tc->nmatch && !out->matched; i++)
-            out->matched = X509_check_host(cert, tc->match[i], 0, 0, NULL) == 1;
+            out->matched = name_matches(cert, tc->match[i]);
         if (!out->matched && tc->nmatch > 0)
             snprintf(out->why, sizeof(out->why),
                      "no name matches the certificate's (CN=%.200s)",

@@ -100,7 +100,8 @@
  *	(prefix "smtp_tls" in the reasons), DANE enabled, and a cache of
  *	sessions for resumption: at most TLS_RESUME_MAX sessions, each
  *	kept cf->session_timeout seconds, under the key its connection
- *	gave.
+ *	gave. cf->prefix names the parameters in the reasons (NULL:
+ *	"smtp_tls"; the cluster's Redis client says "cluster_redis_tls").
  *
  *	tls_session_connect() puts a client-side TLS filter over under and
  *	starts the handshake; NULL when OpenSSL cannot (under is then
@@ -198,6 +199,7 @@ struct tls_policy {
 };
 
 struct tls_client_config {
+    const char *prefix;     /* the parameters' in reasons; NULL: smtp_tls */
     const char *ca_file;    /* smtp_tls_CAfile */
     const char *ca_path;    /* smtp_tls_CApath */
     struct tls_files files; /* client certificate; none when empty */

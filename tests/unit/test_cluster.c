@@ -45,6 +45,26 @@ static void test_url_tcp(void **state)
     assert_string_equal(u.user, "mta");
     assert_string_equal(u.password, "pw");
     assert_int_equal(u.port, 6380);
+    assert_false(u.tls);
+}
+
+/* rediss:// is TCP with TLS (decision 117), in the same forms. */
+static void test_url_tls(void **state)
+{
+    struct cluster_url u;
+
+    (void)state;
+    assert_int_equal(parse("rediss://127.0.0.1", &u), 0);
+    assert_true(u.tls);
+    assert_false(u.unix_socket);
+    assert_string_equal(u.ip, "127.0.0.1");
+    assert_int_equal(u.port, 6379);
+    assert_int_equal(parse("rediss://mta:pw@[::1]:6380", &u), 0);
+    assert_true(u.tls);
+    assert_string_equal(u.ip, "::1");
+    assert_string_equal(u.user, "mta");
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(u.port, 6380);
 }
 
 static void test_url_unix(void **state)
@@ -60,6 +80,28 @@ static void test_url_unix(void **state)
     assert_string_equal(u.password, "pw");
 }
 
+/* The logs show the URL without its password (decision 117). */
+static void test_url_shown(void **state)
+{
+    static const char *const pairs[][2] = {
+        {"rediss://alice:s3cret@127.0.0.1:6380",
+         "rediss://alice:***@127.0.0.1:6380"},
+        {"redis://:pw@[::1]", "redis://:***@[::1]"},
+        {"unix://:pw@/run/r.sock", "unix://:***@/run/r.sock"},
+        {"unix:///run/r.sock", "unix:///run/r.sock"},
+        {"redis://127.0.0.1", "redis://127.0.0.1"},
+        {"rediss://user@127.0.0.1", "rediss://user@127.0.0.1"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        char *shown = cluster_url_shown(pairs[i][0]);
+
+        assert_string_equal(shown, pairs[i][1]);
+        free(shown);
+    }
+}
+
 /* Hostile and unsupported forms are refused with a reason. */
 static void test_url_refused(void **state)
 {
@@ -71,7 +113,9 @@ static void test_url_refused(void **state)
         "redis://127.0.0.1:65536",
         "redis://127.0.0.1:6379x",
         "redis://127.0.0.1/db/extra",
-        "rediss://127.0.0.1", /* TLS: not in hiredis 0.14 */
+        "rediss://",
+        "rediss://localhost", /* TLS too: an address, no lookup */
+        "rediss:/127.0.0.1",
         "http://127.0.0.1",
         "unix://",
         "unix://relative/path",
@@ -506,6 +550,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_url_tcp),
         cmocka_unit_test(test_url_unix),
+        cmocka_unit_test(test_url_tls),
+        cmocka_unit_test(test_url_shown),
         cmocka_unit_test(test_url_refused),
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_leases_round),

@@ -213,6 +213,10 @@ static const struct {
     {"cluster_redis_url", CONF_STRING, ""},
     {"cluster_name", CONF_STRING, "sluice"},
     {"cluster_key_prefix", CONF_STRING, "sluice:"},
+    {"cluster_redis_tls_CAfile", CONF_STRING, ""},
+    {"cluster_redis_tls_cert_file", CONF_STRING, ""},
+    {"cluster_redis_tls_key_file", CONF_STRING, "$cluster_redis_tls_cert_file"},
+    {"cluster_redis_tls_server_name", CONF_STRING, ""},
     {"default_destination_rate", CONF_STRING, ""},
     {"default_destination_connection_rate", CONF_STRING, ""},
     {"smtpd_listen", CONF_LIST, "127.0.0.1:2525"},
@@ -397,9 +401,10 @@ static void test_table_has_every_parameter(void **state)
      * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
      * strings and 2 times (decision 100); the cluster's destination rate,
      * 1 string (decision 102); its connection rate, 1 string (decision
-     * 112); ZMailer's scheduler rules file, 1 string (decision 114).
+     * 112); ZMailer's scheduler rules file, 1 string (decision 114);
+     * the cluster's TLS to Redis, 4 strings (decision 117).
      */
-    assert_int_equal(conf_param_count, 175);
+    assert_int_equal(conf_param_count, 179);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
