@@ -143,6 +143,8 @@ static const struct {
     {"address_verify_concurrency_limit", 10},
     {"address_verify_pending_request_limit", 5000},
     {"address_verify_poll_count", 3},
+    {"agent_output_line_limit", 4096},
+    {"agent_output_limit", 1048576},
 };
 
 static const struct {
@@ -191,6 +193,8 @@ static const struct {
     {"address_verify_negative_expire_time", 3 * 86400000LL, 'd'},
     {"address_verify_negative_refresh_time", 3 * 3600000LL, 'h'},
     {"address_verify_poll_delay", 3000, 's'},
+    {"agent_time_limit", 1000000, 's'},
+    {"agent_restart_delay", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -260,6 +264,7 @@ static const struct {
     {"smtpd_submission_options", CONF_LIST, "smtpd_tls_security_level=encrypt"},
     {"smtpd_recipient_restrictions", CONF_LIST, ""},
     {"address_verify_sender", CONF_STRING, "double-bounce"},
+    {"agent_user", CONF_STRING, "nobody"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -326,6 +331,7 @@ static const struct {
     {"smtp_sasl_auth_enable", "_sasl_auth_enable"},
     {"smtp_sasl_security_options", "_sasl_security_options"},
     {"smtp_sasl_tls_security_options", "_sasl_tls_security_options"},
+    {"agent_time_limit", "_agent_time_limit"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -397,9 +403,10 @@ static void test_table_has_every_parameter(void **state)
      * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
      * strings and 2 times (decision 100); the cluster's destination rate,
      * 1 string (decision 102); its connection rate, 1 string (decision
-     * 112); ZMailer's scheduler rules file, 1 string (decision 114).
+     * 112); ZMailer's scheduler rules file, 1 string (decision 114);
+     * external agents: 1 string, 2 integers and 2 times (decision 129).
      */
-    assert_int_equal(conf_param_count, 175);
+    assert_int_equal(conf_param_count, 180);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

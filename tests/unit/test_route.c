@@ -252,16 +252,16 @@ static void test_transport_errors(void **state)
                     "transports: bad entry \"relay\": expected NAME:TYPE");
     load_conf_fails(conf_with("transports", "smtp:smtp, pigeon:carrier", NULL),
                     "transports: bad entry \"pigeon:carrier\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:SMTP", NULL),
                     "transports: bad entry \"smtp:SMTP\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:", NULL),
                     "transports: bad entry \"smtp:\": unknown type: expected "
-                    "smtp, lmtp, discard or error");
+                    "smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:smtp:smtp", NULL),
                     "transports: bad entry \"smtp:smtp:smtp\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "Smtp:smtp", NULL),
                     "transports: bad entry \"Smtp:smtp\": a transport name is "
                     "1 to 63 of a-z, 0-9, _ and -");
