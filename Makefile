@@ -219,6 +219,18 @@ build-fuzz/fuzz_conf_rules: tests/fuzz/fuzz_conf_rules.c $(FUZZ_RULES) \
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_RULES) -lm
 
+# The hungry protocol's codec (external agents): deliver/hungry.c with
+# smtp/ (enhanced codes, UTF-8) and util/.
+FUZZ_HUNGRY  := src/deliver/hungry.c $(FUZZ_SMTP)
+FUZZ_TARGETS += deliver_hungry
+
+build-fuzz/fuzz_deliver_hungry: tests/fuzz/fuzz_deliver_hungry.c \
+	    $(FUZZ_HUNGRY) src/deliver/agent_impl.h src/deliver/deliver.h \
+	    src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
+	    $(FUZZ_HUNGRY)
+
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/
