@@ -93,4 +93,11 @@ wait_for 3 sh -c "! test -e /proc/$pid" &&
     ok "and is reaped (no zombie)" || not_ok "and is reaped (no zombie)"
 grep -q "agent pid $pid killed by signal 15" "$tmp/d/log" &&
     ok "its end is logged" || not_ok "its end is logged"
+
+# The same program once per message, as pipe(8) runs it.
+printf 'Subject: x\n\nbody\n' | "$maildir" -f s@x.test "$tmp/m2" p@x.test q@x.test
+expect "one shot: exit 0" 0 $?
+expect "one shot: a copy per recipient" 2 "$(ls "$tmp/m2/new" | wc -l)"
+"$maildir" -f s@x.test >/dev/null 2>&1
+expect "one shot without a maildir: exit 64 (EX_USAGE)" 64 $?
 tap_done
