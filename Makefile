@@ -260,13 +260,15 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SPOOLDIR ?= /var/spool/sluice
+AGENTDIR ?= $(PREFIX)/libexec/sluice
 MAIL_OWNER ?= sluice
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/sluice \
-	    $(DESTDIR)$(UNITDIR)
+	    $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(SYSCONFDIR)/sluice $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(AGENTDIR)
 	install -d -m 755 $(DESTDIR)$(SPOOLDIR)
 	install -m 755 $(BUILD)/sluice $(BUILD)/sluice-sim $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/sluiced $(DESTDIR)$(SBINDIR)/
@@ -275,6 +277,9 @@ install: $(PROGS)
 	ln -sf sluice $(DESTDIR)$(BINDIR)/mailq
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(wildcard doc/*.7) $(DESTDIR)$(MANDIR)/man7/
+	install -m 755 examples/agents/maildir examples/agents/webhook \
+	    $(DESTDIR)$(AGENTDIR)/
 	install -m 644 $(wildcard doc/*.8) $(DESTDIR)$(MANDIR)/man8/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf ] || \
 	    install -m 644 etc/sluice.conf $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf
