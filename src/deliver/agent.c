@@ -329,6 +329,29 @@ static void agent_fail(struct agent *a, const char *fmt, ...)
 #endif
     ;
 
+static void err_lines(struct agent *a, struct evbuffer *in, int all);
+
+/*
+ * What it wrote on stderr before failing, logged before it goes: the
+ * pipe may hold it still when its output's failure comes first. (A
+ * bufferevent's input takes no data but its own reads: a buffer of our
+ * own.)
+ */
+static void err_drain(struct agent *a)
+{
+    struct evbuffer *in;
+    evutil_socket_t fd;
+
+    if (a->err == NULL || (fd = bufferevent_getfd(a->err)) < 0 ||
+        (in = evbuffer_new()) == NULL)
+        return;
+    evbuffer_add_buffer(in, bufferevent_get_input(a->err));
+    for (int i = 0; i < 4 && evbuffer_read(in, fd, 4096) > 0; i++)
+        ;
+    err_lines(a, in, 1);
+    evbuffer_free(in);
+}
+
 static void agent_fail(struct agent *a, const char *fmt, ...)
 {
     char what[600], reason[800];
@@ -338,6 +361,7 @@ static void agent_fail(struct agent *a, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
+    err_drain(a);
     snprintf(reason, sizeof(reason), "agent %s[%ld] failed: %s", a->channel,
              pid, what);
     agent_pool_log(a->pool, 1, a->channel, "agent pid %ld failed%s: %s", pid,
@@ -514,15 +538,14 @@ static void out_read_cb(struct bufferevent *bev, void *arg)
                    a->job->req.agent.line_limit);
 }
 
-static void err_read_cb(struct bufferevent *bev, void *arg)
+/* Log the lines of in; with all, a last one without its newline too. */
+static void err_lines(struct agent *a, struct evbuffer *in, int all)
 {
-    struct agent *a = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
     char *line, text[STDERR_SHOWN + 1];
     size_t len;
 
     while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF)) != NULL ||
-           evbuffer_get_length(in) > 4 * STDERR_SHOWN) {
+           evbuffer_get_length(in) > (all ? 0 : 4 * STDERR_SHOWN)) {
         if (line == NULL) { /* no newline in sight: what there is */
             len = evbuffer_get_length(in);
             line = xmalloc(len + 1);
@@ -538,6 +561,11 @@ static void err_read_cb(struct bufferevent *bev, void *arg)
                            "agent pid %ld: stderr: more lines dropped",
                            (long)a->pid);
     }
+}
+
+static void err_read_cb(struct bufferevent *bev, void *arg)
+{
+    err_lines(arg, bufferevent_get_input(bev), 0);
 }
 
 static void pipe_event_cb(struct bufferevent *bev, short what, void *arg)

@@ -77,7 +77,7 @@ chmod 755 "$tmp/agent.py"
 printf 'mdir/*  command="%s %s/w $host"\n' "$tmp/agent.py" "$tmp" >"$tmp/rules"
 : >"$tmp/transport"
 for c in $cases; do
-    echo bad >"$tmp/w/mode.$c.test"
+    echo "$c" >"$tmp/w/mode.$c.test"
     printf '%s.test mdir:\n' "$c" >>"$tmp/transport"
 done
 if sluiced_start "$tmp/d" "transports = smtp:smtp, mdir:agent
@@ -100,8 +100,6 @@ for c in $cases; do
         "$build/sluice" -c "$tmp/d/sluice.conf" sendmail -f s@sluice.test \
             "r1@$c.test" "r2@$c.test" "r3@$c.test"
 done
-echo kill >"$tmp/w/mode.kill.test"
-for c in hang garbage exit flood big; do echo "$c" >"$tmp/w/mode.$c.test"; done
 
 # The one to kill says where it is; SIGKILL in the middle of its job.
 wait_for 5 test -s "$tmp/w/busy.kill.test" &&
