@@ -39,6 +39,17 @@ grep -q -F "transport mdir: type agent: $tmp/rules.bad, line 2: the command is a
 
 printf 'mdir/*  idlemax=2s\n\tcommand="%s %s/mail"\n' "$maildir" "$tmp" \
     >"$tmp/rules"
+
+# Under the zmailer scheduler an agent transport is accepted (decision 116's
+# check), with its warning.
+printf '%s\n' "scheduler_rules = $tmp/rules" "mdir_delivery_scheduler = zmailer" \
+    >>"$tmp/c.conf"
+sed -i "/rules.bad/d" "$tmp/c.conf"
+"$build/sluice" -c "$tmp/c.conf" config >/dev/null 2>"$tmp/c.err"
+expect "sluice config takes an agent transport under zmailer" 0 $?
+grep -q -F 'transport mdir: delivery_scheduler = zmailer: its rules are checked, but threads and thread-rings are not used yet' \
+    "$tmp/c.err" && ok "... and says what it does not do yet" ||
+    not_ok "... and says what it does not do yet"
 if sluiced_start "$tmp/d" "transports = smtp:smtp, mdir:agent
 scheduler_rules = $tmp/rules"; then
     ok "sluiced starts with an agent transport"

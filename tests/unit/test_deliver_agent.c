@@ -118,6 +118,34 @@ static void test_split_line_and_reuse(void **state)
     teardown(c);
 }
 
+static void test_command_changed(void **state)
+{
+    static const char one[] =
+        "echo '#hungry'\n"
+        "while read -r verb id size rest; do\n"
+        "  dd bs=1 count=$size of=/dev/null 2>/dev/null\n"
+        "  printf '1 ok 2.0.0\\n2 ok 2.0.0\\n#hungry\\n'\n"
+        "done\n";
+    char two[sizeof(one) + 8];
+    struct deliver_cache *c = setup();
+    struct deliver_result *r;
+
+    (void)state;
+    snprintf(two, sizeof(two), "%s#two\n", one);
+    r = run(c, one, "s@y.test", 256);
+    deliver_result_free(r);
+    r = run(c, one, "s@y.test", 256);
+    assert_int_equal(r->conn_use, 2);
+    deliver_result_free(r);
+    /* the same key, another command (a reload): a new agent */
+    r = run(c, two, "s@y.test", 256);
+    assert_int_equal(r->hop_ok, 1);
+    assert_int_equal(r->conn_use, 1);
+    assert_int_equal(deliver_cache_agents(c), 1);
+    deliver_result_free(r);
+    teardown(c);
+}
+
 static void test_job_line(void **state)
 {
     char path[] = "/tmp/test_deliver_agent.XXXXXX", script[512], line[256];
@@ -242,6 +270,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_line_and_reuse),
+        cmocka_unit_test(test_command_changed),
         cmocka_unit_test(test_job_line),
         cmocka_unit_test(test_oversize_line),
         cmocka_unit_test(test_garbage),
