@@ -69,7 +69,9 @@
  *	- smtp_connection_cache_time_limit longer than
  *	  smtp_connection_reuse_time_limit, per transport;
  *	- a transport under the zmailer delivery scheduler, which delivers
- *	  as under postfix until its threads are wired (decision 116).
+ *	  as under postfix until its threads are wired (decision 116);
+ *	- a transport of the agent type while mail_owner is not root: the
+ *	  agents run as mail_owner, not agent_user (decision 131).
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
@@ -581,6 +583,28 @@ static void transport_warn(const struct conf *conf, const char *t,
                         "_connection_reuse_time_limit", b, sizeof(b)));
 }
 
+/* A daemon that gives up root cannot start agents as agent_user
+ * (decision 131): they run as mail_owner. */
+static void agent_user_warn(const struct conf *conf,
+                            const struct route_table *routes,
+                            const struct warner *w)
+{
+    const char *owner = conf_str(conf, NULL, CONF_mail_owner);
+
+    if (strcmp(owner, "root") == 0)
+        return;
+    for (int i = 0; i < route_transport_count(routes); i++)
+        if (route_transport_at(routes, i)->type == ROUTE_AGENT) {
+            say(w,
+                "transport %s: type agent: sluiced runs as mail_owner %s, "
+                "which cannot change users: its agents run as %s, not as "
+                "agent_user %s",
+                route_transport_at(routes, i)->name, owner, owner,
+                conf_str(conf, NULL, CONF_agent_user));
+            return;
+        }
+}
+
 static void combos_warn(const struct conf *conf,
                         const struct route_table *routes,
                         const struct warner *w)
@@ -594,6 +618,7 @@ static void combos_warn(const struct conf *conf,
             host);
     times_warn(conf, w);
     sizes_warn(conf, w);
+    agent_user_warn(conf, routes, w);
     for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
         if (zmailer_chosen(conf, route_transport_at(routes, i)))

@@ -50,6 +50,9 @@ expect "sluice config takes an agent transport under zmailer" 0 $?
 grep -q -F 'transport mdir: delivery_scheduler = zmailer: its rules are checked, but threads and thread-rings are not used yet' \
     "$tmp/c.err" && ok "... and says what it does not do yet" ||
     not_ok "... and says what it does not do yet"
+grep -q -F 'transport mdir: type agent: sluiced runs as mail_owner sluice, which cannot change users: its agents run as sluice, not as agent_user nobody' \
+    "$tmp/c.err" && ok "a mail_owner that is not root: a warning" ||
+    not_ok "a mail_owner that is not root: a warning"
 if sluiced_start "$tmp/d" "transports = smtp:smtp, mdir:agent
 scheduler_rules = $tmp/rules"; then
     ok "sluiced starts with an agent transport"
