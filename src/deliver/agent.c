@@ -601,6 +601,8 @@ void agent_end(struct agent *a, int term)
 {
     struct agent_pool *p = a->pool;
 
+    if (a->job != NULL) /* a session must not keep a freed agent */
+        a->job->agent = NULL;
     agent_pool_remove(p, a);
     if (a->in)
         bufferevent_free(a->in); /* an end of file for its input */
