@@ -300,6 +300,8 @@ static void job_finish(struct agent *a, int hop_ok, const char *reason)
                 rcpt_answer(s, i, DELIVER_DEFER, "4.3.0", reason,
                             strlen(reason));
     }
+    if (s->handshake_us == 0) /* never fed: no job time (d of delays=) */
+        s->handshake_us = util_clock_mono_us();
     s->handshake_ok = 1;
     s->uses = a->jobs;
     connection_finish(s);
