@@ -87,6 +87,7 @@ transport_maps = hash:$DIR/postfix/etc/transport
 smtp_dns_support_level = disabled
 mdir_destination_recipient_limit = 1
 EOF
+	# shellcheck disable=SC2016 # ${sender}, ${recipient}: pipe(8)'s
 	printf 'mdir unix - n n - - pipe user=nobody argv=%s -f ${sender} %s ${recipient}\n' \
 		"$MAILDIR_AGENT" "$DIR/pmail" >>"$DIR/postfix/etc/master.cf"
 	printf 'd.bench\tmdir:\n' | postfix_map transport
