@@ -219,6 +219,18 @@ build-fuzz/fuzz_conf_rules: tests/fuzz/fuzz_conf_rules.c $(FUZZ_RULES) \
 	@mkdir -p build-fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_RULES) -lm
 
+# The hungry protocol's codec (external agents): deliver/hungry.c with
+# smtp/ (enhanced codes, UTF-8) and util/.
+FUZZ_HUNGRY  := src/deliver/hungry.c $(FUZZ_SMTP)
+FUZZ_TARGETS += deliver_hungry
+
+build-fuzz/fuzz_deliver_hungry: tests/fuzz/fuzz_deliver_hungry.c \
+	    $(FUZZ_HUNGRY) src/deliver/agent_impl.h src/deliver/deliver.h \
+	    src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
+	    $(FUZZ_HUNGRY)
+
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/
@@ -248,13 +260,15 @@ SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SPOOLDIR ?= /var/spool/sluice
+AGENTDIR ?= $(PREFIX)/libexec/sluice
 MAIL_OWNER ?= sluice
 
 install: $(PROGS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/sluice \
-	    $(DESTDIR)$(UNITDIR)
+	    $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(SYSCONFDIR)/sluice $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(AGENTDIR)
 	install -d -m 755 $(DESTDIR)$(SPOOLDIR)
 	install -m 755 $(BUILD)/sluice $(BUILD)/sluice-sim $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/sluiced $(DESTDIR)$(SBINDIR)/
@@ -263,6 +277,9 @@ install: $(PROGS)
 	ln -sf sluice $(DESTDIR)$(BINDIR)/mailq
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(wildcard doc/*.7) $(DESTDIR)$(MANDIR)/man7/
+	install -m 755 examples/agents/maildir examples/agents/webhook \
+	    $(DESTDIR)$(AGENTDIR)/
 	install -m 644 $(wildcard doc/*.8) $(DESTDIR)$(MANDIR)/man8/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf ] || \
 	    install -m 644 etc/sluice.conf $(DESTDIR)$(SYSCONFDIR)/sluice/sluice.conf

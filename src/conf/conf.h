@@ -302,6 +302,8 @@ int conf_rules_maxta(const struct conf_rules *r);
 int conf_rules_match(const struct conf_rules *r, const char *channel,
                      const char *host, struct conf_rule_match *m);
 int conf_rules_channel_known(const struct conf_rules *r, const char *channel);
+int conf_rules_channel_program(const struct conf_rules *r, const char *channel,
+                               int *line);
 char **conf_rules_argv(const struct conf_rule_match *m, const char *channel,
                        const char *host);
 void conf_rules_argv_free(char **argv);

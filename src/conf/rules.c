@@ -19,6 +19,8 @@
  *			struct conf_rule_match *m)
  *	int	conf_rules_channel_known(const struct conf_rules *r,
  *			const char *channel)
+ *	int	conf_rules_channel_program(const struct conf_rules *r,
+ *			const char *channel, int *line)
  *	char	**conf_rules_argv(const struct conf_rule_match *m,
  *			const char *channel, const char *host)
  *	void	conf_rules_argv_free(char **argv)
@@ -57,6 +59,11 @@
  *	Hosts are matched in lower case. It returns 0, or -1 when no
  *	clause with a command matches. conf_rules_channel_known() says
  *	whether some clause with a command could match the channel.
+ *	conf_rules_channel_program() is for a transport of the agent type
+ *	(decision 129): 1 when some clause whose command is an external
+ *	program could match the channel, else -1 when clauses with a
+ *	built-in command (smtp, lmtp) could, the first one's line in
+ *	*line, else 0.
  *
  *	conf_rules_argv() returns the command's words with $host and
  *	$channel replaced (a NULL-terminated array, each word whole: no
@@ -667,6 +674,25 @@ int conf_rules_channel_known(const struct conf_rules *r, const char *channel)
             fnmatch(r->v[i].channel, channel, 0) == 0)
             return 1;
     return 0;
+}
+
+int conf_rules_channel_program(const struct conf_rules *r, const char *channel,
+                               int *line)
+{
+    int found = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        const struct clause *c = r->v + i;
+
+        if (!(c->set & SET_COMMAND) || fnmatch(c->channel, channel, 0) != 0)
+            continue;
+        if (c->agent == CONF_RULE_PROGRAM)
+            return 1;
+        if (found == 0)
+            *line = c->line;
+        found = -1;
+    }
+    return found;
 }
 
 /* One word with its variables replaced. */

@@ -43,10 +43,12 @@
  *	  domain lists, smtpd_listen syntax);
  *	- http_listen syntax (ops_http_check());
  *	- dns_servers (dns_servers_check());
- *	- scheduler_rules, when set, and that every smtp or lmtp transport
- *	  whose delivery_scheduler is zmailer has a clause with a command
- *	  for its channel in it (conf_rules_load(), decision 116; the
- *	  rules are not kept: no part of the daemon uses them yet);
+ *	- scheduler_rules, when set, and that every smtp, lmtp or agent
+ *	  transport whose delivery_scheduler is zmailer has a clause with a
+ *	  command for its channel in it (conf_rules_load(), decision 116),
+ *	  and every transport of the agent type, whatever its scheduler, a
+ *	  clause whose command is an external program (decision 129); the
+ *	  rules are kept in cf->rules for the queue manager's agents;
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls);
  *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
@@ -67,7 +69,9 @@
  *	- smtp_connection_cache_time_limit longer than
  *	  smtp_connection_reuse_time_limit, per transport;
  *	- a transport under the zmailer delivery scheduler, which delivers
- *	  as under postfix until its threads are wired (decision 116).
+ *	  as under postfix until its threads are wired (decision 116);
+ *	- a transport of the agent type while mail_owner is not root: the
+ *	  agents run as mail_owner, not agent_user (decision 131).
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
@@ -342,20 +346,57 @@ static int cluster_check(const struct conf *conf,
 static int zmailer_chosen(const struct conf *conf,
                           const struct route_transport *t)
 {
-    return (t->type == ROUTE_SMTP || t->type == ROUTE_LMTP) &&
+    return (t->type == ROUTE_SMTP || t->type == ROUTE_LMTP ||
+            t->type == ROUTE_AGENT) &&
            strcmp(conf_str(conf, t->name, CONF_default_delivery_scheduler),
                   "zmailer") == 0;
+}
+
+/* A transport of the agent type needs a clause whose command is a
+ * program for its channel, whatever its scheduler (decision 129). */
+static int agent_cover(const struct route_transport *t,
+                       const struct conf_rules *rules, const char *path,
+                       char *why, size_t whylen)
+{
+    int line = 0, found;
+
+    if (t->type != ROUTE_AGENT)
+        return 0;
+    if (rules == NULL) {
+        snprintf(why, whylen,
+                 "transport %s: type agent needs scheduler_rules, the rules "
+                 "file whose command gives its program",
+                 t->name);
+        return -1;
+    }
+    if ((found = conf_rules_channel_program(rules, t->name, &line)) > 0)
+        return 0;
+    if (found < 0)
+        snprintf(why, whylen,
+                 "transport %s: type agent: %s, line %d: the command is a "
+                 "built-in agent (smtp or lmtp); an agent transport needs "
+                 "an external program",
+                 t->name, path, line);
+    else
+        snprintf(why, whylen,
+                 "transport %s: type agent: no clause in %s with an external "
+                 "program as its command matches channel %s",
+                 t->name, path, t->name);
+    return -1;
 }
 
 /* Every transport under the zmailer scheduler needs a clause with a
  * command for its channel (decision 116). */
 static int rules_cover(const struct conf *conf,
                        const struct route_table *routes,
-                       const struct conf_rules *rules, char *why, size_t whylen)
+                       const struct conf_rules *rules, const char *path,
+                       char *why, size_t whylen)
 {
     for (int i = 0; i < route_transport_count(routes); i++) {
         const struct route_transport *t = route_transport_at(routes, i);
 
+        if (agent_cover(t, rules, path, why, whylen) < 0)
+            return -1;
         if (!zmailer_chosen(conf, t))
             continue;
         if (rules == NULL) {
@@ -376,10 +417,11 @@ static int rules_cover(const struct conf *conf,
     return 0;
 }
 
-/* scheduler_rules must load (decision 114), and cover its transports. */
+/* scheduler_rules must load (decision 114), and cover its transports;
+ * the rules are kept for the queue manager (agents, decision 129). */
 static int rules_check(const struct conf *conf,
-                       const struct route_table *routes, char *why,
-                       size_t whylen)
+                       const struct route_table *routes,
+                       struct conf_rules **out, char *why, size_t whylen)
 {
     struct conf_rules *rules = NULL;
     char *path;
@@ -393,16 +435,19 @@ static int rules_check(const struct conf *conf,
         free(path);
         return -1;
     }
+    status = rules_cover(conf, routes, rules, path, why, whylen);
     free(path);
-    status = rules_cover(conf, routes, rules, why, whylen);
-    conf_rules_free(rules);
+    if (status < 0)
+        conf_rules_free(rules);
+    else
+        *out = rules;
     return status;
 }
 
 /* Everything after the parameters themselves. */
 static int whole_check(const char *opt_path, const struct conf *conf,
-                       const struct route_table *routes, char *why,
-                       size_t whylen)
+                       const struct route_table *routes,
+                       struct conf_rules **rules, char *why, size_t whylen)
 {
     struct smtpd_params sp;
     struct conf *sub;
@@ -410,7 +455,7 @@ static int whole_check(const char *opt_path, const struct conf *conf,
     int bad;
 
     if (names_check(conf, routes, why, whylen) < 0 ||
-        rules_check(conf, routes, why, whylen) < 0)
+        rules_check(conf, routes, rules, why, whylen) < 0)
         return -1;
     daemon_smtpd_params(conf, NULL, &sp);
     if (smtpd_params_check(&sp, why, whylen) < 0 ||
@@ -547,6 +592,28 @@ static void transport_warn(const struct conf *conf, const char *t,
                         "_connection_reuse_time_limit", b, sizeof(b)));
 }
 
+/* A daemon that gives up root cannot start agents as agent_user
+ * (decision 131): they run as mail_owner. */
+static void agent_user_warn(const struct conf *conf,
+                            const struct route_table *routes,
+                            const struct warner *w)
+{
+    const char *owner = conf_str(conf, NULL, CONF_mail_owner);
+
+    if (strcmp(owner, "root") == 0)
+        return;
+    for (int i = 0; i < route_transport_count(routes); i++)
+        if (route_transport_at(routes, i)->type == ROUTE_AGENT) {
+            say(w,
+                "transport %s: type agent: sluiced runs as mail_owner %s, "
+                "which cannot change users: its agents run as %s, not as "
+                "agent_user %s",
+                route_transport_at(routes, i)->name, owner, owner,
+                conf_str(conf, NULL, CONF_agent_user));
+            return;
+        }
+}
+
 static void combos_warn(const struct conf *conf,
                         const struct route_table *routes,
                         const struct warner *w)
@@ -560,14 +627,18 @@ static void combos_warn(const struct conf *conf,
             host);
     times_warn(conf, w);
     sizes_warn(conf, w);
+    agent_user_warn(conf, routes, w);
     for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
         if (zmailer_chosen(conf, route_transport_at(routes, i)))
             say(w,
                 "transport %s: delivery_scheduler = zmailer: its rules are "
-                "checked, but threads and persistent agents are not used "
-                "yet: it delivers as under the postfix scheduler",
-                route_transport_at(routes, i)->name);
+                "checked, but threads and %s are not used yet: it delivers "
+                "as under the postfix scheduler",
+                route_transport_at(routes, i)->name,
+                route_transport_at(routes, i)->type == ROUTE_AGENT
+                    ? "thread-rings"
+                    : "persistent agents");
     }
 }
 
@@ -608,7 +679,8 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
         goto fail;
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
-        whole_check(opt_path, cf->conf, cf->routes, why, whylen) < 0 ||
+        whole_check(opt_path, cf->conf, cf->routes, &cf->rules, why, whylen) <
+            0 ||
         (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL ||
         daemon_dkim_load(cf->conf, &cf->dkim, why, whylen) < 0)
         goto fail;
@@ -623,6 +695,8 @@ fail:
 void daemon_config_free(struct daemon_config *cf)
 {
     route_free(cf->routes);
+    conf_rules_free(cf->rules);
+    cf->rules = NULL;
     conf_free(cf->conf);
     qmgr_tls_free(cf->tls);
     dkim_keys_free(cf->dkim);

@@ -137,6 +137,7 @@ struct ops_control;
 struct ops_http;
 struct qmgr;
 struct dkim_keys;
+struct conf_rules;
 struct route_table;
 struct smtpd_params;
 struct spool_config;
@@ -148,9 +149,10 @@ struct spool_msg;
 struct daemon_config {
     struct conf *conf;
     struct route_table *routes;
-    struct qmgr_tls *tls;   /* the SMTP client's TLS (qmgr_tls_load()) */
-    struct dkim_keys *dkim; /* DKIM signing keys; NULL: no signing */
-    const char *path;       /* the file read (it may be missing) */
+    struct qmgr_tls *tls;     /* the SMTP client's TLS (qmgr_tls_load()) */
+    struct dkim_keys *dkim;   /* DKIM signing keys; NULL: no signing */
+    struct conf_rules *rules; /* scheduler_rules; NULL: none */
+    const char *path;         /* the file read (it may be missing) */
 };
 
 struct conf *daemon_conf_create(void);

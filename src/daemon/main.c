@@ -75,8 +75,9 @@ struct daemon {
     struct conf *conf;
     struct spool *sp;
     struct route_table *routes;
-    struct qmgr_tls *tls;   /* until the queue manager takes it */
-    struct dkim_keys *dkim; /* signing keys; NULL: none (ingress/sign.c) */
+    struct qmgr_tls *tls;     /* until the queue manager takes it */
+    struct conf_rules *rules; /* scheduler_rules: as tls */
+    struct dkim_keys *dkim;   /* signing keys; NULL: none (ingress/sign.c) */
     struct dns_resolver *dns;
     struct event_base *base;
     struct qmgr *q;
@@ -424,8 +425,8 @@ static void config_warn(void *ctx, const char *text)
 /* Read and check the configuration and the routing table it names. */
 static int load_config(const char *config, struct conf **conf,
                        struct route_table **routes, struct qmgr_tls **tls,
-                       struct dkim_keys **dkim, const char **path, char *why,
-                       size_t whylen)
+                       struct dkim_keys **dkim, struct conf_rules **rules,
+                       const char **path, char *why, size_t whylen)
 {
     struct daemon_config cf;
 
@@ -435,6 +436,7 @@ static int load_config(const char *config, struct conf **conf,
     *routes = cf.routes;
     *tls = cf.tls;
     *dkim = cf.dkim;
+    *rules = cf.rules;
     *path = cf.path;
     return 0;
 }
@@ -490,11 +492,12 @@ static void reload(struct daemon *d)
     struct route_table *routes;
     struct qmgr_tls *tls;
     struct dkim_keys *dkim;
+    struct conf_rules *rules;
     struct conf *conf, *sub;
     const char *path;
     char why[1024];
 
-    if (load_config(d->config, &conf, &routes, &tls, &dkim, &path, why,
+    if (load_config(d->config, &conf, &routes, &tls, &dkim, &rules, &path, why,
                     sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
@@ -510,6 +513,7 @@ static void reload(struct daemon *d)
         route_free(routes);
         qmgr_tls_free(tls);
         dkim_keys_free(dkim);
+        conf_rules_free(rules);
         conf_free(conf);
         conf_free(sub);
         return;
@@ -531,6 +535,7 @@ static void reload(struct daemon *d)
         say(LOG_WARNING, "reload: %s; logging on where it was", why);
     qmgr_reload(d->q, conf, routes);
     qmgr_tls_set(d->q, tls);
+    qmgr_rules_set(d->q, rules);
     lp.size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -660,8 +665,8 @@ static int start(struct daemon *d)
 
     if (privilege_drop(d) < 0)
         return -1;
-    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim, &path,
-                    why, sizeof(why)) < 0) {
+    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim,
+                    &d->rules, &path, why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
@@ -716,6 +721,8 @@ static int start(struct daemon *d)
     }
     qmgr_tls_set(d->q, d->tls);
     d->tls = NULL; /* the queue manager's */
+    qmgr_rules_set(d->q, d->rules);
+    d->rules = NULL; /* the queue manager's */
     lp.size_limit = (uint64_t)conf_int(d->conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -776,6 +783,7 @@ static void finish(struct daemon *d)
     smtpd_server_free(d->submission);
     route_free(d->routes);
     qmgr_tls_free(d->tls);
+    conf_rules_free(d->rules);
     dkim_keys_free(d->dkim);
     if (d->base)
         event_base_free(d->base);

@@ -14,6 +14,13 @@
  *			const char *cache_key, size_t keep)
  *	void	deliver_cache_params_set(struct deliver_cache *c,
  *			const struct deliver_cache_params *p)
+ *	void	deliver_cache_agent_log(struct deliver_cache *c,
+ *			deliver_agent_log_fn *fn, void *ctx)
+ *	size_t	deliver_cache_agents(const struct deliver_cache *c)
+ *
+ *	#include "deliver/agent_impl.h"
+ *
+ *	struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c)
  * DESCRIPTION
  *	See deliver.h for the public face and deliver_impl.h for what the
  *	client uses. Idle connections sit in one list, most recently cached
@@ -26,9 +33,17 @@
  *	(deliver_cache_hold()) are in a list too: one per connection such a
  *	scheduler keeps open, each with its deliveries in line, first come
  *	first served.
+ *
+ *	The cache also holds the pool of external agents (pool.c), made
+ *	when a delivery first needs it or deliver_cache_agent_log() names
+ *	where its log lines go, freed with the cache: the idle agents are
+ *	to their deliveries what idle connections are to SMTP's.
+ *	deliver_cache_agents() counts its agents, busy or idle.
  */
 
 #include "deliver/deliver_impl.h"
+
+#include "deliver/agent_impl.h"
 
 #include <event2/buffer.h>
 #include <stdlib.h>
@@ -58,7 +73,8 @@ struct deliver_cache {
     TAILQ_HEAD(, cached) list;
     LIST_HEAD(, deliver_hold) holds;
     size_t count;
-    uint64_t opened; /* connections established, for the metrics */
+    uint64_t opened;           /* connections established, for the metrics */
+    struct agent_pool *agents; /* external agents (pool.c), when used */
 };
 
 void deliver_cache_params_set(struct deliver_cache *c,
@@ -125,7 +141,27 @@ void deliver_cache_free(struct deliver_cache *c)
     if (!LIST_EMPTY(&c->holds))
         util_panic("deliver_cache_free: deliveries still hold %s",
                    LIST_FIRST(&c->holds)->key);
+    agent_pool_free(c->agents);
     free(c);
+}
+
+/* The external agents' pool, made when first needed (agent.c). */
+struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c)
+{
+    if (c->agents == NULL)
+        c->agents = agent_pool_create(c->base);
+    return c->agents;
+}
+
+void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
+                             void *ctx)
+{
+    agent_pool_log_set(deliver_cache_agent_pool(c), fn, ctx);
+}
+
+size_t deliver_cache_agents(const struct deliver_cache *c)
+{
+    return c->agents ? agent_pool_count(c->agents) : 0;
 }
 
 /* The cache's keys are the request's, then "\n" and the session's. */

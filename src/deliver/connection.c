@@ -40,10 +40,14 @@
  *	outcome.
  *
  *	The discard and error agents share the session and its deferred
- *	callback (local_deliver()); they never touch the network.
+ *	callback (local_deliver()); they never touch the network. So does
+ *	an external agent's job (agent.c: agent_job_start(),
+ *	agent_job_cancel()).
  */
 
 #include "deliver/smtp_impl.h"
+
+#include "deliver/agent_impl.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -575,7 +579,9 @@ struct deliver_session *deliver_start(struct event_base *base,
     smtp_reply_init(&s->reply);
     s->start_us = util_clock_mono_us();
     starttls_out_init(s);
-    if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR) {
+    if (req->proto == DELIVER_AGENT) {
+        agent_job_start(s); /* agent.c */
+    } else if (req->proto == DELIVER_DISCARD || req->proto == DELIVER_ERROR) {
         local_deliver(s);
     } else if (req->queue_behind && req->cache && req->cache_key &&
                !hold_or_queue(s)) {
@@ -596,6 +602,7 @@ void deliver_cancel(struct deliver_session *s)
         return;
     session_close(s); /* its connection is cached or closed: then */
     hold_end(s);      /* the next in line may go */
+    agent_job_cancel(s);
     event_free(s->timer);
     event_free(s->finish);
     if (s->res)

@@ -30,6 +30,9 @@
  *			const char *cache_key, size_t keep)
  *	void	deliver_cache_drop(struct deliver_cache *c,
  *			const char *cache_key)
+ *	void	deliver_cache_agent_log(struct deliver_cache *c,
+ *			deliver_agent_log_fn *fn, void *ctx)
+ *	size_t	deliver_cache_agents(const struct deliver_cache *c)
  *
  *	struct deliver_passwd *deliver_passwd_load(const char *param,
  *			const char *value, char *why, size_t whylen)
@@ -196,6 +199,29 @@
  *	user. The password stays in the table and is wiped from the
  *	buffers that carried it; the user name appears in no log line.
  *
+ *	External agents (proto DELIVER_AGENT, the agent transport type;
+ *	agent.c, pool.c, hungry.c, sluice-agent(7), decisions 129 to 133):
+ *	the request's agent.argv is a program that speaks the hungry
+ *	protocol. The delivery takes an idle agent kept in the cache's
+ *	pool under the request's cache_key with the same argv (the most
+ *	recently idle first), or starts one (fork and exec, as agent.user
+ *	when sluiced runs as root, with a fixed small environment), feeds
+ *	it the job (queue_id, sender, recipients, the message) and takes
+ *	one result per recipient; when the agent says #hungry again it
+ *	goes back to the pool, where it ends after agent.idle_ms. relay
+ *	is the channel; conn_use counts the jobs the agent has taken, this
+ *	one included. An agent that exits, is killed, writes what the
+ *	protocol does not allow, passes its line or output limit or its
+ *	time limit is killed and reaped: the recipients it had not
+ *	answered are deferred (4.3.0, hop_ok 0, the reason in hop_reason),
+ *	those it answered keep their answers, and for agent.restart_ms no
+ *	new agent starts for that cache_key (deliveries meanwhile are
+ *	deferred with the same hop failure). deliver_cache_agent_log()
+ *	sets where the pool's own log lines go (the agents started and
+ *	ended, their failures, their standard error, bounded);
+ *	deliver_cache_agents() counts the agents running, idle or not.
+ *	deliver_cache_free() ends them all.
+ *
  *	deliver_request_copy() makes a copy of a request that lives on its
  *	own (strings, recipients, addresses and DANE records copied; the
  *	body, TLS context and password table referenced), as deliver_start()
@@ -252,6 +278,7 @@ enum deliver_proto {
     DELIVER_LMTP,
     DELIVER_DISCARD,
     DELIVER_ERROR,
+    DELIVER_AGENT, /* an external program, the hungry protocol */
 };
 
 enum deliver_status {
@@ -355,8 +382,28 @@ struct deliver_sasl {
     unsigned tls_options;          /* DELIVER_SASL_*, over TLS */
 };
 
+/*
+ * An external agent (agent.c, pool.c, hungry.c; sluice-agent(7),
+ * decisions 129 to 133).
+ */
+struct deliver_agent {
+    char *const *argv;   /* NULL-terminated: the program, its arguments */
+    const char *channel; /* the transport: SLUICE_CHANNEL, relay= */
+    const char *user;    /* agent_user, when sluiced runs as root */
+    int idle_ms;         /* idlemax: an idle agent ends after it */
+    int time_limit_ms;   /* agent_time_limit: one job, from its start */
+    int restart_ms;      /* agent_restart_delay: after a failure */
+    size_t line_limit;   /* agent_output_line_limit */
+    size_t output_limit; /* agent_output_limit, per job */
+};
+
+typedef void deliver_agent_log_fn(void *ctx, int warning, const char *channel,
+                                  const char *text);
+
 struct deliver_request {
     enum deliver_proto proto;
+    const char *queue_id;       /* agent: the job's message id; or NULL */
+    struct deliver_agent agent; /* DELIVER_AGENT */
     const char *helo_name;
     const char *sender; /* "" for the null sender */
     const char *envid;  /* or NULL */
@@ -482,6 +529,9 @@ void deliver_cache_drop(struct deliver_cache *c, const char *cache_key);
 size_t deliver_cache_idle(const struct deliver_cache *c, const char *cache_key);
 void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
                         size_t keep);
+void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
+                             void *ctx);
+size_t deliver_cache_agents(const struct deliver_cache *c);
 
 struct deliver_log_entry {
     const char *queue_id;

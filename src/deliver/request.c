@@ -9,7 +9,7 @@
  *	void	deliver_request_clear(struct deliver_request *req)
  * DESCRIPTION
  *	deliver_request_copy() makes to a deep copy of from: its strings,
- *	recipients, addresses and DANE records are copied; the body, the
+ *	recipients, addresses, agent argv and DANE records are copied; the body, the
  *	TLS context and the password table are shared by reference (a
  *	reload may replace the maker's while the copy lives). The cache
  *	is the caller's, as in from. deliver_request_clear() frees what a
@@ -50,6 +50,29 @@ static void dane_copy(struct deliver_tls *to, const struct deliver_tls *from)
     to->dane = d;
 }
 
+/* The agent's argv, deep; NULL stays NULL. */
+static char *const *argv_copy(char *const *argv)
+{
+    size_t n = 0;
+    char **out;
+
+    if (argv == NULL)
+        return NULL;
+    while (argv[n])
+        n++;
+    out = xcalloc(n + 1, sizeof(*out));
+    for (size_t i = 0; i < n; i++)
+        out[i] = xstrdup(argv[i]);
+    return out;
+}
+
+static void argv_free(char *const *argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free((char **)argv);
+}
+
 static void dane_free(struct deliver_tls *t)
 {
     for (size_t i = 0; i < t->ndane; i++) {
@@ -73,6 +96,10 @@ void deliver_request_copy(struct deliver_request *to,
     to->helo_name = xstrdup(from->helo_name ? from->helo_name : "");
     to->sender = xstrdup(from->sender ? from->sender : "");
     to->envid = dup_or_null(from->envid);
+    to->queue_id = dup_or_null(from->queue_id);
+    to->agent.argv = argv_copy(from->agent.argv);
+    to->agent.channel = dup_or_null(from->agent.channel);
+    to->agent.user = dup_or_null(from->agent.user);
     for (size_t i = 0; i < from->nrcpt; i++) {
         rcpt[i] = from->rcpt[i];
         rcpt[i].address = xstrdup(from->rcpt[i].address);
@@ -98,6 +125,10 @@ void deliver_request_clear(struct deliver_request *req)
     free((char *)req->helo_name);
     free((char *)req->sender);
     free((char *)req->envid);
+    free((char *)req->queue_id);
+    argv_free(req->agent.argv);
+    free((char *)req->agent.channel);
+    free((char *)req->agent.user);
     free((char *)req->reason);
     free((char *)req->cache_key);
     free((char *)req->cache_endpoint);

@@ -89,8 +89,11 @@ enum deliver_state {
     ST_DONE,
 };
 
+struct agent;
+
 struct deliver_session {
     struct event_base *base;
+    struct agent *agent; /* DELIVER_AGENT: the agent at its job (agent.c) */
     struct deliver_request req;   /* copied */
     int holding;                  /* holds req.cache_key (queue_behind) */
     int queued;                   /* in line behind another delivery */

@@ -259,6 +259,27 @@ static void delivery_envelope(struct qm_delivery *d,
     req->smtputf8 = sm->smtputf8;
 }
 
+/* An external agent's delivery: its program from the rules (agent.c). */
+static void delivery_agent(struct qm_delivery *d, struct deliver_request *req)
+{
+    struct qmgr *q = d->q;
+    char key[ROUTE_KEY_MAX + 32], why[512];
+    char **argv = qm_agent_request(q, &d->dest->route, req, key, sizeof(key),
+                                   why, sizeof(why));
+
+    if (argv == NULL) {
+        qm_log(q, QMGR_LOG_WARNING, "%s: %s", d->m->id, why);
+        qm_outcome_decide(d->m, d->rcpt, d->nrcpt, DELIVER_DEFER, "4.3.5", why,
+                          "none");
+        delivery_entry_done(d, CORE_HOP_NEUTRAL, NULL);
+        qm_delivery_free(d);
+        return;
+    }
+    req->queue_id = d->m->id;
+    d->session = deliver_start(q->base, req, qm_delivery_done, d);
+    conf_rules_argv_free(argv);
+}
+
 static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
                          const struct deliver_dane *dane, size_t ndane)
 {
@@ -347,7 +368,9 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
          * Finch keys its connections itself */
         req.cache_endpoint = qm_finch_applies(q, r) ? NULL : r->transport;
     }
-    if (req.naddrs > 0 && !d->probe && qm_finch_applies(q, r))
+    if (r->type == ROUTE_AGENT) {
+        delivery_agent(d, &req);
+    } else if (req.naddrs > 0 && !d->probe && qm_finch_applies(q, r))
         qm_finch_start(d, &req); /* d may be gone after this */
     else
         d->session = deliver_start(q->base, &req, qm_delivery_done, d);
@@ -422,7 +445,8 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     d->handoff = qm_now_sec();
     LIST_INSERT_HEAD(&q->deliveries, d, link);
     r = &d->dest->route;
-    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR || r->unix_path) {
+    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR ||
+        r->type == ROUTE_AGENT || r->unix_path) {
         delivery_run(d, NULL, NULL, 0);
         return;
     }

@@ -363,6 +363,7 @@ void qmgr_free(struct qmgr *q)
     }
     deliver_cache_free(q->cache);
     qmgr_tls_free(q->tls);
+    conf_rules_free(q->rules);
     if (q->feed_ev)
         event_free(q->feed_ev);
     if (q->timer_ev)

@@ -313,6 +313,9 @@ struct qmgr_tls *qmgr_tls_load(const struct conf *conf,
 void qmgr_tls_free(struct qmgr_tls *t);
 void qmgr_tls_set(struct qmgr *q, struct qmgr_tls *t);
 
+/* scheduler_rules, for the agent transport type (agent.c). */
+void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules);
+
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;
     int address_limit; /* smtp_mx_address_limit, 0 = no limit */

@@ -26,6 +26,7 @@
  *	verify.c	address verification: probes as one pseudo-message
  *	verify_cache.c	address verification: the answers kept
  *	cluster.c	a cluster on Redis: leases as queue caps, shared destdb
+ *	agent.c		the agent transport type: its program from the rules
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -118,6 +119,7 @@ struct qmgr {
     struct qmgr_inbox *inbox;
     struct deliver_cache *cache;
     struct qmgr_tls *tls;     /* NULL: no TLS on delivery */
+    struct conf_rules *rules; /* scheduler_rules, or NULL (agent.c) */
     struct sts *sts;          /* MTA-STS, or NULL: off */
     char sts_last_why[256];   /* the last policy failure logged */
     struct qm_tlsrpt *tlsrpt; /* TLS reporting, or NULL: off */
@@ -153,9 +155,9 @@ struct qmgr {
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
     struct qm_verify *verify; /* address verification (verify.c) */
-    struct cluster *cluster; /* cluster_redis_url's, or NULL */
-    int cluster_caps;        /* applying the cluster's caps: no poke */
-    int cluster_applying;    /* another member's suspension: no echo */
+    struct cluster *cluster;  /* cluster_redis_url's, or NULL */
+    int cluster_caps;         /* applying the cluster's caps: no poke */
+    int cluster_applying;     /* another member's suspension: no echo */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -176,10 +178,8 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_moved(struct qm_delivery *d,
-                       const struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
 
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);
@@ -328,6 +328,11 @@ void qm_tlsrpt_record(struct qm_delivery *d, const struct deliver_result *res);
 void qm_tlsrpt_policy_failure(struct qm_delivery *d, enum tlsrpt_result result,
                               const char *host, const char *reason);
 void qm_tlsrpt_delivery_free(struct qm_delivery *d);
+
+/* An external agent's delivery (agent.c). */
+char **qm_agent_request(struct qmgr *q, const struct route_result *r,
+                        struct deliver_request *req, char *key, size_t keylen,
+                        char *why, size_t whylen);
 
 /* TLS of a delivery (tls.c). */
 void qm_tls_request(const struct qmgr *q, const char *transport,

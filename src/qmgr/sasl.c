@@ -92,7 +92,7 @@ void qm_sasl_request(const struct qmgr *q, const char *transport,
 
     memset(out, 0, sizeof(*out));
     if (qm_tls_passwd(q) == NULL || r->type == ROUTE_DISCARD ||
-        r->type == ROUTE_ERROR || r->unix_path ||
+        r->type == ROUTE_ERROR || r->type == ROUTE_AGENT || r->unix_path ||
         !conf_bool(conf, transport, CONF_smtp_sasl_auth_enable))
         return;
     /* checked when the configuration loaded: these cannot fail here */

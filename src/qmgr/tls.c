@@ -178,7 +178,7 @@ void qm_tls_request(const struct qmgr *q, const char *transport,
     memset(out, 0, sizeof(*out));
     /* as the reference's LMTP client, no TLS over a local socket */
     if (q->tls == NULL || r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR ||
-        r->unix_path)
+        r->type == ROUTE_AGENT || r->unix_path)
         return;
     route_nexthop_format(r, hop, sizeof(hop));
     if (tls_policy_map_find(q->tls->map, hop, &p)) {

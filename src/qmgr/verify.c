@@ -350,7 +350,7 @@ static void verify_admit(struct qm_verify *v)
         qm_dispatch(v->q);
 }
 
-/* The route answers for discard and error, without a probe. */
+/* The route answers for discard, error and agent, without a probe. */
 static int route_answers(struct qmgr *q, const char *address,
                          struct qmgr_verify_answer *a)
 {
@@ -363,6 +363,9 @@ static int route_answers(struct qmgr *q, const char *address,
     if (rr.type == ROUTE_DISCARD) {
         answer_set(a, QMGR_VERIFY_DELIVERABLE, "2.0.0",
                    rr.nexthop[0] ? rr.nexthop : "discarded");
+    } else if (rr.type == ROUTE_AGENT) {
+        /* as the reference's pipe(8) in verification mode */
+        answer_set(a, QMGR_VERIFY_DELIVERABLE, "2.0.0", "delivers to an agent");
     } else if (rr.type == ROUTE_ERROR) {
         text = rr.nexthop[0] ? rr.nexthop : "undeliverable";
         if (isdigit((unsigned char)text[0]) && text[1] == '.' &&

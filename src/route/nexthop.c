@@ -221,6 +221,20 @@ static int plain_parse(const char *text, struct route_hop *hop, char *why,
     return 0;
 }
 
+/* An agent's host: a name alone, $host of an argv (decision 129). */
+static int agent_parse(const char *text, size_t len, struct route_hop *hop,
+                       char *why, size_t whylen)
+{
+    char host[ROUTE_DOMAIN_MAX + 1];
+
+    if (name_parse(text, len, host) < 0) {
+        snprintf(why, whylen, "an agent's next hop is a host name");
+        return -1;
+    }
+    hop->host = xstrdup(host);
+    return 0;
+}
+
 int route_hop_parse(const char *text, enum route_type type,
                     struct route_hop *hop, char *why, size_t whylen)
 {
@@ -238,6 +252,8 @@ int route_hop_parse(const char *text, enum route_type type,
     }
     if (len == 0)
         return 0;
+    if (type == ROUTE_AGENT)
+        return agent_parse(text, len, hop, why, whylen);
     if (strncmp(text, "unix:", 5) == 0) {
         if (type != ROUTE_LMTP) {
             snprintf(why, whylen, "only lmtp delivers to a local socket");
@@ -279,6 +295,8 @@ const char *route_type_name(enum route_type type)
         return "discard";
     case ROUTE_ERROR:
         return "error";
+    case ROUTE_AGENT:
+        return "agent";
     }
     return "unknown";
 }
@@ -290,7 +308,8 @@ size_t route_nexthop_format(const struct route_result *r, char *buf, size_t len)
     int brackets;
     int n;
 
-    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR) {
+    if (r->type == ROUTE_DISCARD || r->type == ROUTE_ERROR ||
+        r->type == ROUTE_AGENT) {
         n = snprintf(buf, len, "%s", host);
     } else if (r->unix_path) {
         n = snprintf(buf, len, "unix:%s", host);

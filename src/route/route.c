@@ -60,10 +60,8 @@ static const struct {
     const char *name;
     enum route_type type;
 } types[] = {
-    {"smtp", ROUTE_SMTP},
-    {"lmtp", ROUTE_LMTP},
-    {"discard", ROUTE_DISCARD},
-    {"error", ROUTE_ERROR},
+    {"smtp", ROUTE_SMTP},   {"lmtp", ROUTE_LMTP},   {"discard", ROUTE_DISCARD},
+    {"error", ROUTE_ERROR}, {"agent", ROUTE_AGENT},
 };
 
 #define NTYPES (sizeof(types) / sizeof(types[0]))
@@ -136,8 +134,8 @@ static int transport_add(struct route_table *t, const char *word, size_t len,
             break;
     if (i == NTYPES)
         return route_refuse(why, whylen, bad, word, len,
-                            ": unknown type: expected smtp, lmtp, discard or "
-                            "error");
+                            ": unknown type: expected smtp, lmtp, discard, "
+                            "error or agent");
     if (transport_index(t, word, nlen) >= 0) {
         snprintf(why, whylen,
                  "transports: transport \"%.*s\" is declared "

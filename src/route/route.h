@@ -65,7 +65,7 @@
  *	route_transport_count() and route_transport_at() list the declared
  *	transports in the order of "transports"; route_transport_find()
  *	finds one by name (NULL if not declared). route_type_name() is
- *	"smtp", "lmtp", "discard" or "error".
+ *	"smtp", "lmtp", "discard", "error" or "agent".
  */
 
 #include "conf/conf.h"
@@ -78,6 +78,7 @@ enum route_type {
     ROUTE_LMTP,    /* LMTP to the next hop host: never an MX lookup */
     ROUTE_DISCARD, /* report delivered; the next hop is a text */
     ROUTE_ERROR,   /* bounce; the next hop is the reason text */
+    ROUTE_AGENT,   /* an external agent of scheduler_rules (decision 129) */
 };
 
 /* Longest transport name, and longest next hop or text, in bytes. */
@@ -125,7 +126,10 @@ struct route_result {
  * discard and error, the text from the table (may be empty: the agent
  * supplies its own), with port 0 and mx 0. For lmtp written as
  * "unix:/path", the absolute path of a local (Unix domain) socket, with
- * unix_path 1, port 0 and mx 0.
+ * unix_path 1, port 0 and mx 0. For agent, a lower-cased host name
+ * (the table's, else the recipient's domain; an address literal's bare
+ * address), with port 0 and mx 0: the host of scheduler_rules' selector
+ * and of $host.
  *
  * key.queue: two recipients of one transport with the same queue key
  * share a destination queue ("example.com", "[10.0.0.1]:2525", "5.1.1

@@ -125,7 +125,7 @@ check "a missing table is an error" 1
 
 printf 'transports = smtp:smtp, relay:pigeon\n' >"$tmp/types.cf"
 run -c "$tmp/types.cf" route user@example.com
-echo 'sluice: route: transports: bad entry "relay:pigeon": unknown type: expected smtp, lmtp, discard or error' \
+echo 'sluice: route: transports: bad entry "relay:pigeon": unknown type: expected smtp, lmtp, discard, error or agent' \
     >"$tmp/want.err"
 check "an unknown transport type is an error" 1
 

@@ -38,7 +38,10 @@ expect "programs, pages, configuration, unit and spool, with their modes" \
 644 usr/local/share/man/man1/sluice-sim.1
 644 usr/local/share/man/man5/sluice.conf.5
 644 usr/local/share/man/man5/sluice-rules.5
+644 usr/local/share/man/man7/sluice-agent.7
 644 usr/local/share/man/man8/sluiced.8
+755 usr/local/libexec/sluice/maildir
+755 usr/local/libexec/sluice/webhook
 644 etc/sluice/sluice.conf
 644 usr/local/lib/systemd/system/sluice.service
 755 var/spool/sluice" "$(modes usr/local/bin/sluice usr/local/bin/sluice-sim \
@@ -46,7 +49,10 @@ expect "programs, pages, configuration, unit and spool, with their modes" \
     usr/local/share/man/man1/sluice-sim.1 \
     usr/local/share/man/man5/sluice.conf.5 \
     usr/local/share/man/man5/sluice-rules.5 \
-    usr/local/share/man/man8/sluiced.8 etc/sluice/sluice.conf \
+    usr/local/share/man/man7/sluice-agent.7 \
+    usr/local/share/man/man8/sluiced.8 \
+    usr/local/libexec/sluice/maildir usr/local/libexec/sluice/webhook \
+    etc/sluice/sluice.conf \
     usr/local/lib/systemd/system/sluice.service var/spool/sluice)"
 expect "sendmail and mailq are sluice, under their names" \
     "../bin/sluice sluice" \

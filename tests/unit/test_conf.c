@@ -143,6 +143,8 @@ static const struct {
     {"address_verify_concurrency_limit", 10},
     {"address_verify_pending_request_limit", 5000},
     {"address_verify_poll_count", 3},
+    {"agent_output_line_limit", 4096},
+    {"agent_output_limit", 1048576},
 };
 
 static const struct {
@@ -191,6 +193,8 @@ static const struct {
     {"address_verify_negative_expire_time", 3 * 86400000LL, 'd'},
     {"address_verify_negative_refresh_time", 3 * 3600000LL, 'h'},
     {"address_verify_poll_delay", 3000, 's'},
+    {"agent_time_limit", 1000000, 's'},
+    {"agent_restart_delay", 10000, 's'},
 };
 
 /* String and list parameters with their defaults as written. */
@@ -264,6 +268,7 @@ static const struct {
     {"smtpd_submission_options", CONF_LIST, "smtpd_tls_security_level=encrypt"},
     {"smtpd_recipient_restrictions", CONF_LIST, ""},
     {"address_verify_sender", CONF_STRING, "double-bounce"},
+    {"agent_user", CONF_STRING, "nobody"},
 };
 
 /* Every overridable parameter and its suffix; all others are global. */
@@ -330,6 +335,7 @@ static const struct {
     {"smtp_sasl_auth_enable", "_sasl_auth_enable"},
     {"smtp_sasl_security_options", "_sasl_security_options"},
     {"smtp_sasl_tls_security_options", "_sasl_tls_security_options"},
+    {"agent_time_limit", "_agent_time_limit"},
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -402,9 +408,10 @@ static void test_table_has_every_parameter(void **state)
      * strings and 2 times (decision 100); the cluster's destination rate,
      * 1 string (decision 102); its connection rate, 1 string (decision
      * 112); ZMailer's scheduler rules file, 1 string (decision 114);
-     * the cluster's TLS to Redis, 4 strings (decision 117).
+     * the cluster's TLS to Redis, 4 strings (decision 117); external
+     * agents: 1 string, 2 integers and 2 times (decision 129).
      */
-    assert_int_equal(conf_param_count, 179);
+    assert_int_equal(conf_param_count, 184);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

@@ -252,16 +252,16 @@ static void test_transport_errors(void **state)
                     "transports: bad entry \"relay\": expected NAME:TYPE");
     load_conf_fails(conf_with("transports", "smtp:smtp, pigeon:carrier", NULL),
                     "transports: bad entry \"pigeon:carrier\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:SMTP", NULL),
                     "transports: bad entry \"smtp:SMTP\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:", NULL),
                     "transports: bad entry \"smtp:\": unknown type: expected "
-                    "smtp, lmtp, discard or error");
+                    "smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "smtp:smtp:smtp", NULL),
                     "transports: bad entry \"smtp:smtp:smtp\": unknown type: "
-                    "expected smtp, lmtp, discard or error");
+                    "expected smtp, lmtp, discard, error or agent");
     load_conf_fails(conf_with("transports", "Smtp:smtp", NULL),
                     "transports: bad entry \"Smtp:smtp\": a transport name is "
                     "1 to 63 of a-z, 0-9, _ and -");
@@ -321,6 +321,38 @@ static void routes_keys(const struct route_table *t, const char *address,
  * next hop (the cache key does not change). The error transport keeps
  * one queue per text, as in the reference.
  */
+/* The agent type (decision 129): its next hop is a host name. */
+static void test_agent_transport(void **state)
+{
+    struct route_table *t;
+
+    (void)state;
+    table_write("a.example mdir:\n"
+                "b.example mdir:Store1.Example\n");
+    t = load_conf_ok(conf_with("transports", "smtp:smtp, mdir:agent",
+                               "transport_maps", table, NULL));
+    routes(t, "u@A.Example", "mdir", ROUTE_AGENT, "a.example", 0, 0,
+           "mdir:a.example");
+    routes(t, "u@b.example", "mdir", ROUTE_AGENT, "store1.example", 0, 0,
+           "mdir:store1.example");
+    assert_string_equal(route_type_name(ROUTE_AGENT), "agent");
+    route_free(t);
+    table_write("a.example mdir:[10.0.0.1]\n");
+    t = load_conf_ok(conf_with("transports", "smtp:smtp, mdir:agent", NULL));
+    route_free(t);
+    {
+        char full[WHY_SIZE];
+
+        snprintf(full, sizeof(full),
+                 "%s, line 1: bad nexthop \"[10.0.0.1]\" for transport "
+                 "mdir: an agent's next hop is a host name",
+                 table);
+        load_conf_fails(conf_with("transports", "smtp:smtp, mdir:agent",
+                                  "transport_maps", table, NULL),
+                        full);
+    }
+}
+
 static void test_per_recipient_queues(void **state)
 {
     struct route_table *t;
@@ -1109,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_table_unbounded_line),
         cmocka_unit_test(test_big_table),
         cmocka_unit_test(test_reload),
+        cmocka_unit_test(test_agent_transport),
         cmocka_unit_test(test_per_recipient_queues),
         cmocka_unit_test(test_random_junk),
     };

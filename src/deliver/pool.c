@@ -1,0 +1,324 @@
+/*
+ * NAME
+ *	pool 3 - the external agents of one cache: idle ones, failures,
+ *	exits
+ * SYNOPSIS
+ *	#include "deliver/agent_impl.h"
+ *
+ *	struct agent_pool *agent_pool_create(struct event_base *base)
+ *	void	agent_pool_free(struct agent_pool *p)
+ *	void	agent_pool_log_set(struct agent_pool *p,
+ *			deliver_agent_log_fn *fn, void *ctx)
+ *	void	agent_pool_log(struct agent_pool *p, int warning,
+ *			const char *channel, const char *fmt, ...)
+ *	void	agent_pool_add(struct agent_pool *p, struct agent *a)
+ *	void	agent_pool_remove(struct agent_pool *p, struct agent *a)
+ *	struct agent *agent_pool_take(struct agent_pool *p, const char *key,
+ *			char *const *argv)
+ *	void	agent_pool_put(struct agent_pool *p, struct agent *a)
+ *	int	agent_pool_wait(struct agent_pool *p, const char *key)
+ *	void	agent_pool_failed(struct agent_pool *p, const char *key,
+ *			int restart_ms)
+ *	void	agent_pool_reap(struct agent_pool *p, pid_t pid,
+ *			const char *channel, int term)
+ *	size_t	agent_pool_count(const struct agent_pool *p)
+ *	struct event_base *agent_pool_base(const struct agent_pool *p)
+ * DESCRIPTION
+ *	A pool holds every agent its cache's deliveries started
+ *	(agent_pool_add(), agent_pool_remove()), busy or idle; the idle
+ *	ones are ZMailer's "thread-ring idle pool" under the postfix
+ *	scheduler: a delivery takes one (agent_pool_take()) kept under
+ *	its request's cache_key and started with the same argv, the most
+ *	recently idle first, so that the oldest are those that reach
+ *	idlemax (decision 115's rule); an agent whose key matches but
+ *	whose argv differs (the rules changed at a reload) is ended.
+ *	agent_pool_put() puts one back, at the head.
+ *
+ *	agent_pool_failed() remembers that an agent under key failed:
+ *	agent_pool_wait() says for restart_ms afterwards that no new one
+ *	should start for it (decision 132).
+ *
+ *	agent_pool_reap() takes over a process that has been told to end
+ *	(term 1: SIGTERM sent, SIGKILL after five seconds; term 0: it is
+ *	ending on its own; -1: SIGKILL sent) and collects its exit with
+ *	waitpid(WNOHANG) on a 20 ms timer until it is gone, logging how it
+ *	ended, so that no agent is left a zombie. agent_pool_free() ends
+ *	every agent and waits for each (a second, then SIGKILL).
+ *
+ *	agent_pool_log() writes a line through the function
+ *	agent_pool_log_set() gave, or nowhere.
+ */
+
+#include "deliver/agent_impl.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REAP_TICK_MS  20
+#define TERM_GRACE_US (5 * 1000000LL)
+#define FREE_GRACE_US (1 * 1000000LL)
+#define CHANNEL_MAX   64
+
+struct failure {
+    char *key;
+    int64_t until_us; /* monotonic */
+};
+
+struct exiting {
+    pid_t pid;
+    char channel[CHANNEL_MAX];
+    int64_t since_us;
+    int term; /* SIGTERM sent: SIGKILL after the grace */
+};
+
+struct agent_pool {
+    struct event_base *base;
+    deliver_agent_log_fn *log;
+    void *log_ctx;
+    TAILQ_HEAD(, agent) agents; /* the idle ones first, latest first */
+    size_t count;
+    struct failure *failures;
+    size_t nfailures;
+    struct exiting *exiting;
+    size_t nexiting;
+    struct event *reap_ev;
+};
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg);
+
+struct agent_pool *agent_pool_create(struct event_base *base)
+{
+    struct agent_pool *p = xcalloc(1, sizeof(*p));
+
+    p->base = base;
+    TAILQ_INIT(&p->agents);
+    p->reap_ev = evtimer_new(base, reap_cb, p);
+    if (p->reap_ev == NULL)
+        util_panic("agent pool: cannot make a timer");
+    return p;
+}
+
+struct event_base *agent_pool_base(const struct agent_pool *p)
+{
+    return p->base;
+}
+
+void agent_pool_log_set(struct agent_pool *p, deliver_agent_log_fn *fn,
+                        void *ctx)
+{
+    p->log = fn;
+    p->log_ctx = ctx;
+}
+
+void agent_pool_log(struct agent_pool *p, int warning, const char *channel,
+                    const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    if (p->log == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    p->log(p->log_ctx, warning, channel, text);
+}
+
+void agent_pool_add(struct agent_pool *p, struct agent *a)
+{
+    a->pool = p;
+    TAILQ_INSERT_TAIL(&p->agents, a, link);
+    p->count++;
+}
+
+void agent_pool_remove(struct agent_pool *p, struct agent *a)
+{
+    TAILQ_REMOVE(&p->agents, a, link);
+    p->count--;
+}
+
+size_t agent_pool_count(const struct agent_pool *p)
+{
+    return p->count;
+}
+
+static int argv_same(char *const *a, char *const *b)
+{
+    size_t i;
+
+    for (i = 0; a[i] && b[i]; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return a[i] == NULL && b[i] == NULL;
+}
+
+struct agent *agent_pool_take(struct agent_pool *p, const char *key,
+                              char *const *argv)
+{
+    struct agent *a, *next;
+
+    for (a = TAILQ_FIRST(&p->agents); a; a = next) {
+        next = TAILQ_NEXT(a, link);
+        if (a->state != AGENT_IDLE || strcmp(a->key, key) != 0)
+            continue;
+        if (argv_same(a->argv, argv))
+            return a;
+        agent_pool_log(p, 0, a->channel,
+                       "agent pid %ld ended: its command changed",
+                       (long)a->pid);
+        agent_end(a, 1);
+    }
+    return NULL;
+}
+
+void agent_pool_put(struct agent_pool *p, struct agent *a)
+{
+    TAILQ_REMOVE(&p->agents, a, link);
+    TAILQ_INSERT_HEAD(&p->agents, a, link);
+}
+
+/* The failures whose time is up are forgotten. */
+static void failures_expire(struct agent_pool *p, int64_t now)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < p->nfailures; i++) {
+        if (p->failures[i].until_us > now)
+            p->failures[k++] = p->failures[i];
+        else
+            free(p->failures[i].key);
+    }
+    p->nfailures = k;
+}
+
+int agent_pool_wait(struct agent_pool *p, const char *key)
+{
+    failures_expire(p, util_clock_mono_us());
+    for (size_t i = 0; i < p->nfailures; i++)
+        if (strcmp(p->failures[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+void agent_pool_failed(struct agent_pool *p, const char *key, int restart_ms)
+{
+    int64_t until = util_clock_mono_us() + (int64_t)restart_ms * 1000;
+
+    if (restart_ms <= 0)
+        return;
+    for (size_t i = 0; i < p->nfailures; i++)
+        if (strcmp(p->failures[i].key, key) == 0) {
+            p->failures[i].until_us = until;
+            return;
+        }
+    p->failures =
+        xrealloc(p->failures, (p->nfailures + 1) * sizeof(*p->failures));
+    p->failures[p->nfailures].key = xstrdup(key);
+    p->failures[p->nfailures++].until_us = until;
+}
+
+/* How a process ended, for the log. */
+static void exit_log(struct agent_pool *p, const struct exiting *x, int st)
+{
+    if (WIFSIGNALED(st))
+        agent_pool_log(p, WTERMSIG(st) != SIGTERM, x->channel,
+                       "agent pid %ld killed by signal %d", (long)x->pid,
+                       WTERMSIG(st));
+    else
+        agent_pool_log(p, WEXITSTATUS(st) != 0, x->channel,
+                       "agent pid %ld exited with status %d", (long)x->pid,
+                       WEXITSTATUS(st));
+}
+
+/* Collect what has ended; SIGKILL what outstayed its grace. */
+static void reap_some(struct agent_pool *p, int64_t grace_us)
+{
+    int64_t now = util_clock_mono_us();
+    size_t k = 0;
+
+    for (size_t i = 0; i < p->nexiting; i++) {
+        struct exiting *x = p->exiting + i;
+        int st = 0;
+        pid_t r = waitpid(x->pid, &st, WNOHANG);
+
+        if (r == x->pid || (r < 0 && errno == ECHILD)) {
+            if (r == x->pid)
+                exit_log(p, x, st);
+            continue;
+        }
+        if (now - x->since_us > grace_us) {
+            kill(-x->pid, SIGKILL);
+            kill(x->pid, SIGKILL);
+        }
+        p->exiting[k++] = *x;
+    }
+    p->nexiting = k;
+}
+
+static void reap_arm(struct agent_pool *p)
+{
+    struct timeval tv = {0, REAP_TICK_MS * 1000};
+
+    if (p->nexiting > 0)
+        evtimer_add(p->reap_ev, &tv);
+}
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct agent_pool *p = arg;
+
+    (void)fd;
+    (void)what;
+    reap_some(p, TERM_GRACE_US);
+    reap_arm(p);
+}
+
+void agent_pool_reap(struct agent_pool *p, pid_t pid, const char *channel,
+                     int term)
+{
+    struct exiting *x;
+
+    p->exiting = xrealloc(p->exiting, (p->nexiting + 1) * sizeof(*x));
+    x = p->exiting + p->nexiting++;
+    memset(x, 0, sizeof(*x));
+    x->pid = pid;
+    snprintf(x->channel, sizeof(x->channel), "%s", channel);
+    x->since_us = util_clock_mono_us();
+    x->term = term > 0;
+    reap_arm(p);
+}
+
+void agent_pool_free(struct agent_pool *p)
+{
+    struct agent *a;
+    int64_t start = util_clock_mono_us();
+
+    if (p == NULL)
+        return;
+    while ((a = TAILQ_FIRST(&p->agents)) != NULL)
+        agent_end(a, 1);
+    /* a second for the SIGTERM, then SIGKILL, and a wait for each */
+    while (p->nexiting > 0 && util_clock_mono_us() - start < FREE_GRACE_US) {
+        reap_some(p, TERM_GRACE_US);
+        if (p->nexiting > 0)
+            usleep(REAP_TICK_MS * 1000);
+    }
+    for (size_t i = 0; i < p->nexiting; i++) {
+        kill(-p->exiting[i].pid, SIGKILL);
+        kill(p->exiting[i].pid, SIGKILL);
+        waitpid(p->exiting[i].pid, NULL, 0);
+    }
+    for (size_t i = 0; i < p->nfailures; i++)
+        free(p->failures[i].key);
+    free(p->failures);
+    free(p->exiting);
+    event_free(p->reap_ev);
+    free(p);
+}

@@ -1,0 +1,101 @@
+/*
+ * NAME
+ *	agent 3 - the agent transport type: its program from the rules
+ * SYNOPSIS
+ *	#include "qmgr/qmgr_impl.h"
+ *
+ *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
+ *	char	**qm_agent_request(struct qmgr *q,
+ *			const struct route_result *r,
+ *			struct deliver_request *req, char *key, size_t keylen,
+ *			char *why, size_t whylen)
+ * DESCRIPTION
+ *	qmgr_rules_set() gives the queue manager the rules file that
+ *	daemon_config_load() checked (scheduler_rules; NULL: none), in
+ *	place of the one it had (freed), at start and at every reload,
+ *	and sends the agent pool's log lines to the queue manager's log
+ *	under each agent's transport name.
+ *
+ *	qm_agent_request() fills the agent part of a request for a
+ *	recipient routed to a transport of the agent type (decision 129):
+ *	the first rule of the rules file that matches the channel (the
+ *	transport's name) and the host (the next hop), as
+ *	conf_rules_match() walks it, gives the program and its arguments
+ *	with $host and $channel replaced, and idlemax; the parameters
+ *	give the rest (agent_user, agent_time_limit per transport,
+ *	agent_output_line_limit, agent_output_limit, agent_restart_delay).
+ *	The pool key, written into key, is the channel, the rule and the
+ *	host when the command has $host, "*" when it has not, so that an
+ *	agent serves every host its command can (ZMailer's thread-ring).
+ *	It returns the argv (conf_rules_argv_free() once deliver_start()
+ *	has copied the request), or NULL with why when no rule with an
+ *	external program matches: the recipients are then deferred.
+ */
+
+#include "qmgr/qmgr_impl.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int ms_int(int64_t ms)
+{
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static void agent_log_cb(void *ctx, int warning, const char *channel,
+                         const char *text)
+{
+    struct qmgr *q = ctx;
+
+    if (q->log)
+        q->log(q->log_ctx, warning ? QMGR_LOG_WARNING : QMGR_LOG_INFO, channel,
+               text);
+}
+
+void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
+{
+    conf_rules_free(q->rules);
+    q->rules = rules;
+    deliver_cache_agent_log(q->cache, agent_log_cb, q);
+}
+
+char **qm_agent_request(struct qmgr *q, const struct route_result *r,
+                        struct deliver_request *req, char *key, size_t keylen,
+                        char *why, size_t whylen)
+{
+    const struct conf *conf = q->conf;
+    struct conf_rule_match m;
+
+    if (q->rules == NULL ||
+        conf_rules_match(q->rules, r->transport, r->nexthop, &m) < 0) {
+        snprintf(why, whylen, "no rule in scheduler_rules for %s/%s",
+                 r->transport, r->nexthop);
+        return NULL;
+    }
+    if (m.agent != CONF_RULE_PROGRAM) {
+        snprintf(why, whylen,
+                 "the rule of scheduler_rules at line %d for %s/%s is a "
+                 "built-in agent, not a program",
+                 m.line, r->transport, r->nexthop);
+        return NULL;
+    }
+    req->proto = DELIVER_AGENT;
+    req->agent.argv = conf_rules_argv(&m, r->transport, r->nexthop);
+    req->agent.channel = r->transport;
+    req->agent.user = conf_str(conf, NULL, CONF_agent_user);
+    req->agent.idle_ms = ms_int(m.idlemax);
+    req->agent.time_limit_ms =
+        ms_int(conf_time_ms(conf, r->transport, CONF_agent_time_limit));
+    req->agent.restart_ms =
+        ms_int(conf_time_ms(conf, NULL, CONF_agent_restart_delay));
+    req->agent.line_limit =
+        (size_t)conf_int(conf, NULL, CONF_agent_output_line_limit);
+    req->agent.output_limit =
+        (size_t)conf_int(conf, NULL, CONF_agent_output_limit);
+    snprintf(key, keylen, "%s/%d/%s", r->transport, m.index,
+             m.per_host ? r->nexthop : "*");
+    req->cache = q->cache;
+    req->cache_key = key;
+    return (char **)req->agent.argv;
+}
