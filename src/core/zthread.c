@@ -27,6 +27,12 @@
  *	size_t	core_zsched_idle_expire(struct core_zsched *z,
  *			core_time_t now, uint64_t *ended, size_t max)
  *	core_time_t core_zsched_next_timer(const struct core_zsched *z)
+ *	void	core_zsched_summary(const struct core_zsched *z,
+ *			const char *channel, struct core_zsummary *s)
+ *	int	core_zsched_agent_thread(const struct core_zsched *z,
+ *			uint64_t agent, const char **channel,
+ *			const char **host, core_time_t *idlemax)
+ *	void	core_zsched_maxta_set(struct core_zsched *z, int maxta)
  * DESCRIPTION
  *	The seed's scheduler as data and decisions, with no I/O: time
  *	comes in as an argument, random numbers from the caller, and the
@@ -86,6 +92,14 @@
  *	core_zsched_next_timer() is the earliest time something is due: a
  *	thread's wake-up (queueonly and running threads aside) or an idle
  *	agent's expiry, or CORE_TIME_NEVER.
+ *
+ *	core_zsched_summary() sums a channel's threads, rings, vertices
+ *	and agents (running and idle), for an operator's view.
+ *	core_zsched_agent_thread() names the channel and host of the
+ *	thread an agent runs and its rule's idlemax (1), or says it runs
+ *	none (0; both "", idlemax 0).
+ *	core_zsched_maxta_set() changes maxta (a reload): agents above it
+ *	are not ended, no new one starts until they are fewer.
  *
  *	Threads and rings are found by a walk of the rings: the daemon
  *	side, which has many, will want an index (see doc/decisions.md).
@@ -735,4 +749,42 @@ const char *core_zstart_name(enum core_zstart how)
                                         "limit", "queueonly", "not due"};
 
     return (unsigned)how < sizeof(names) / sizeof(names[0]) ? names[how] : "?";
+}
+
+void core_zsched_summary(const struct core_zsched *z, const char *channel,
+                         struct core_zsummary *s)
+{
+    memset(s, 0, sizeof(*s));
+    for (const struct zring *r = z->rings; r; r = r->next) {
+        if (strcmp(r->channel, channel) != 0)
+            continue;
+        s->rings++;
+        s->threads += (size_t)r->nthreads;
+        s->agents += r->nagents;
+        s->idle += r->nidle;
+        for (const struct zthread *t = r->threads; t; t = t->next)
+            s->vertices += t->nv;
+    }
+    s->running = s->agents - s->idle;
+}
+
+int core_zsched_agent_thread(const struct core_zsched *z, uint64_t agent,
+                             const char **channel, const char **host,
+                             core_time_t *idlemax)
+{
+    const struct zagent *a = agent_find(z, agent);
+
+    *channel = *host = "";
+    *idlemax = 0;
+    if (a == NULL || a->thread == NULL)
+        return 0;
+    *channel = a->ring->channel;
+    *host = a->thread->host;
+    *idlemax = a->ring->rule.idlemax;
+    return 1;
+}
+
+void core_zsched_maxta_set(struct core_zsched *z, int maxta)
+{
+    z->maxta = maxta;
 }

@@ -45,8 +45,8 @@
  *	- dns_servers (dns_servers_check());
  *	- scheduler_rules, when set, and that every smtp or lmtp transport
  *	  whose delivery_scheduler is zmailer has a clause with a command
- *	  for its channel in it (conf_rules_load(), decision 116; the
- *	  rules are not kept: no part of the daemon uses them yet);
+ *	  for its channel in it (conf_rules_load(), decision 116; kept in
+ *	  cf->rules for the queue manager, decision 125);
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls);
  *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
@@ -65,9 +65,7 @@
  *	- queue_minfree below 1.5 times message_size_limit (Postfix's own
  *	  warning: one large message could fill what is left);
  *	- smtp_connection_cache_time_limit longer than
- *	  smtp_connection_reuse_time_limit, per transport;
- *	- a transport under the zmailer delivery scheduler, which delivers
- *	  as under postfix until its threads are wired (decision 116).
+ *	  smtp_connection_reuse_time_limit, per transport.
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
@@ -367,15 +365,16 @@ static int rules_cover(const struct conf *conf,
     return 0;
 }
 
-/* scheduler_rules must load (decision 114), and cover its transports. */
+/* scheduler_rules must load (decision 114), and cover its transports;
+ * kept in *out for the queue manager (decision 125). */
 static int rules_check(const struct conf *conf,
-                       const struct route_table *routes, char *why,
-                       size_t whylen)
+                       const struct route_table *routes,
+                       struct conf_rules **out, char *why, size_t whylen)
 {
     struct conf_rules *rules = NULL;
     char *path;
-    int status;
 
+    *out = NULL;
     if (util_table_path("scheduler_rules",
                         conf_str(conf, NULL, CONF_scheduler_rules), &path, why,
                         whylen) < 0)
@@ -385,15 +384,18 @@ static int rules_check(const struct conf *conf,
         return -1;
     }
     free(path);
-    status = rules_cover(conf, routes, rules, why, whylen);
-    conf_rules_free(rules);
-    return status;
+    if (rules_cover(conf, routes, rules, why, whylen) < 0) {
+        conf_rules_free(rules);
+        return -1;
+    }
+    *out = rules;
+    return 0;
 }
 
 /* Everything after the parameters themselves. */
 static int whole_check(const char *opt_path, const struct conf *conf,
-                       const struct route_table *routes, char *why,
-                       size_t whylen)
+                       const struct route_table *routes,
+                       struct conf_rules **rules, char *why, size_t whylen)
 {
     struct smtpd_params sp;
     struct conf *sub;
@@ -401,7 +403,7 @@ static int whole_check(const char *opt_path, const struct conf *conf,
     int bad;
 
     if (names_check(conf, routes, why, whylen) < 0 ||
-        rules_check(conf, routes, why, whylen) < 0)
+        rules_check(conf, routes, rules, why, whylen) < 0)
         return -1;
     daemon_smtpd_params(conf, NULL, &sp);
     if (smtpd_params_check(&sp, why, whylen) < 0 ||
@@ -553,12 +555,6 @@ static void combos_warn(const struct conf *conf,
     sizes_warn(conf, w);
     for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
-        if (zmailer_chosen(conf, route_transport_at(routes, i)))
-            say(w,
-                "transport %s: delivery_scheduler = zmailer: its rules are "
-                "checked, but threads and persistent agents are not used "
-                "yet: it delivers as under the postfix scheduler",
-                route_transport_at(routes, i)->name);
     }
 }
 
@@ -599,7 +595,8 @@ int daemon_config_load(const char *opt_path, struct daemon_config *cf,
         goto fail;
     conf_unknown_warn(cf->conf, warn, ctx);
     if ((cf->routes = route_load(cf->conf, why, whylen)) == NULL ||
-        whole_check(opt_path, cf->conf, cf->routes, why, whylen) < 0 ||
+        whole_check(opt_path, cf->conf, cf->routes, &cf->rules, why, whylen) <
+            0 ||
         (cf->tls = qmgr_tls_load(cf->conf, cf->routes, why, whylen)) == NULL ||
         daemon_dkim_load(cf->conf, &cf->dkim, why, whylen) < 0)
         goto fail;
@@ -617,6 +614,8 @@ void daemon_config_free(struct daemon_config *cf)
     conf_free(cf->conf);
     qmgr_tls_free(cf->tls);
     dkim_keys_free(cf->dkim);
+    conf_rules_free(cf->rules);
+    cf->rules = NULL;
     cf->dkim = NULL;
     cf->tls = NULL;
     cf->routes = NULL;

@@ -148,9 +148,10 @@ struct spool_msg;
 struct daemon_config {
     struct conf *conf;
     struct route_table *routes;
-    struct qmgr_tls *tls;   /* the SMTP client's TLS (qmgr_tls_load()) */
-    struct dkim_keys *dkim; /* DKIM signing keys; NULL: no signing */
-    const char *path;       /* the file read (it may be missing) */
+    struct qmgr_tls *tls;     /* the SMTP client's TLS (qmgr_tls_load()) */
+    struct dkim_keys *dkim;   /* DKIM signing keys; NULL: no signing */
+    struct conf_rules *rules; /* scheduler_rules, or NULL: none set */
+    const char *path;         /* the file read (it may be missing) */
 };
 
 struct conf *daemon_conf_create(void);

@@ -341,6 +341,8 @@ void qmgr_free(struct qmgr *q)
     /* Writes committed since qmgr_stop() reported here: let them land. */
     qmgr_inbox_free(q->inbox);
     q->inbox = NULL;
+    qm_zmailer_free(q); /* before core/: its vertices are entries */
+    conf_rules_free(q->rules);
     if (q->core) {
         struct core_transport *t = NULL;
 

@@ -26,6 +26,7 @@
  *	verify.c	address verification: probes as one pseudo-message
  *	verify_cache.c	address verification: the answers kept
  *	cluster.c	a cluster on Redis: leases as queue caps, shared destdb
+ *	zmailer.c	ZMailer's threads and agents driving the deliveries
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -61,6 +62,8 @@ struct qm_msg {
     struct qm_batch **batches; /* recipients in memory, by index */
     int nbatches, batch_cap;
     char last_reason[512];
+    long deferrals; /* recipient deferrals recorded while in memory */
+    int64_t zretry; /* zmailer: the rules' next attempt (us), or 0 */
     struct qm_msg *hnext;
     TAILQ_ENTRY(qm_msg) link;
     TAILQ_HEAD(qm_route_jobs, qm_route_job) route_jobs; /* waiting (router.c) */
@@ -103,6 +106,8 @@ struct qm_delivery {
     struct sts_policy sts;     /* its copy, when sts_mode is not none */
     struct qm_tlsa_host *tlsa; /* hosts with TLSA records (tlsrpt.c) */
     size_t ntlsa;
+    struct zm_agent *zagent; /* zmailer: the agent it is fed to */
+    long zdeferrals;         /* zmailer: m->deferrals when fed */
     LIST_ENTRY(qm_delivery) link;
 };
 
@@ -152,10 +157,12 @@ struct qmgr {
     TAILQ_HEAD(, qm_msg) routing; /* messages with routing jobs waiting */
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
-    struct qm_verify *verify; /* address verification (verify.c) */
-    struct cluster *cluster; /* cluster_redis_url's, or NULL */
-    int cluster_caps;        /* applying the cluster's caps: no poke */
-    int cluster_applying;    /* another member's suspension: no echo */
+    struct qm_verify *verify;   /* address verification (verify.c) */
+    struct cluster *cluster;    /* cluster_redis_url's, or NULL */
+    int cluster_caps;           /* applying the cluster's caps: no poke */
+    int cluster_applying;       /* another member's suspension: no echo */
+    struct conf_rules *rules;   /* scheduler_rules, or NULL */
+    struct qm_zmailer *zmailer; /* made at its first vertex */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -176,10 +183,8 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_moved(struct qm_delivery *d,
-                       const struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
 
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);
@@ -267,6 +272,22 @@ void qm_dest_sweep(struct qmgr *q);
 
 /* deliver.c */
 void qm_dispatch(struct qmgr *q);
+struct zm_agent;
+void qm_delivery_start(struct qmgr *q, struct core_entry *e,
+                       struct zm_agent *agent);
+
+/* zmailer.c */
+struct qm_zmailer;
+int qm_zmailer_take(struct qmgr *q, struct core_entry *e);
+void qm_zmailer_cache(const struct qm_delivery *d, const char **key,
+                      int *idle_ms);
+void qm_zmailer_hop_failed(struct qm_delivery *d, const char *reason);
+void qm_zmailer_over(struct qm_delivery *d);
+void qm_zmailer_flush(struct qmgr *q, const struct smtp_node *node);
+void qm_zmailer_reload(struct qmgr *q);
+void qm_zmailer_status(const struct qmgr *q, const char *transport,
+                       struct core_zsummary *s);
+void qm_zmailer_free(struct qmgr *q);
 
 /* nexthop.c */
 void qm_addr_list(const struct dns_result *res, struct util_buf *b);
