@@ -130,9 +130,10 @@ static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
 {
     struct core_queue *cq = d->queue;
 
-    if (d->zagent != NULL && hop == CORE_HOP_FAIL) {
-        /* ZMailer's threads have no feedback: the run ends instead */
-        qm_zmailer_hop_failed(d, reason);
+    if (d->zagent != NULL) {
+        /* ZMailer's threads have no feedback: a failed hop ends the
+         * run, a deferral waits for the rule's retry time */
+        qm_zmailer_entry_done(d, hop == CORE_HOP_FAIL, reason);
         hop = CORE_HOP_NEUTRAL;
     }
     core_entry_done(d->e, qm_now_ms(), hop, reason);

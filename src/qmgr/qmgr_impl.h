@@ -281,7 +281,8 @@ struct qm_zmailer;
 int qm_zmailer_take(struct qmgr *q, struct core_entry *e);
 void qm_zmailer_cache(const struct qm_delivery *d, const char **key,
                       int *idle_ms);
-void qm_zmailer_hop_failed(struct qm_delivery *d, const char *reason);
+void qm_zmailer_entry_done(struct qm_delivery *d, int hop_failed,
+                           const char *reason);
 void qm_zmailer_over(struct qm_delivery *d);
 void qm_zmailer_flush(struct qmgr *q, const struct smtp_node *node);
 void qm_zmailer_reload(struct qmgr *q);

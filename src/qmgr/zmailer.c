@@ -6,8 +6,8 @@
  *
  *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
  *	int	qm_zmailer_take(struct qmgr *q, struct core_entry *e)
- *	void	qm_zmailer_hop_failed(struct qm_delivery *d,
- *			const char *reason)
+ *	void	qm_zmailer_entry_done(struct qm_delivery *d,
+ *			int hop_failed, const char *reason)
  *	void	qm_zmailer_over(struct qm_delivery *d)
  *	void	qm_zmailer_flush(struct qmgr *q,
  *			const struct smtp_node *node)
@@ -114,6 +114,8 @@ struct zm_agent {
 struct zm_release {
     struct smtp_node node; /* domain "" with all: every host */
     int all;
+    char **hosts; /* the threads it started, flushed again on the timer */
+    size_t nhosts;
     core_time_t until;
     struct zm_release *next;
 };
@@ -286,13 +288,51 @@ static void zm_defer(struct qmgr *q, struct core_entry *e, const char *dsn,
     qm_dest_release(cq);
 }
 
-/* Is host released by a recent ETRN or flush? */
-static int zm_released(struct qm_zmailer *zm, const char *host, core_time_t now)
+/* Does a release cover e: its next hop or one of its recipients, as
+ * qmgr_flush() matches them? */
+static int release_covers(const struct zm_release *r, struct core_entry *e)
 {
-    for (struct zm_release *r = zm->releases; r; r = r->next)
-        if (now < r->until && (r->all || smtp_node_match(&r->node, host)))
+    struct qm_msg *m = core_message_ctx(core_entry_message(e));
+    const uint64_t *rcpt;
+    int n;
+
+    if (r->all || smtp_node_match(&r->node, entry_route(e)->nexthop))
+        return 1;
+    rcpt = core_entry_rcpts(e, &n);
+    for (int k = 0; k < n; k++)
+        if (smtp_node_match(&r->node,
+                            qm_rcpt_get(m, (uint32_t)rcpt[k])->address))
             return 1;
     return 0;
+}
+
+/* The release of a recent ETRN or flush that covers e, or NULL. */
+static struct zm_release *zm_released(struct qm_zmailer *zm,
+                                      struct core_entry *e, core_time_t now)
+{
+    for (struct zm_release *r = zm->releases; r; r = r->next)
+        if (now < r->until && release_covers(r, e))
+            return r;
+    return NULL;
+}
+
+/* A thread the release started: flushed again while it lasts, so that
+ * one that met a limit is not left for the next ETRN. */
+static void release_host(struct zm_release *r, const char *host)
+{
+    for (size_t i = 0; i < r->nhosts; i++)
+        if (strcmp(r->hosts[i], host) == 0)
+            return;
+    r->hosts = xrealloc(r->hosts, (r->nhosts + 1) * sizeof(*r->hosts));
+    r->hosts[r->nhosts++] = xstrdup(host);
+}
+
+static void release_free(struct zm_release *r)
+{
+    for (size_t i = 0; i < r->nhosts; i++)
+        free(r->hosts[i]);
+    free(r->hosts);
+    free(r);
 }
 
 static void zm_flush_host(struct qm_zmailer *zm, const char *host,
@@ -314,6 +354,7 @@ int qm_zmailer_take(struct qmgr *q, struct core_entry *e)
     struct core_zstart_result res;
     struct qm_zmailer *zm;
     struct zm_vertex *v;
+    struct zm_release *rel = NULL;
     core_time_t now = qm_now_ms();
     char text[ROUTE_NEXTHOP_MAX + 200], host[ROUTE_NEXTHOP_MAX + 16];
 
@@ -328,7 +369,7 @@ int qm_zmailer_take(struct qmgr *q, struct core_entry *e)
         zm_defer(q, e, "4.3.5", text);
         return 1;
     }
-    if (cm.queueonly && !zm_released(zm, r->nexthop, now)) {
+    if (cm.queueonly && (rel = zm_released(zm, e, now)) == NULL) {
         snprintf(text, sizeof(text),
                  "queueonly: held until ETRN or sluice flush for %s",
                  r->nexthop);
@@ -346,9 +387,10 @@ int qm_zmailer_take(struct qmgr *q, struct core_entry *e)
     core_zsched_vertex_add(zm->z, &zr, r->transport, host,
                            (uint64_t)(uintptr_t)v, now,
                            (core_time_t)(m->sm->arrival / 1000), now, &res);
-    if (res.how == CORE_ZSTART_QUEUEONLY)
+    if (res.how == CORE_ZSTART_QUEUEONLY) {
+        release_host(rel, host);
         zm_flush_host(zm, host, now);
-    else
+    } else
         zm_started(zm, &res);
     return 1;
 }
@@ -449,20 +491,26 @@ static void zm_timer_cb(evutil_socket_t fd, short what, void *arg)
     while ((r = *p) != NULL) {
         if (r->until <= now) {
             *p = r->next;
-            free(r);
-        } else {
-            p = &r->next;
+            release_free(r);
+            continue;
         }
+        for (size_t i = 0; i < r->nhosts && !zm->q->draining && !zm->q->closing;
+             i++)
+            zm_flush_host(zm, r->hosts[i], now);
+        p = &r->next;
     }
     zm_timer_set(zm);
 }
 
-void qm_zmailer_hop_failed(struct qm_delivery *d, const char *reason)
+void qm_zmailer_entry_done(struct qm_delivery *d, int hop_failed,
+                           const char *reason)
 {
     struct zm_agent *a = d->zagent;
 
-    if (a != NULL && a->failed == NULL)
+    if (hop_failed && a->failed == NULL)
         a->failed = xstrdup(reason && *reason ? reason : "hop failure");
+    if (d->m != NULL && d->m->deferrals != d->zdeferrals)
+        zm_retry_at(d->q, d->m, &d->dest->route);
 }
 
 void qm_zmailer_over(struct qm_delivery *d)
@@ -476,8 +524,6 @@ void qm_zmailer_over(struct qm_delivery *d)
     if (a == NULL || zm == NULL || (v = a->current) == NULL)
         return;
     a->current = NULL;
-    if (d->m != NULL && d->m->deferrals != d->zdeferrals)
-        zm_retry_at(q, d->m, &d->dest->route);
     TAILQ_REMOVE(&zm->vertices, v, link);
     if (!q->closing) {
         core_zsched_vertex_done(zm->z, a->id, (uint64_t)(uintptr_t)v, -1);
@@ -561,7 +607,7 @@ void qm_zmailer_free(struct qmgr *q)
         struct zm_release *r = zm->releases;
 
         zm->releases = r->next;
-        free(r);
+        release_free(r);
     }
     core_zsched_free(zm->z);
     event_free(zm->timer_ev);
