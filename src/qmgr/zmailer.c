@@ -52,7 +52,9 @@
  *
  *	A hop failure (no connection, a refused greeting, DNS) ends the
  *	thread's run: the vertices left in it are deferred without a
- *	connection ("delivery temporarily suspended: REASON"). A deferred
+ *	connection ("delivery temporarily suspended: REASON"), as is a
+ *	vertex whose destination or transport was suspended (sluice
+ *	suspend, a cluster's dead destination) after it arrived. A deferred
  *	vertex leaves the thread and its recipients wait in the spool: the
  *	message's next attempt is the rule's retry schedule
  *	(conf_rules_retry_delay(), retry number the message's attempts,
@@ -395,14 +397,15 @@ int qm_zmailer_take(struct qmgr *q, struct core_entry *e)
     return 1;
 }
 
-/* The rest of a failed run: deferred without a connection. */
+/* The rest of a failed run, or a vertex of a destination or transport
+ * suspended since it arrived (sluice suspend): deferred without a
+ * connection, as core/ defers a dead destination's entries. */
 static void zm_skip(struct qm_zmailer *zm, struct zm_agent *a,
-                    struct zm_vertex *v)
+                    struct zm_vertex *v, const char *why)
 {
     char text[700];
 
-    snprintf(text, sizeof(text), "delivery temporarily suspended: %s",
-             a->failed);
+    snprintf(text, sizeof(text), "delivery temporarily suspended: %s", why);
     TAILQ_REMOVE(&zm->vertices, v, link);
     core_zsched_vertex_done(zm->z, a->id, (uint64_t)(uintptr_t)v, -1);
     zm_defer(zm->q, v->e, "4.4.1", text);
@@ -418,8 +421,10 @@ static void zm_feed(struct qm_zmailer *zm, struct zm_agent *a)
     while (core_zsched_next_vertex(zm->z, a->id, qm_now_ms(), &id)) {
         struct zm_vertex *v = (struct zm_vertex *)(uintptr_t)id;
 
-        if (a->failed != NULL) {
-            zm_skip(zm, a, v);
+        const char *refusal = core_queue_refusal(core_entry_queue(v->e));
+
+        if (a->failed != NULL || refusal != NULL) {
+            zm_skip(zm, a, v, a->failed ? a->failed : refusal);
             continue;
         }
         a->current = v;

@@ -18,7 +18,9 @@ need python3 command -v python3
 chmod 711 "$tmp"
 
 start_smtp_sink d1 || not_ok "smtp-sink listens"
-printf 'zm.test relay:[127.0.0.1]:%s\n' "$port_d1" >"$tmp/transport"
+start_smtp_sink l1 -L || not_ok "smtp-sink -L listens"
+printf 'zm.test relay:[127.0.0.1]:%s\nlm.test lmtp:[127.0.0.1]:%s\n' \
+    "$port_d1" "$port_l1" >"$tmp/transport"
 
 # A start with a broken rules file: refused, naming the file and line.
 printf '%s\n' '*/* idlemax=5m' 'relay/*' '	command="smtp' >"$tmp/rules"
@@ -39,8 +41,10 @@ grep -q -F "fatal: $tmp/rules, line 2: a double quote that is not closed" \
     not_ok "the refusal names the file and the clause's line"
 
 # Good rules: the daemon starts and delivers through zmailer's threads.
-printf '%s\n' '*/* idlemax=5m' 'relay/*' '	command="smtp"' >"$tmp/rules"
+printf '%s\n' '*/* idlemax=5m' 'relay/*' '	command="smtp"' \
+    'lmtp/* command=lmtp' >"$tmp/rules"
 if sluiced_start "$tmp/d" "relay_delivery_scheduler = zmailer
+lmtp_delivery_scheduler = zmailer
 scheduler_rules = $tmp/rules"; then
     ok "sluiced starts with relay under zmailer and good rules"
 else
@@ -56,9 +60,22 @@ wait_for 10 grep -q 'to=<a@zm.test>.*status=sent' "$tmp/d/log" &&
     ok "a message to a zmailer transport is delivered" ||
     not_ok "a message to a zmailer transport is delivered"
 
+# LMTP is a built-in agent too: its thread's mail down one connection,
+# kept in the ring's idle pool for the next (conn_use counts them).
+for i in 1 2 3; do
+    printf 'Subject: lm-%s\n\nbody\n' "$i" |
+        s sendmail -f sender@sluice.test "l$i@lm.test"
+done
+lmtp_sent() { test "$(grep -c 'to=<l.@lm.test>.*status=sent' "$tmp/d/log")" -ge 3; }
+wait_for 10 lmtp_sent && ok "three messages delivered over LMTP under zmailer" ||
+    not_ok "three messages delivered over LMTP under zmailer"
+grep 'to=<l3@lm.test>' "$tmp/d/log" | grep -q 'conn_use=3' &&
+    ok "LMTP: the third down the agent's one connection (conn_use=3)" ||
+    not_ok "LMTP: the third down the agent's one connection (conn_use=3)"
+
 # The rules file broken under the running daemon: refused, kept.
 printf '%s\n' '*/* idlemax=5m' 'relay/* maxchannel=3 command=smtp' \
-    >"$tmp/rules"
+    'lmtp/* command=lmtp' >"$tmp/rules"
 s reload >"$tmp/reload.out" 2>&1
 expect "sluice reload with a broken rules file exits 1" 1 $?
 grep -q -F "$tmp/rules, line 2: maxchannel is a ZMailer keyword that sluice does not implement" \
