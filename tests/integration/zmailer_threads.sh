@@ -59,6 +59,21 @@ for i in 1 2 3 4 5 6; do send "u$i@a.test" "a$i@t"; done
 # "Only one transport agent is to be running on any given thread at any
 # given moment": b.test's eight wait for the only agent (maxta=1).
 for i in 1 2 3 4 5 6 7 8; do send "u$i@b.test" "b$i@t"; done
+# "All threads are grouped into thread-rings, which contain such threads
+# that can be processed with same transport agent": a connection serves
+# one host, so the built-in agent's rings are a host's (decision 124).
+# While a.test's run goes on, b.test's thread waits in a ring of its own.
+s status --json >"$tmp/rings.json"
+python3 - "$tmp/rings.json" <<'PY' &&
+import json, sys
+st = json.load(open(sys.argv[1]))
+z = [t for t in st["transports"] if t["name"] == "relay"][0]["zmailer"]
+assert z["rings"] == 2 and z["threads"] == 2, z
+assert z["agents"] == 1 and z["running"] == 1, z
+assert z["vertices"] >= 9, z
+PY
+    ok "two hosts, two threads in two rings, one agent running" ||
+    not_ok "two hosts, two threads in two rings, one agent running"
 wait_for 15 sent_ge '@[ab].test' 14
 expect "all 14 messages delivered" 14 "$(sent '@[ab].test')"
 expect "each received once" 14 "$(wc -l <"$tmp/cs.ids")"
