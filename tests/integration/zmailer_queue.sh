@@ -116,5 +116,4 @@ for r in ok1@ok.test h1@held.test e1@etrn.test l1@late.test; do
 done
 kill -0 "$sluiced_pid" 2>/dev/null && ok "sluiced is still running" ||
     not_ok "sluiced is still running"
-[ -n "${ZW_KEEP:-}" ] && cp "$tmp/d/log" "$ZW_KEEP"
 tap_done

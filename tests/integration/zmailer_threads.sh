@@ -16,7 +16,7 @@ chmod 711 "$tmp"
 
 pa=$(free_port)
 pb=$(free_port)
-start_count_sink cs "$pa $pb" --data-delay 0.2 ||
+start_count_sink cs "$pa $pb" --data-delay 0.15 ||
     not_ok "count_sink listens"
 # smtp-sink on another address, so that no ageorder clause matches it
 port_ss=$(free_port)
@@ -39,7 +39,8 @@ if sluiced_start "$tmp/d" "relay_delivery_scheduler = zmailer
 scheduler_rules = $tmp/rules"; then
     ok "sluiced starts with relay under zmailer"
 else
-    not_ok "sluiced starts with relay under zmailer"; cat "$tmp/d/log" >&2
+    not_ok "sluiced starts with relay under zmailer"
+    cat "$tmp/d/log" >&2
     tap_done
 fi
 expect "no warning that zmailer delivers as postfix any more" 0 \
@@ -115,7 +116,7 @@ wait_for 5 closed &&
 # "Order of vertices within the thread is randomized at the initiation
 # time": s.test has no ageorder; its eight wait behind a busy agent
 # (maxta) and start together, shuffled.
-for i in 1 2 3 4; do send "v$i@a.test" "c$i@t"; done
+for i in 1 2; do send "v$i@a.test" "c$i@t"; done
 for i in 1 2 3 4 5 6 7 8; do send "r$i@s.test" "s$i@t"; done
 wait_for 15 sent_ge 'to=<r.@s.test>' 8
 expect "s.test: all eight delivered to smtp-sink" 8 "$(sent 'to=<r.@s.test>')"
@@ -140,5 +141,4 @@ PY
 s status | grep -q -E '^  zmailer: 0 threads in [01] rings, [01] agents \([0-9]+ running, [01] idle\), 0 vertices$' &&
     ok "sluice status says the same as text" ||
     not_ok "sluice status says the same as text"
-[ -n "${ZW_KEEP:-}" ] && cp "$tmp/d/log" "$ZW_KEEP"
 tap_done
