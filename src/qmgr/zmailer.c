@@ -539,11 +539,12 @@ void qm_zmailer_over(struct qm_delivery *d)
 
 void qm_zmailer_flush(struct qmgr *q, const struct smtp_node *node)
 {
-    struct qm_zmailer *zm = q->zmailer;
+    struct qm_zmailer *zm;
     struct zm_release *r;
 
-    if (zm == NULL)
-        return;
+    if (q->rules == NULL)
+        return;     /* no zmailer transport */
+    zm = zm_get(q); /* the flushed mail may be its first vertices */
     r = xcalloc(1, sizeof(*r));
     if (node != NULL)
         r->node = *node;

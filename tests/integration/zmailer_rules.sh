@@ -41,11 +41,15 @@ grep -q -F "fatal: $tmp/rules, line 2: a double quote that is not closed" \
     not_ok "the refusal names the file and the clause's line"
 
 # Good rules: the daemon starts and delivers through zmailer's threads.
+printf 'held.test hold:[127.0.0.1]:%s\n' "$port_d1" >>"$tmp/transport"
 printf '%s\n' '*/* idlemax=5m' 'relay/*' '	command="smtp"' \
-    'lmtp/* command=lmtp' >"$tmp/rules"
-if sluiced_start "$tmp/d" "relay_delivery_scheduler = zmailer
+    'lmtp/* command=lmtp' 'hold/* queueonly command=smtp' >"$tmp/rules"
+zm_conf="transports = smtp:smtp, relay:smtp, lmtp:lmtp, hold:smtp
+relay_delivery_scheduler = zmailer
 lmtp_delivery_scheduler = zmailer
-scheduler_rules = $tmp/rules"; then
+hold_delivery_scheduler = zmailer
+scheduler_rules = $tmp/rules"
+if sluiced_start "$tmp/d" "$zm_conf"; then
     ok "sluiced starts with relay under zmailer and good rules"
 else
     not_ok "sluiced starts with relay under zmailer and good rules"
@@ -75,7 +79,7 @@ grep 'to=<l3@lm.test>' "$tmp/d/log" | grep -q 'conn_use=3' &&
 
 # The rules file broken under the running daemon: refused, kept.
 printf '%s\n' '*/* idlemax=5m' 'relay/* maxchannel=3 command=smtp' \
-    'lmtp/* command=lmtp' >"$tmp/rules"
+    'lmtp/* command=lmtp' 'hold/* queueonly command=smtp' >"$tmp/rules"
 s reload >"$tmp/reload.out" 2>&1
 expect "sluice reload with a broken rules file exits 1" 1 $?
 grep -q -F "$tmp/rules, line 2: maxchannel is a ZMailer keyword that sluice does not implement" \
@@ -91,4 +95,21 @@ wait_for 10 grep -q 'to=<b@zm.test>.*status=sent' "$tmp/d/log" &&
     not_ok "after the refused reload the daemon still delivers"
 kill -0 "$sluiced_pid" 2>/dev/null && ok "sluiced is still running" ||
     not_ok "sluiced is still running"
+
+# Mail held by a queueonly rule survives a restart, and a flush to a
+# daemon that has not scheduled any zmailer mail yet releases it.
+printf '%s\n' '*/* idlemax=5m' 'relay/* command=smtp' 'lmtp/* command=lmtp' \
+    'hold/* queueonly command=smtp' >"$tmp/rules"
+printf 'Subject: held\n\nbody\n' | s sendmail -f sender@sluice.test h@held.test
+wait_for 10 grep -q 'to=<h@held.test>.*status=deferred (queueonly: held until ETRN or sluice flush for 127.0.0.1)' \
+    "$tmp/d/log" && ok "queueonly: held at arrival" ||
+    not_ok "queueonly: held at arrival"
+kill -TERM "$sluiced_pid"
+gone() { ! kill -0 "$sluiced_pid" 2>/dev/null; }
+wait_for 10 gone || not_ok "sluiced stops"
+sluiced_start "$tmp/d" "$zm_conf" || not_ok "sluiced starts again"
+s flush held.test >/dev/null
+wait_for 10 grep -q 'to=<h@held.test>.*status=sent' "$tmp/d/log" &&
+    ok "after a restart, sluice flush held.test delivers it" ||
+    not_ok "after a restart, sluice flush held.test delivers it"
 tap_done
