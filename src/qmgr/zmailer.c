@@ -145,6 +145,7 @@ static unsigned zm_rand(void *ctx, unsigned n)
 
 static void zm_feed_all(evutil_socket_t fd, short what, void *arg);
 static void zm_timer_cb(evutil_socket_t fd, short what, void *arg);
+static void zm_timer_set(struct qm_zmailer *zm);
 
 /* The maxta of the rules, or the process limit when they set none. */
 static int zm_maxta(const struct qmgr *q)
@@ -392,8 +393,11 @@ int qm_zmailer_take(struct qmgr *q, struct core_entry *e)
     if (res.how == CORE_ZSTART_QUEUEONLY) {
         release_host(rel, host);
         zm_flush_host(zm, host, now);
-    } else
+    } else if (res.how == CORE_ZSTART_LIMIT) {
+        zm_timer_set(zm); /* its thread waits: the agenda must come */
+    } else {
         zm_started(zm, &res);
+    }
     return 1;
 }
 
