@@ -106,16 +106,14 @@ static void bench(size_t vertices, size_t per_host)
         tt += now_us() - ts;
         timers++;
         (void)core_zsched_idle_expire(z, now, ended, 128);
-        for (size_t n = core_zsched_agenda(z, now, out, 128), k = 0; k < n;
-             k++)
+        for (size_t n = core_zsched_agenda(z, now, out, 128), k = 0; k < n; k++)
             agents_add(&busy, &out[k]);
     }
     t2 = now_us();
     printf("%7zu vertices, %6zu hosts: add %.2f us/vertex, drain %.2f "
            "us/vertex, next_timer %.2f us/call (%zu calls)\n",
-           vertices, (vertices + per_host - 1) / per_host,
-           (t1 - t0) / vertices, (t2 - t1) / vertices,
-           timers ? tt / timers : 0, timers);
+           vertices, (vertices + per_host - 1) / per_host, (t1 - t0) / vertices,
+           (t2 - t1) / vertices, timers ? tt / timers : 0, timers);
     core_zsched_free(z);
 }
 
