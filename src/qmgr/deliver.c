@@ -352,8 +352,10 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
             req.naddrs = 1;
         }
     }
-    if (req.naddrs > 0 && d->zagent != NULL) {
-        /* the agent's one connection, kept for its next vertex */
+    if (d->zagent != NULL) {
+        /* the agent's one connection (or process: whatever the request's
+         * transport runs is pooled under cache_key), kept for its next
+         * vertex */
         req.cache = q->cache;
         req.cache_limits = set.cache;
         qm_zmailer_cache(d, &req.cache_key, &req.cache_limits.idle_ms);
