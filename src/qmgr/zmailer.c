@@ -6,6 +6,8 @@
  *
  *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
  *	int	qm_zmailer_take(struct qmgr *q, struct core_entry *e)
+ *	void	qm_zmailer_cache(const struct qm_delivery *d,
+ *			const char **key, int *idle_ms)
  *	void	qm_zmailer_entry_done(struct qm_delivery *d,
  *			int hop_failed, const char *reason)
  *	void	qm_zmailer_over(struct qm_delivery *d)
@@ -42,6 +44,11 @@
  *	by the next thread of its ring, and ended, its connection closed
  *	with QUIT, after the rule's idlemax ("zmailer: transport T: agent N
  *	for HOST ended after idlemax"), or when maxta needs its place.
+ *	qm_zmailer_cache() gives a fed delivery its agent's key and how
+ *	long the cache may keep the connection (idlemax and a minute: the
+ *	driver ends it first). qm_zmailer_entry_done() is told of each
+ *	fed delivery's end before core/ is: a hop failure ends the run,
+ *	a deferral sets the message's retry time.
  *
  *	The built-in smtp and lmtp agents reach one next hop per
  *	connection, so their rings are one host's (per_host, as a $host
