@@ -30,10 +30,10 @@ etrn.test hold:[127.0.0.1]:$pa
 late.test hold:[127.0.0.1]:$pa
 EOF
 # relay: retried after 1 s, 1 s, then 30 s; hold: queueonly, its held
-# mail back every 2 s (and held again) until ETRN or a flush.
+# mail back every second (and held again) until ETRN or a flush.
 cat >"$tmp/rules" <<EOF
 relay/* interval=1s retries="1 1 30" command=smtp
-hold/*  queueonly interval=2s command=smtp
+hold/*  queueonly interval=1s command=smtp
 EOF
 if sluiced_start "$tmp/d" "transports = smtp:smtp, relay:smtp, hold:smtp
 relay_delivery_scheduler = zmailer
