@@ -43,7 +43,9 @@ grep -q -F "fatal: $tmp/rules, line 2: a double quote that is not closed" \
 # Good rules: the daemon starts and delivers through zmailer's threads.
 printf 'held.test hold:[127.0.0.1]:%s\n' "$port_d1" >>"$tmp/transport"
 printf '%s\n' '*/* idlemax=5m' 'relay/*' '	command="smtp"' \
-    'lmtp/* command=lmtp' 'hold/* queueonly command=smtp' >"$tmp/rules"
+    'lmtp/127.0.0.1 command=lmtp' 'hold/* queueonly command=smtp' \
+    >"$tmp/rules"
+printf 'nr.test lmtp:[127.0.0.3]:%s\n' "$port_l1" >>"$tmp/transport"
 zm_conf="transports = smtp:smtp, relay:smtp, lmtp:lmtp, hold:smtp
 relay_delivery_scheduler = zmailer
 lmtp_delivery_scheduler = zmailer
@@ -76,6 +78,15 @@ wait_for 10 lmtp_sent && ok "three messages delivered over LMTP under zmailer" |
 grep 'to=<l3@lm.test>' "$tmp/d/log" | grep -q 'conn_use=3' &&
     ok "LMTP: the third down the agent's one connection (conn_use=3)" ||
     not_ok "LMTP: the third down the agent's one connection (conn_use=3)"
+
+# A recipient that no clause with a command matches: deferred, warned.
+printf 'Subject: nr\n\nbody\n' | s sendmail -f sender@sluice.test x@nr.test
+wait_for 10 grep -q 'to=<x@nr.test>.*status=deferred (no scheduler rule for lmtp/127.0.0.3)' \
+    "$tmp/d/log" && ok "no rule for its channel and host: deferred" ||
+    not_ok "no rule for its channel and host: deferred"
+grep -q -F 'warning: ' "$tmp/d/log" &&
+    grep -F 'warning: ' "$tmp/d/log" | grep -q -F ': no scheduler rule for lmtp/127.0.0.3' &&
+    ok "... with a warning" || not_ok "... with a warning"
 
 # The rules file broken under the running daemon: refused, kept.
 printf '%s\n' '*/* idlemax=5m' 'relay/* maxchannel=3 command=smtp' \
