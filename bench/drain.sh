@@ -3,7 +3,7 @@
 #	drain.sh - how long sluiced takes to drain N pre-queued messages,
 #	and its peak memory, for several N
 # SYNOPSIS
-#	bench/drain.sh [-d DOMAINS] [-r RCPTS] [-p PORT] [SIZE...]
+#	bench/drain.sh [-d DOMAINS] [-r RCPTS] [-p PORT] [-s SCHEDULER] [SIZE...]
 # DESCRIPTION
 #	For each SIZE (default 10000 50000 100000): a fresh spool filled by
 #	build/bench/prequeue with SIZE single-recipient (or RCPTS-recipient)
@@ -11,6 +11,8 @@
 #	domain on 127.0.2.I:PORT (default 2525), then sluiced -f with its
 #	defaults (transport_maps to the sinks, no DNS, no SMTP listener),
 #	timed from its start until the sinks have counted every message;
+#	with -s zmailer (or finch) the relay transport takes that delivery
+#	scheduler (zmailer with the rules "relay/* command=smtp");
 #	then it is stopped. Prints, per size: the drain time, messages per
 #	second, microseconds per message, and sluiced's peak resident
 #	memory (VmHWM, which counts the pages of the spool's memory map it
@@ -39,15 +41,18 @@ PORT=2525
 BUILD=${BENCH_BUILD:-$(cd "$(dirname "$0")/.." && pwd)/build}
 SINK_NET=127.0.2
 KEEP=0
+SCHED=postfix
 
-while getopts d:r:p: opt; do
+while getopts d:r:p:s: opt; do
 	case $opt in
 	d) DOMAINS=$OPTARG ;;
 	r) RCPTS=$OPTARG ;;
 	p) PORT=$OPTARG ;;
-	*) die "usage: drain.sh [-d DOMAINS] [-r RCPTS] [-p PORT] [SIZE...]" ;;
+	s) SCHED=$OPTARG ;;
+	*) die "usage: drain.sh [-d DOMAINS] [-r RCPTS] [-p PORT] [-s SCHEDULER] [SIZE...]" ;;
 	esac
 done
+case $SCHED in postfix | finch | zmailer) ;; *) die "no scheduler $SCHED" ;; esac
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || set -- 10000 50000 100000
 for n in "$@"; do is_count "$n" || die "not a size: $n"; done
@@ -77,7 +82,8 @@ while [ "$i" -le "$DOMAINS" ]; do
 done >"$DIR/transport"
 sleep 1
 copy_sluice "$BUILD" "$DIR/s"
-echo "drain: $DOMAINS domain(s), $RCPTS recipient(s) per message, in $DIR; $(loadavg)"
+echo 'relay/* command=smtp' >"$DIR/rules"
+echo "drain: $DOMAINS domain(s), $RCPTS recipient(s) per message, scheduler $SCHED, in $DIR; $(loadavg)"
 
 first_us=
 last_us=
@@ -88,6 +94,8 @@ queue_directory = $q
 myhostname = sluice.drain-bench.test
 transport_maps = $DIR/transport
 smtpd_listen =
+relay_delivery_scheduler = $SCHED
+scheduler_rules = $DIR/rules
 EOF
 	"$BUILD/bench/prequeue" "$q" "$size" "$DOMAINS" "$RCPTS" >/dev/null ||
 		die "prequeue of $size failed"

@@ -11,7 +11,10 @@
  *	transport: each default_* parameter, or its <transport>_*
  *	override (under the finch delivery scheduler the process limit
  *	counts connections, so core/'s limit of entries in flight is it
- *	times smtp_connection_backlog_threshold). The daemon's queue
+ *	times smtp_connection_backlog_threshold; under the zmailer delivery
+ *	scheduler core/ holds nothing back: no window, no process limit,
+ *	no rate delay, no dead destination, since ZMailer's threads decide
+ *	when each recipient goes). The daemon's queue
  *	manager and the simulator both take them from here, so that a scenario runs with the daemon's
  *	settings; core/ itself reads no configuration.
  */
@@ -82,6 +85,19 @@ void conf_core_params(const struct conf *conf, const char *transport,
                     conf_int(conf, t, CONF_smtp_connection_backlog_threshold);
 
         p->process_limit = jobs > 1000000 ? 1000000 : (int)jobs;
+    } else if (strcmp(conf_str(conf, t, CONF_default_delivery_scheduler),
+                      "zmailer") == 0) {
+        /*
+         * ZMailer's threads decide when a recipient goes (decision 124):
+         * core/ hands every entry over at once, so no window, process
+         * limit, rate delay or dead destination of its own holds them.
+         */
+        p->initial_concurrency = 1000000;
+        p->concurrency_limit = 0;
+        p->process_limit = 0;
+        p->failed_cohort_limit = 0;
+        p->destination_rate_delay = 0;
+        p->transport_rate_delay = 0;
     }
     p->feedback_debug =
         conf_bool(conf, NULL, CONF_destination_concurrency_feedback_debug);

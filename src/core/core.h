@@ -651,6 +651,19 @@ size_t core_zsched_thread_vertices(const struct core_zsched *z,
                                    const char *channel, const char *host,
                                    int rule, uint64_t *ids, size_t max);
 int core_zsched_agents(const struct core_zsched *z);
+
+/* A channel's part of the model, summed (sluice status). */
+struct core_zsummary {
+    size_t threads, rings, vertices;
+    int agents, running, idle;
+};
+
+void core_zsched_summary(const struct core_zsched *z, const char *channel,
+                         struct core_zsummary *s);
+int core_zsched_agent_thread(const struct core_zsched *z, uint64_t agent,
+                             const char **channel, const char **host,
+                             core_time_t *idlemax);
+void core_zsched_maxta_set(struct core_zsched *z, int maxta);
 const char *core_zstart_name(enum core_zstart how);
 
 #endif

@@ -27,6 +27,12 @@
  *	size_t	core_zsched_idle_expire(struct core_zsched *z,
  *			core_time_t now, uint64_t *ended, size_t max)
  *	core_time_t core_zsched_next_timer(const struct core_zsched *z)
+ *	void	core_zsched_summary(const struct core_zsched *z,
+ *			const char *channel, struct core_zsummary *s)
+ *	int	core_zsched_agent_thread(const struct core_zsched *z,
+ *			uint64_t agent, const char **channel,
+ *			const char **host, core_time_t *idlemax)
+ *	void	core_zsched_maxta_set(struct core_zsched *z, int maxta)
  * DESCRIPTION
  *	The seed's scheduler as data and decisions, with no I/O: time
  *	comes in as an argument, random numbers from the caller, and the
@@ -87,8 +93,28 @@
  *	thread's wake-up (queueonly and running threads aside) or an idle
  *	agent's expiry, or CORE_TIME_NEVER.
  *
- *	Threads and rings are found by a walk of the rings: the daemon
- *	side, which has many, will want an index (see doc/decisions.md).
+ *	core_zsched_summary() sums a channel's threads, rings, vertices
+ *	and agents (running and idle), for an operator's view.
+ *	core_zsched_agent_thread() names the channel and host of the
+ *	thread an agent runs and its rule's idlemax (1), or says it runs
+ *	none (0; both "", idlemax 0).
+ *	core_zsched_maxta_set() changes maxta (a reload): agents above it
+ *	are not ended, no new one starts until they are fewer.
+ *
+ *	Nothing here is found by a walk of what grows with the queue
+ *	(decision 127): rings, threads (by triplet and by host), agents
+ *	and vertices are in hash tables that grow with them; a thread's
+ *	vertices are a list in wake-up order (a new vertex, whose wake-up
+ *	is the latest, goes at the tail); the threads that wait for a
+ *	wake-up time are in a heap by it, so that the agenda and the next
+ *	timer look at its top; each ring keeps its idle agents in the order
+ *	they went idle, and all idle agents are in one such list too. A
+ *	thread that meets a limit or loses its agent gets a time before
+ *	which it does not start (not every vertex moved). What is still
+ *	walked: an agent whose run is over looks through its ring's
+ *	threads for another due one (one thread in a ring of the built-in
+ *	agents, which are per host), the idle agents (at most maxta) for
+ *	the next expiry, and core_zsched_summary() its channel's rings.
  */
 
 #include "core/core.h"
@@ -98,11 +124,19 @@
 
 #include "core/core_impl.h"
 
+#define NOT_IN_HEAP ((size_t)-1)
+#define TABLE_MIN   64
+
+struct zthread;
+
 struct zvertex {
     uint64_t id;
     core_time_t wakeup;
     core_time_t age;
     int tried; /* fed or rescheduled in this run (the seed's "proc") */
+    struct zthread *thread;
+    struct zvertex *prev, *next; /* the thread's, in wake-up order */
+    struct zvertex *hnext;       /* the table by id */
 };
 
 struct zring;
@@ -111,12 +145,16 @@ struct zagent;
 struct zthread {
     struct zring *ring;
     char *host;
-    struct zvertex *v; /* in wake-up order */
-    size_t nv, cap;
-    uint64_t *run; /* this run's order */
+    struct zvertex *head, *tail; /* in wake-up order */
+    size_t nv;
+    core_time_t not_before; /* met a limit, or its agent died */
+    uint64_t *run;          /* this run's order */
     size_t nrun, runpos, runcap;
     struct zagent *agent;
-    struct zthread *next;
+    size_t heap;                   /* its place in the wake-up heap */
+    struct zthread *rprev, *rnext; /* the ring's threads */
+    struct zthread *hnext;         /* the table by (ring, host) */
+    struct zthread *host_next;     /* the table by host */
 };
 
 struct zagent {
@@ -125,7 +163,9 @@ struct zagent {
     struct zthread *thread; /* NULL: idle (or between threads) */
     int idle;
     core_time_t idle_since;
-    struct zagent *next;
+    struct zagent *hnext;         /* the table by id */
+    struct zagent *iprev, *inext; /* the ring's idle pool, oldest first */
+    struct zagent *gprev, *gnext; /* every idle agent, oldest first */
 };
 
 struct zring {
@@ -134,7 +174,18 @@ struct zring {
     char *host; /* per_host rings only */
     struct zthread *threads;
     int nthreads, nagents, nidle;
-    struct zring *next;
+    size_t nvertices;
+    struct zagent *idle_head, *idle_tail;
+    struct zring *hnext;       /* the table by (rule, channel, host) */
+    struct zring *prev, *next; /* every ring */
+};
+
+/* A chained hash table of elements that carry their own chain link. */
+struct ztable {
+    void **b;
+    size_t size, n;
+    size_t link; /* offsetof the element's chain pointer */
+    size_t (*hash)(const void *e);
 };
 
 struct core_zsched {
@@ -143,10 +194,213 @@ struct core_zsched {
     unsigned (*rand)(void *ctx, unsigned n);
     void *rand_ctx;
     struct zring *rings;
-    struct zagent *agents;
+    struct ztable ring_t, thread_t, host_t, agent_t, vertex_t;
+    struct zthread **heap; /* threads waiting for their wake-up time */
+    size_t nheap, heapcap;
+    struct zagent *idle_head, *idle_tail;
     int nagents;
     uint64_t last_agent;
 };
+
+static size_t str_hash(size_t h, const char *s)
+{
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+    return h;
+}
+
+static size_t id_hash(uint64_t id)
+{
+    return (size_t)(id * 11400714819323198485ULL);
+}
+
+static size_t ring_key(int rule, const char *channel, const char *host)
+{
+    size_t h = str_hash(14695981039346656037ULL + (size_t)rule, channel);
+
+    return host ? str_hash(h * 31, host) : h;
+}
+
+static size_t ring_hash(const void *e)
+{
+    const struct zring *r = e;
+
+    return ring_key(r->rule.index, r->channel, r->host);
+}
+
+static size_t thread_key(const struct zring *r, const char *host)
+{
+    return str_hash(id_hash((uintptr_t)r), host);
+}
+
+static size_t thread_hash(const void *e)
+{
+    const struct zthread *t = e;
+
+    return thread_key(t->ring, t->host);
+}
+
+static size_t host_hash(const void *e)
+{
+    return str_hash(14695981039346656037ULL, ((const struct zthread *)e)->host);
+}
+
+static size_t agent_hash(const void *e)
+{
+    return id_hash(((const struct zagent *)e)->id);
+}
+
+static size_t vertex_hash(const void *e)
+{
+    return id_hash(((const struct zvertex *)e)->id);
+}
+
+static void **link_of(const struct ztable *t, void *e)
+{
+    return (void **)((char *)e + t->link);
+}
+
+static void table_init(struct ztable *t, size_t link,
+                       size_t (*hash)(const void *e))
+{
+    t->size = TABLE_MIN;
+    t->b = xcalloc(t->size, sizeof(*t->b));
+    t->link = link;
+    t->hash = hash;
+}
+
+/* Twice the buckets when there are more elements than buckets. */
+static void table_grow(struct ztable *t)
+{
+    size_t size = t->size * 2;
+    void **b = xcalloc(size, sizeof(*b));
+
+    for (size_t i = 0; i < t->size; i++)
+        while (t->b[i] != NULL) {
+            void *e = t->b[i];
+            size_t slot = t->hash(e) % size;
+
+            t->b[i] = *link_of(t, e);
+            *link_of(t, e) = b[slot];
+            b[slot] = e;
+        }
+    free(t->b);
+    t->b = b;
+    t->size = size;
+}
+
+static void table_add(struct ztable *t, void *e)
+{
+    size_t slot;
+
+    if (t->n >= t->size)
+        table_grow(t);
+    slot = t->hash(e) % t->size;
+    *link_of(t, e) = t->b[slot];
+    t->b[slot] = e;
+    t->n++;
+}
+
+static void table_del(struct ztable *t, void *e)
+{
+    void **p = &t->b[t->hash(e) % t->size];
+
+    while (*p != NULL && *p != e)
+        p = link_of(t, *p);
+    if (*p == NULL)
+        util_panic("zthread: an element missing from its table");
+    *p = *link_of(t, e);
+    t->n--;
+}
+
+/* The chain that holds key's elements. */
+static void *table_chain(const struct ztable *t, size_t key)
+{
+    return t->b[key % t->size];
+}
+
+/* The wake-up heap: a thread is in it while it has vertices, no agent
+ * and its rule is not queueonly; ordered by thread_wakeup(). */
+static core_time_t thread_wakeup(const struct zthread *t)
+{
+    core_time_t w;
+
+    if (t->nv == 0)
+        return CORE_TIME_NEVER;
+    w = t->head->wakeup;
+    return w > t->not_before ? w : t->not_before;
+}
+
+static void heap_set(struct core_zsched *z, size_t i, struct zthread *t)
+{
+    z->heap[i] = t;
+    t->heap = i;
+}
+
+static void heap_up(struct core_zsched *z, size_t i)
+{
+    struct zthread *t = z->heap[i];
+
+    while (i > 0 && thread_wakeup(z->heap[(i - 1) / 2]) > thread_wakeup(t)) {
+        heap_set(z, i, z->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(z, i, t);
+}
+
+static void heap_down(struct core_zsched *z, size_t i)
+{
+    struct zthread *t = z->heap[i];
+
+    while (2 * i + 1 < z->nheap) {
+        size_t c = 2 * i + 1;
+
+        if (c + 1 < z->nheap &&
+            thread_wakeup(z->heap[c + 1]) < thread_wakeup(z->heap[c]))
+            c++;
+        if (thread_wakeup(z->heap[c]) >= thread_wakeup(t))
+            break;
+        heap_set(z, i, z->heap[c]);
+        i = c;
+    }
+    heap_set(z, i, t);
+}
+
+static void heap_remove(struct core_zsched *z, struct zthread *t)
+{
+    size_t i = t->heap;
+    struct zthread *last;
+
+    if (i == NOT_IN_HEAP)
+        return;
+    t->heap = NOT_IN_HEAP;
+    last = z->heap[--z->nheap];
+    if (last == t)
+        return;
+    heap_set(z, i, last);
+    heap_up(z, i);
+    heap_down(z, last->heap);
+}
+
+/* Put t where it belongs after any change to it. */
+static void heap_fix(struct core_zsched *z, struct zthread *t)
+{
+    int waits = t->nv > 0 && t->agent == NULL && !t->ring->rule.queueonly;
+
+    if (!waits) {
+        heap_remove(z, t);
+        return;
+    }
+    if (t->heap == NOT_IN_HEAP) {
+        if (z->nheap == z->heapcap) {
+            z->heapcap = z->heapcap ? 2 * z->heapcap : 64;
+            z->heap = xrealloc(z->heap, z->heapcap * sizeof(*z->heap));
+        }
+        heap_set(z, z->nheap++, t);
+    }
+    heap_up(z, t->heap);
+    heap_down(z, t->heap);
+}
 
 struct core_zsched *core_zsched_create(int maxta, core_time_t limit_delay,
                                        unsigned (*rand)(void *ctx, unsigned n),
@@ -158,13 +412,23 @@ struct core_zsched *core_zsched_create(int maxta, core_time_t limit_delay,
     z->limit_delay = limit_delay;
     z->rand = rand;
     z->rand_ctx = rand_ctx;
+    table_init(&z->ring_t, offsetof(struct zring, hnext), ring_hash);
+    table_init(&z->thread_t, offsetof(struct zthread, hnext), thread_hash);
+    table_init(&z->host_t, offsetof(struct zthread, host_next), host_hash);
+    table_init(&z->agent_t, offsetof(struct zagent, hnext), agent_hash);
+    table_init(&z->vertex_t, offsetof(struct zvertex, hnext), vertex_hash);
     return z;
 }
 
 static void thread_free(struct zthread *t)
 {
+    while (t->head) {
+        struct zvertex *v = t->head;
+
+        t->head = v->next;
+        free(v);
+    }
     free(t->host);
-    free(t->v);
     free(t->run);
     free(t);
 }
@@ -173,12 +437,13 @@ void core_zsched_free(struct core_zsched *z)
 {
     if (z == NULL)
         return;
-    while (z->agents) {
-        struct zagent *a = z->agents;
+    for (size_t i = 0; i < z->agent_t.size; i++)
+        while (z->agent_t.b[i]) {
+            struct zagent *a = z->agent_t.b[i];
 
-        z->agents = a->next;
-        free(a);
-    }
+            z->agent_t.b[i] = a->hnext;
+            free(a);
+        }
     while (z->rings) {
         struct zring *r = z->rings;
 
@@ -186,29 +451,37 @@ void core_zsched_free(struct core_zsched *z)
         while (r->threads) {
             struct zthread *t = r->threads;
 
-            r->threads = t->next;
+            r->threads = t->rnext;
             thread_free(t);
         }
         free(r->channel);
         free(r->host);
         free(r);
     }
+    free(z->ring_t.b);
+    free(z->thread_t.b);
+    free(z->host_t.b);
+    free(z->agent_t.b);
+    free(z->vertex_t.b);
+    free(z->heap);
     free(z);
-}
-
-static int ring_is(const struct zring *r, int rule, const char *channel,
-                   const char *host)
-{
-    return r->rule.index == rule && strcmp(r->channel, channel) == 0 &&
-           (r->host == NULL || strcmp(r->host, host) == 0);
 }
 
 static struct zring *ring_find(const struct core_zsched *z, int rule,
                                const char *channel, const char *host)
 {
-    for (struct zring *r = z->rings; r; r = r->next)
-        if (ring_is(r, rule, channel, host))
+    struct zring *r = table_chain(&z->ring_t, ring_key(rule, channel, NULL));
+    struct zring *h = table_chain(&z->ring_t, ring_key(rule, channel, host));
+
+    /* a ring is per (rule, channel), or per host with $host */
+    for (; r; r = r->hnext)
+        if (r->host == NULL && r->rule.index == rule &&
+            strcmp(r->channel, channel) == 0)
             return r;
+    for (; h; h = h->hnext)
+        if (h->host != NULL && h->rule.index == rule &&
+            strcmp(h->channel, channel) == 0 && strcmp(h->host, host) == 0)
+            return h;
     return NULL;
 }
 
@@ -225,30 +498,42 @@ static struct zring *ring_get(struct core_zsched *z,
     r->channel = xstrdup(channel);
     r->host = rule->per_host ? xstrdup(host) : NULL;
     r->next = z->rings;
+    if (z->rings)
+        z->rings->prev = r;
     z->rings = r;
+    table_add(&z->ring_t, r);
     return r;
 }
 
-static struct zthread *thread_find(const struct zring *r, const char *host)
+static struct zthread *thread_find(const struct core_zsched *z,
+                                   const struct zring *r, const char *host)
 {
-    for (struct zthread *t = r->threads; t; t = t->next)
-        if (strcmp(t->host, host) == 0)
+    struct zthread *t = table_chain(&z->thread_t, thread_key(r, host));
+
+    for (; t; t = t->hnext)
+        if (t->ring == r && strcmp(t->host, host) == 0)
             return t;
     return NULL;
 }
 
-static struct zthread *thread_get(struct zring *r, const char *host)
+static struct zthread *thread_get(struct core_zsched *z, struct zring *r,
+                                  const char *host)
 {
-    struct zthread *t = thread_find(r, host);
+    struct zthread *t = thread_find(z, r, host);
 
     if (t)
         return t;
     t = xcalloc(1, sizeof(*t));
     t->ring = r;
     t->host = xstrdup(host);
-    t->next = r->threads;
+    t->heap = NOT_IN_HEAP;
+    t->rnext = r->threads;
+    if (r->threads)
+        r->threads->rprev = t;
     r->threads = t;
     r->nthreads++;
+    table_add(&z->thread_t, t);
+    table_add(&z->host_t, t);
     return t;
 }
 
@@ -257,11 +542,13 @@ static void ring_maybe_free(struct core_zsched *z, struct zring *r)
 {
     if (r->nthreads > 0 || r->nagents > 0)
         return;
-    for (struct zring **p = &z->rings; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
-            break;
-        }
+    table_del(&z->ring_t, r);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        z->rings = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
     free(r->channel);
     free(r->host);
     free(r);
@@ -272,11 +559,15 @@ static void thread_delete(struct core_zsched *z, struct zthread *t)
 {
     struct zring *r = t->ring;
 
-    for (struct zthread **p = &r->threads; *p; p = &(*p)->next)
-        if (*p == t) {
-            *p = t->next;
-            break;
-        }
+    heap_remove(z, t);
+    table_del(&z->thread_t, t);
+    table_del(&z->host_t, t);
+    if (t->rprev)
+        t->rprev->rnext = t->rnext;
+    else
+        r->threads = t->rnext;
+    if (t->rnext)
+        t->rnext->rprev = t->rprev;
     r->nthreads--;
     if (t->agent)
         t->agent->thread = NULL;
@@ -284,42 +575,54 @@ static void thread_delete(struct core_zsched *z, struct zthread *t)
     ring_maybe_free(z, r);
 }
 
-static core_time_t thread_wakeup(const struct zthread *t)
-{
-    return t->nv ? t->v[0].wakeup : CORE_TIME_NEVER;
-}
-
 /* Keep time order: after every vertex that wakes no later. */
-static void vertex_insert(struct zthread *t, const struct zvertex *v)
+static void vertex_insert(struct core_zsched *z, struct zthread *t,
+                          struct zvertex *v)
 {
-    size_t i = t->nv;
+    struct zvertex *after = t->tail;
 
-    if (t->nv == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 4;
-        t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
-    }
-    while (i > 0 && t->v[i - 1].wakeup > v->wakeup) {
-        t->v[i] = t->v[i - 1];
-        i--;
-    }
-    t->v[i] = *v;
+    while (after && after->wakeup > v->wakeup)
+        after = after->prev;
+    v->thread = t;
+    v->prev = after;
+    v->next = after ? after->next : t->head;
+    if (v->next)
+        v->next->prev = v;
+    else
+        t->tail = v;
+    if (after)
+        after->next = v;
+    else
+        t->head = v;
     t->nv++;
+    t->ring->nvertices++;
+    heap_fix(z, t);
 }
 
-static struct zvertex *vertex_find(struct zthread *t, uint64_t id)
+static struct zvertex *vertex_find(const struct core_zsched *z,
+                                   const struct zthread *t, uint64_t id)
 {
-    for (size_t i = 0; i < t->nv; i++)
-        if (t->v[i].id == id)
-            return t->v + i;
+    struct zvertex *v = table_chain(&z->vertex_t, id_hash(id));
+
+    for (; v; v = v->hnext)
+        if (v->id == id && v->thread == t)
+            return v;
     return NULL;
 }
 
-static void vertex_remove(struct zthread *t, struct zvertex *v)
+/* Out of its thread's list (it stays in the table by id). */
+static void vertex_unlink(struct zthread *t, struct zvertex *v)
 {
-    size_t i = (size_t)(v - t->v);
-
-    memmove(t->v + i, t->v + i + 1, (t->nv - i - 1) * sizeof(*t->v));
+    if (v->prev)
+        v->prev->next = v->next;
+    else
+        t->head = v->next;
+    if (v->next)
+        v->next->prev = v->prev;
+    else
+        t->tail = v->prev;
     t->nv--;
+    t->ring->nvertices--;
 }
 
 static void run_append(struct zthread *t, uint64_t id)
@@ -331,20 +634,33 @@ static void run_append(struct zthread *t, uint64_t id)
     t->run[t->nrun++] = id;
 }
 
-/* Oldest first; equal ages keep their time order (insertion sort). */
+struct by_age {
+    core_time_t age;
+    size_t seq; /* its place in time order: equal ages keep it */
+    uint64_t id;
+};
+
+static int by_age_cmp(const void *a, const void *b)
+{
+    const struct by_age *x = a, *y = b;
+
+    if (x->age != y->age)
+        return x->age < y->age ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Oldest first; equal ages keep their time order. */
 static void run_by_age(struct zthread *t)
 {
-    for (size_t i = 1; i < t->nrun; i++) {
-        uint64_t id = t->run[i];
-        core_time_t age = vertex_find(t, id)->age;
-        size_t j = i;
+    struct by_age *a = xcalloc(t->nv + 1, sizeof(*a));
+    size_t n = 0;
 
-        while (j > 0 && vertex_find(t, t->run[j - 1])->age > age) {
-            t->run[j] = t->run[j - 1];
-            j--;
-        }
-        t->run[j] = id;
-    }
+    for (struct zvertex *v = t->head; v; v = v->next, n++)
+        a[n] = (struct by_age){v->age, n, v->id};
+    qsort(a, n, sizeof(*a), by_age_cmp);
+    for (size_t i = 0; i < n; i++)
+        t->run[i] = a[i].id;
+    free(a);
 }
 
 static void run_shuffle(struct core_zsched *z, struct zthread *t)
@@ -365,9 +681,9 @@ static void run_shuffle(struct core_zsched *z, struct zthread *t)
 static void run_prepare(struct core_zsched *z, struct zthread *t)
 {
     t->nrun = t->runpos = 0;
-    for (size_t i = 0; i < t->nv; i++) {
-        t->v[i].tried = 0;
-        run_append(t, t->v[i].id);
+    for (struct zvertex *v = t->head; v; v = v->next) {
+        v->tried = 0;
+        run_append(t, v->id);
     }
     if (t->ring->rule.ageorder)
         run_by_age(t);
@@ -375,44 +691,76 @@ static void run_prepare(struct core_zsched *z, struct zthread *t)
         run_shuffle(z, t);
 }
 
+static void idle_unlink(struct core_zsched *z, struct zagent *a)
+{
+    struct zring *r = a->ring;
+
+    if (a->iprev)
+        a->iprev->inext = a->inext;
+    else
+        r->idle_head = a->inext;
+    if (a->inext)
+        a->inext->iprev = a->iprev;
+    else
+        r->idle_tail = a->iprev;
+    if (a->gprev)
+        a->gprev->gnext = a->gnext;
+    else
+        z->idle_head = a->gnext;
+    if (a->gnext)
+        a->gnext->gprev = a->gprev;
+    else
+        z->idle_tail = a->gprev;
+    a->iprev = a->inext = a->gprev = a->gnext = NULL;
+    a->idle = 0;
+    r->nidle--;
+}
+
+/* Idle since now: the newest of its ring's pool and of all. */
+static void idle_link(struct core_zsched *z, struct zagent *a, core_time_t now)
+{
+    struct zring *r = a->ring;
+
+    a->idle = 1;
+    a->idle_since = now;
+    a->iprev = r->idle_tail;
+    if (r->idle_tail)
+        r->idle_tail->inext = a;
+    else
+        r->idle_head = a;
+    r->idle_tail = a;
+    a->gprev = z->idle_tail;
+    if (z->idle_tail)
+        z->idle_tail->gnext = a;
+    else
+        z->idle_head = a;
+    z->idle_tail = a;
+    r->nidle++;
+}
+
 static void agent_take(struct core_zsched *z, struct zagent *a,
                        struct zthread *t)
 {
-    if (a->idle) {
-        a->idle = 0;
-        a->ring->nidle--;
-    }
+    if (a->idle)
+        idle_unlink(z, a);
     a->thread = t;
     t->agent = a;
+    t->not_before = 0;
+    heap_remove(z, t);
     run_prepare(z, t);
-}
-
-/* The ring's most recently idled agent. */
-static struct zagent *idle_newest(const struct core_zsched *z,
-                                  const struct zring *r)
-{
-    struct zagent *best = NULL;
-
-    for (struct zagent *a = z->agents; a; a = a->next)
-        if (a->idle && a->ring == r &&
-            (best == NULL || a->idle_since > best->idle_since))
-            best = a;
-    return best;
 }
 
 static void agent_end(struct core_zsched *z, struct zagent *a)
 {
     struct zring *r = a->ring;
 
-    for (struct zagent **p = &z->agents; *p; p = &(*p)->next)
-        if (*p == a) {
-            *p = a->next;
-            break;
-        }
-    if (a->thread)
-        a->thread->agent = NULL;
+    table_del(&z->agent_t, a);
     if (a->idle)
-        r->nidle--;
+        idle_unlink(z, a);
+    if (a->thread) {
+        a->thread->agent = NULL;
+        heap_fix(z, a->thread);
+    }
     r->nagents--;
     z->nagents--;
     free(a);
@@ -422,13 +770,11 @@ static void agent_end(struct core_zsched *z, struct zagent *a)
 /* At maxta: the agent idle longest in a ring other than r, ended. */
 static uint64_t idle_evict(struct core_zsched *z, const struct zring *r)
 {
-    struct zagent *old = NULL;
+    struct zagent *old = z->idle_head;
     uint64_t id;
 
-    for (struct zagent *a = z->agents; a; a = a->next)
-        if (a->idle && a->ring != r &&
-            (old == NULL || a->idle_since < old->idle_since))
-            old = a;
+    while (old && old->ring == r)
+        old = old->gnext;
     if (old == NULL)
         return 0;
     id = old->id;
@@ -442,19 +788,19 @@ static struct zagent *agent_new(struct core_zsched *z, struct zring *r)
 
     a->id = ++z->last_agent;
     a->ring = r;
-    a->next = z->agents;
-    z->agents = a;
+    table_add(&z->agent_t, a);
     r->nagents++;
     z->nagents++;
     return a;
 }
 
-/* Every vertex of a thread that met a limit wakes no earlier than at. */
-static void thread_reschedule(struct zthread *t, core_time_t at)
+/* A thread that met a limit does not start before at. */
+static void thread_reschedule(struct core_zsched *z, struct zthread *t,
+                              core_time_t at)
 {
-    for (size_t i = 0; i < t->nv; i++)
-        if (t->v[i].wakeup < at)
-            t->v[i].wakeup = at;
+    if (t->not_before < at)
+        t->not_before = at;
+    heap_fix(z, t);
 }
 
 /* A thread that found no idle agent: a new one, or the limit. */
@@ -476,7 +822,7 @@ static void start_new(struct core_zsched *z, struct zthread *t, core_time_t now,
         out->agent = a->id;
         return;
     }
-    thread_reschedule(t, now + z->limit_delay);
+    thread_reschedule(z, t, now + z->limit_delay);
 }
 
 static void thread_start(struct core_zsched *z, struct zthread *t,
@@ -492,7 +838,8 @@ static void thread_start(struct core_zsched *z, struct zthread *t,
         out->how = CORE_ZSTART_QUEUEONLY;
     else if (!flush && thread_wakeup(t) > now)
         out->how = CORE_ZSTART_NOT_DUE;
-    else if ((a = idle_newest(z, t->ring)) != NULL) {
+    else if ((a = t->ring->idle_tail) != NULL) {
+        /* the ring's most recently idled agent: the warm one */
         agent_take(z, a, t);
         out->how = CORE_ZSTART_REUSE;
         out->agent = a->id;
@@ -506,10 +853,14 @@ void core_zsched_vertex_add(struct core_zsched *z, const struct core_zrule *r,
                             core_time_t age, core_time_t now,
                             struct core_zstart_result *out)
 {
-    struct zthread *t = thread_get(ring_get(z, r, channel, host), host);
-    struct zvertex v = {vertex, wakeup, age, 0};
+    struct zthread *t = thread_get(z, ring_get(z, r, channel, host), host);
+    struct zvertex *v = xcalloc(1, sizeof(*v));
 
-    vertex_insert(t, &v);
+    v->id = vertex;
+    v->wakeup = wakeup;
+    v->age = age;
+    table_add(&z->vertex_t, v);
+    vertex_insert(z, t, v);
     if (t->agent)
         run_append(t, vertex); /* a running thread feeds it in this run */
     thread_start(z, t, now, 0, out);
@@ -520,51 +871,54 @@ static int started(const struct core_zstart_result *r)
     return r->how == CORE_ZSTART_NEW || r->how == CORE_ZSTART_REUSE;
 }
 
-/* Try every thread that pick() accepts; the started ones go to out.
- * A start may end an idle agent and so free its ring: the walk
- * restarts after every start (a start never makes a thread startable
- * again, so this ends). */
-static size_t start_all(struct core_zsched *z, const char *host,
-                        core_time_t now, struct core_zstart_result *out,
-                        size_t max)
+/* The seed's doagenda(): the due threads, from the top of the heap. A
+ * thread that meets a limit goes back later in it (limit_delay). */
+size_t core_zsched_agenda(struct core_zsched *z, core_time_t now,
+                          struct core_zstart_result *out, size_t max)
 {
     size_t n = 0;
-    int again = 1;
 
-    while (again && n < max) {
-        again = 0;
-        for (struct zring *r = z->rings; r && !again; r = r->next)
-            for (struct zthread *t = r->threads; t && !again; t = t->next) {
-                struct core_zstart_result res;
+    while (n < max && z->nheap > 0 && thread_wakeup(z->heap[0]) <= now) {
+        struct core_zstart_result res;
 
-                if (t->agent || (host && strcmp(t->host, host) != 0))
-                    continue;
-                thread_start(z, t, now, host != NULL, &res);
-                if (started(&res)) {
-                    out[n++] = res;
-                    again = 1;
-                }
-            }
+        thread_start(z, z->heap[0], now, 0, &res);
+        if (started(&res))
+            out[n++] = res;
+        else if (res.how != CORE_ZSTART_LIMIT || z->limit_delay <= 0)
+            break; /* nothing else can change this turn */
     }
     return n;
 }
 
-size_t core_zsched_agenda(struct core_zsched *z, core_time_t now,
-                          struct core_zstart_result *out, size_t max)
-{
-    return start_all(z, NULL, now, out, max);
-}
-
+/* Every thread of host, whatever its wake-up time (ETRN). */
 size_t core_zsched_flush(struct core_zsched *z, const char *host,
                          core_time_t now, struct core_zstart_result *out,
                          size_t max)
 {
-    return start_all(z, host, now, out, max);
+    size_t key = str_hash(14695981039346656037ULL, host), n = 0, k = 0;
+    struct zthread **todo = NULL;
+
+    for (struct zthread *t = table_chain(&z->host_t, key); t; t = t->host_next)
+        if (t->agent == NULL && strcmp(t->host, host) == 0) {
+            todo = xrealloc(todo, (k + 1) * sizeof(*todo));
+            todo[k++] = t;
+        }
+    for (size_t i = 0; i < k && n < max; i++) {
+        struct core_zstart_result res;
+
+        thread_start(z, todo[i], now, 1, &res);
+        if (started(&res))
+            out[n++] = res;
+    }
+    free(todo);
+    return n;
 }
 
 static struct zagent *agent_find(const struct core_zsched *z, uint64_t id)
 {
-    for (struct zagent *a = z->agents; a; a = a->next)
+    struct zagent *a = table_chain(&z->agent_t, id_hash(id));
+
+    for (; a; a = a->hnext)
         if (a->id == id)
             return a;
     return NULL;
@@ -578,17 +932,18 @@ static struct zthread *ring_next_thread(const struct zring *r,
 {
     if (r->rule.queueonly)
         return NULL;
-    for (struct zthread *t = r->threads; t; t = t->next)
+    for (struct zthread *t = r->threads; t; t = t->rnext)
         if (t != done && t->agent == NULL && thread_wakeup(t) <= now)
             return t;
     return NULL;
 }
 
 /* The next vertex of the agent's run, or 0 when the run is over. */
-static int run_next(struct zthread *t, uint64_t *vertex)
+static int run_next(const struct core_zsched *z, struct zthread *t,
+                    uint64_t *vertex)
 {
     while (t->runpos < t->nrun) {
-        struct zvertex *v = vertex_find(t, t->run[t->runpos++]);
+        struct zvertex *v = vertex_find(z, t, t->run[t->runpos++]);
 
         if (v && !v->tried) {
             v->tried = 1;
@@ -608,20 +963,19 @@ int core_zsched_next_vertex(struct core_zsched *z, uint64_t agent,
     if (a == NULL || a->idle)
         return 0;
     while (1) {
-        if (a->thread && run_next(a->thread, vertex))
+        if (a->thread && run_next(z, a->thread, vertex))
             return 1;
         if (a->thread) {
             done = a->thread;
             a->thread->agent = NULL;
             a->thread = NULL;
+            heap_fix(z, done);
         }
         if ((t = ring_next_thread(a->ring, done, now)) == NULL)
             break;
         agent_take(z, a, t);
     }
-    a->idle = 1;
-    a->idle_since = now;
-    a->ring->nidle++;
+    idle_link(z, a, now);
     return 0;
 }
 
@@ -630,20 +984,23 @@ void core_zsched_vertex_done(struct core_zsched *z, uint64_t agent,
 {
     struct zagent *a = agent_find(z, agent);
     struct zthread *t = a ? a->thread : NULL;
-    struct zvertex *v = t ? vertex_find(t, vertex) : NULL;
-    struct zvertex again;
+    struct zvertex *v = t ? vertex_find(z, t, vertex) : NULL;
 
     if (v == NULL)
         return; /* not this agent's: a late or wrong report */
-    again = *v;
-    vertex_remove(t, v);
+    vertex_unlink(t, v);
     if (retry >= 0) {
-        again.wakeup = retry;
-        again.tried = 1;
-        vertex_insert(t, &again);
-    } else if (t->nv == 0) {
-        thread_delete(z, t); /* the seed's unvertex() */
+        v->wakeup = retry;
+        v->tried = 1;
+        vertex_insert(z, t, v);
+        return;
     }
+    table_del(&z->vertex_t, v);
+    free(v);
+    if (t->nv == 0)
+        thread_delete(z, t); /* the seed's unvertex() */
+    else
+        heap_fix(z, t);
 }
 
 void core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
@@ -654,7 +1011,7 @@ void core_zsched_agent_gone(struct core_zsched *z, uint64_t agent,
     if (a == NULL)
         return;
     if (a->thread)
-        thread_reschedule(a->thread, now + backoff);
+        a->thread->not_before = now + backoff;
     agent_end(z, a);
 }
 
@@ -662,12 +1019,12 @@ size_t core_zsched_idle_expire(struct core_zsched *z, core_time_t now,
                                uint64_t *ended, size_t max)
 {
     size_t n = 0;
-    struct zagent *a = z->agents;
+    struct zagent *a = z->idle_head;
 
     while (a && n < max) {
-        struct zagent *next = a->next;
+        struct zagent *next = a->gnext;
 
-        if (a->idle && now - a->idle_since >= a->ring->rule.idlemax) {
+        if (now - a->idle_since >= a->ring->rule.idlemax) {
             ended[n++] = a->id;
             agent_end(z, a);
         }
@@ -678,16 +1035,11 @@ size_t core_zsched_idle_expire(struct core_zsched *z, core_time_t now,
 
 core_time_t core_zsched_next_timer(const struct core_zsched *z)
 {
-    core_time_t next = CORE_TIME_NEVER;
+    core_time_t next = z->nheap ? thread_wakeup(z->heap[0]) : CORE_TIME_NEVER;
 
-    for (const struct zagent *a = z->agents; a; a = a->next)
-        if (a->idle && a->idle_since + a->ring->rule.idlemax < next)
+    for (const struct zagent *a = z->idle_head; a; a = a->gnext)
+        if (a->idle_since + a->ring->rule.idlemax < next)
             next = a->idle_since + a->ring->rule.idlemax;
-    for (const struct zring *r = z->rings; r; r = r->next)
-        for (const struct zthread *t = r->threads; t; t = t->next)
-            if (!r->rule.queueonly && t->agent == NULL &&
-                thread_wakeup(t) < next)
-                next = thread_wakeup(t);
     return next;
 }
 
@@ -696,7 +1048,7 @@ void core_zsched_thread_view(const struct core_zsched *z, const char *channel,
                              struct core_zthread_view *v)
 {
     const struct zring *r = ring_find(z, rule, channel, host);
-    const struct zthread *t = r ? thread_find(r, host) : NULL;
+    const struct zthread *t = r ? thread_find(z, r, host) : NULL;
 
     memset(v, 0, sizeof(*v));
     if (t == NULL)
@@ -716,11 +1068,12 @@ size_t core_zsched_thread_vertices(const struct core_zsched *z,
                                    int rule, uint64_t *ids, size_t max)
 {
     const struct zring *r = ring_find(z, rule, channel, host);
-    const struct zthread *t = r ? thread_find(r, host) : NULL;
+    const struct zthread *t = r ? thread_find(z, r, host) : NULL;
     size_t n = 0;
 
-    for (size_t i = 0; t && i < t->nv && n < max; i++)
-        ids[n++] = t->v[i].id;
+    for (const struct zvertex *v = t ? t->head : NULL; v && n < max;
+         v = v->next)
+        ids[n++] = v->id;
     return n;
 }
 
@@ -735,4 +1088,41 @@ const char *core_zstart_name(enum core_zstart how)
                                         "limit", "queueonly", "not due"};
 
     return (unsigned)how < sizeof(names) / sizeof(names[0]) ? names[how] : "?";
+}
+
+void core_zsched_summary(const struct core_zsched *z, const char *channel,
+                         struct core_zsummary *s)
+{
+    memset(s, 0, sizeof(*s));
+    for (const struct zring *r = z->rings; r; r = r->next) {
+        if (strcmp(r->channel, channel) != 0)
+            continue;
+        s->rings++;
+        s->threads += (size_t)r->nthreads;
+        s->agents += r->nagents;
+        s->idle += r->nidle;
+        s->vertices += r->nvertices;
+    }
+    s->running = s->agents - s->idle;
+}
+
+int core_zsched_agent_thread(const struct core_zsched *z, uint64_t agent,
+                             const char **channel, const char **host,
+                             core_time_t *idlemax)
+{
+    const struct zagent *a = agent_find(z, agent);
+
+    *channel = *host = "";
+    *idlemax = 0;
+    if (a == NULL || a->thread == NULL)
+        return 0;
+    *channel = a->ring->channel;
+    *host = a->thread->host;
+    *idlemax = a->ring->rule.idlemax;
+    return 1;
+}
+
+void core_zsched_maxta_set(struct core_zsched *z, int maxta)
+{
+    z->maxta = maxta;
 }

@@ -48,7 +48,8 @@
  *	  command for its channel in it (conf_rules_load(), decision 116),
  *	  and every transport of the agent type, whatever its scheduler, a
  *	  clause whose command is an external program (decision 129); the
- *	  rules are kept in cf->rules for the queue manager's agents;
+ *	  rules are kept in cf->rules for the queue manager (its agents and
+ *	  its zmailer threads, decisions 125 and 129);
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls);
  *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
@@ -68,8 +69,6 @@
  *	  warning: one large message could fill what is left);
  *	- smtp_connection_cache_time_limit longer than
  *	  smtp_connection_reuse_time_limit, per transport;
- *	- a transport under the zmailer delivery scheduler, which delivers
- *	  as under postfix until its threads are wired (decision 116);
  *	- a transport of the agent type while mail_owner is not root: the
  *	  agents run as mail_owner, not agent_user (decision 131).
  *	The unknown-parameter warnings come even when a later check fails.
@@ -418,7 +417,8 @@ static int rules_cover(const struct conf *conf,
 }
 
 /* scheduler_rules must load (decision 114), and cover its transports;
- * the rules are kept for the queue manager (agents, decision 129). */
+ * kept in *out for the queue manager (agents and zmailer threads,
+ * decisions 125 and 129). */
 static int rules_check(const struct conf *conf,
                        const struct route_table *routes,
                        struct conf_rules **out, char *why, size_t whylen)
@@ -427,6 +427,7 @@ static int rules_check(const struct conf *conf,
     char *path;
     int status;
 
+    *out = NULL;
     if (util_table_path("scheduler_rules",
                         conf_str(conf, NULL, CONF_scheduler_rules), &path, why,
                         whylen) < 0)
@@ -630,15 +631,6 @@ static void combos_warn(const struct conf *conf,
     agent_user_warn(conf, routes, w);
     for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
-        if (zmailer_chosen(conf, route_transport_at(routes, i)))
-            say(w,
-                "transport %s: delivery_scheduler = zmailer: its rules are "
-                "checked, but threads and %s are not used yet: it delivers "
-                "as under the postfix scheduler",
-                route_transport_at(routes, i)->name,
-                route_transport_at(routes, i)->type == ROUTE_AGENT
-                    ? "thread-rings"
-                    : "persistent agents");
     }
 }
 
@@ -695,11 +687,11 @@ fail:
 void daemon_config_free(struct daemon_config *cf)
 {
     route_free(cf->routes);
-    conf_rules_free(cf->rules);
-    cf->rules = NULL;
     conf_free(cf->conf);
     qmgr_tls_free(cf->tls);
     dkim_keys_free(cf->dkim);
+    conf_rules_free(cf->rules);
+    cf->rules = NULL;
     cf->dkim = NULL;
     cf->tls = NULL;
     cf->routes = NULL;

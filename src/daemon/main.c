@@ -76,7 +76,7 @@ struct daemon {
     struct spool *sp;
     struct route_table *routes;
     struct qmgr_tls *tls;     /* until the queue manager takes it */
-    struct conf_rules *rules; /* scheduler_rules: as tls */
+    struct conf_rules *rules; /* scheduler_rules, until it takes them */
     struct dkim_keys *dkim;   /* signing keys; NULL: none (ingress/sign.c) */
     struct dns_resolver *dns;
     struct event_base *base;
@@ -423,22 +423,10 @@ static void config_warn(void *ctx, const char *text)
 }
 
 /* Read and check the configuration and the routing table it names. */
-static int load_config(const char *config, struct conf **conf,
-                       struct route_table **routes, struct qmgr_tls **tls,
-                       struct dkim_keys **dkim, struct conf_rules **rules,
-                       const char **path, char *why, size_t whylen)
+static int load_config(const char *config, struct daemon_config *cf, char *why,
+                       size_t whylen)
 {
-    struct daemon_config cf;
-
-    if (daemon_config_load(config, &cf, config_warn, NULL, why, whylen) < 0)
-        return -1;
-    *conf = cf.conf;
-    *routes = cf.routes;
-    *tls = cf.tls;
-    *dkim = cf.dkim;
-    *rules = cf.rules;
-    *path = cf.path;
-    return 0;
+    return daemon_config_load(config, cf, config_warn, NULL, why, whylen);
 }
 
 /* Parameters read once at start: a change waits for a restart. */
@@ -489,20 +477,24 @@ static void reload(struct daemon *d)
 {
     struct local_params lp = {0};
     struct smtpd_params sp;
+    struct daemon_config cf;
     struct route_table *routes;
     struct qmgr_tls *tls;
     struct dkim_keys *dkim;
-    struct conf_rules *rules;
     struct conf *conf, *sub;
     const char *path;
     char why[1024];
 
-    if (load_config(d->config, &conf, &routes, &tls, &dkim, &rules, &path, why,
-                    sizeof(why)) < 0) {
+    if (load_config(d->config, &cf, why, sizeof(why)) < 0) {
         say(LOG_WARNING, "reload failed, the running configuration stays: %s",
             why);
         return;
     }
+    conf = cf.conf;
+    routes = cf.routes;
+    tls = cf.tls;
+    dkim = cf.dkim;
+    path = cf.path;
     sub = daemon_submission_conf(d->config, conf, why, sizeof(why));
     daemon_smtpd_params(conf, d->queue_directory, &sp);
     sp.dkim = dkim;
@@ -513,7 +505,7 @@ static void reload(struct daemon *d)
         route_free(routes);
         qmgr_tls_free(tls);
         dkim_keys_free(dkim);
-        conf_rules_free(rules);
+        conf_rules_free(cf.rules);
         conf_free(conf);
         conf_free(sub);
         return;
@@ -535,7 +527,7 @@ static void reload(struct daemon *d)
         say(LOG_WARNING, "reload: %s; logging on where it was", why);
     qmgr_reload(d->q, conf, routes);
     qmgr_tls_set(d->q, tls);
-    qmgr_rules_set(d->q, rules);
+    qmgr_rules_set(d->q, cf.rules); /* the old threads run out */
     lp.size_limit = (uint64_t)conf_int(conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -659,17 +651,21 @@ static int start(struct daemon *d)
     struct spool_config cf = {0};
     struct spool_recovery rec = {0};
     struct dns_config dc = {0};
+    struct daemon_config dcf;
     char why[1024];
-    const char *path;
     char *servers;
 
     if (privilege_drop(d) < 0)
         return -1;
-    if (load_config(d->config, &d->conf, &d->routes, &d->tls, &d->dkim,
-                    &d->rules, &path, why, sizeof(why)) < 0) {
+    if (load_config(d->config, &dcf, why, sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
         return -1;
     }
+    d->conf = dcf.conf;
+    d->routes = dcf.routes;
+    d->tls = dcf.tls;
+    d->dkim = dcf.dkim;
+    d->rules = dcf.rules;
     if (daemon_log_file(conf_str(d->conf, NULL, CONF_maillog_file), why,
                         sizeof(why)) < 0) {
         say(LOG_ERR, "%s", why);
@@ -722,7 +718,7 @@ static int start(struct daemon *d)
     qmgr_tls_set(d->q, d->tls);
     d->tls = NULL; /* the queue manager's */
     qmgr_rules_set(d->q, d->rules);
-    d->rules = NULL; /* the queue manager's */
+    d->rules = NULL; /* the queue manager's too */
     lp.size_limit = (uint64_t)conf_int(d->conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;

@@ -131,6 +131,7 @@ void agent_pool_log(struct agent_pool *p, int warning, const char *channel,
 struct agent *agent_pool_take(struct agent_pool *p, const char *key,
                               char *const *argv);
 void agent_pool_put(struct agent_pool *p, struct agent *a);
+void agent_pool_drop(struct agent_pool *p, const char *key, size_t keep);
 void agent_pool_add(struct agent_pool *p, struct agent *a);
 void agent_pool_remove(struct agent_pool *p, struct agent *a);
 int agent_pool_wait(struct agent_pool *p, const char *key);

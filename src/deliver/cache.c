@@ -187,6 +187,8 @@ void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
         if (key_is(e, cache_key, len) && ++seen > keep)
             drop(e, 1);
     }
+    if (c->agents != NULL)
+        agent_pool_drop(c->agents, cache_key, keep);
 }
 
 size_t deliver_cache_idle(const struct deliver_cache *c, const char *cache_key)

@@ -16,6 +16,8 @@
  *	struct agent *agent_pool_take(struct agent_pool *p, const char *key,
  *			char *const *argv)
  *	void	agent_pool_put(struct agent_pool *p, struct agent *a)
+ *	void	agent_pool_drop(struct agent_pool *p, const char *key,
+ *			size_t keep)
  *	int	agent_pool_wait(struct agent_pool *p, const char *key)
  *	void	agent_pool_failed(struct agent_pool *p, const char *key,
  *			int restart_ms)
@@ -32,7 +34,10 @@
  *	recently idle first, so that the oldest are those that reach
  *	idlemax (decision 115's rule); an agent whose key matches but
  *	whose argv differs (the rules changed at a reload) is ended.
- *	agent_pool_put() puts one back, at the head.
+ *	agent_pool_put() puts one back, at the head. agent_pool_drop()
+ *	ends the idle agents under key but the keep most recently idle
+ *	(deliver_cache_trim(): ZMailer's driver ends an agent of its own
+ *	so).
  *
  *	agent_pool_failed() remembers that an agent under key failed:
  *	agent_pool_wait() says for restart_ms afterwards that no new one
@@ -182,6 +187,22 @@ void agent_pool_put(struct agent_pool *p, struct agent *a)
 {
     TAILQ_REMOVE(&p->agents, a, link);
     TAILQ_INSERT_HEAD(&p->agents, a, link);
+}
+
+void agent_pool_drop(struct agent_pool *p, const char *key, size_t keep)
+{
+    struct agent *a, *next;
+    size_t seen = 0;
+
+    for (a = TAILQ_FIRST(&p->agents); a; a = next) {
+        next = TAILQ_NEXT(a, link);
+        if (a->state == AGENT_IDLE && strcmp(a->key, key) == 0 &&
+            ++seen > keep) {
+            agent_pool_log(p, 0, a->channel, "agent pid %ld ended: dropped",
+                           (long)a->pid);
+            agent_end(a, 1);
+        }
+    }
 }
 
 /* The failures whose time is up are forgotten. */

@@ -4,17 +4,15 @@
  * SYNOPSIS
  *	#include "qmgr/qmgr_impl.h"
  *
- *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
+ *	void	qm_agent_log_init(struct qmgr *q)
  *	char	**qm_agent_request(struct qmgr *q,
  *			const struct route_result *r,
  *			struct deliver_request *req, char *key, size_t keylen,
  *			char *why, size_t whylen)
  * DESCRIPTION
- *	qmgr_rules_set() gives the queue manager the rules file that
- *	daemon_config_load() checked (scheduler_rules; NULL: none), in
- *	place of the one it had (freed), at start and at every reload,
- *	and sends the agent pool's log lines to the queue manager's log
- *	under each agent's transport name.
+ *	qm_agent_log_init() sends the agent pool's log lines to the queue
+ *	manager's log under each agent's transport name. The rules file
+ *	(scheduler_rules) is q->rules, set by qmgr_rules_set() (zmailer.c).
  *
  *	qm_agent_request() fills the agent part of a request for a
  *	recipient routed to a transport of the agent type (decision 129):
@@ -27,7 +25,9 @@
  *	The pool key, written into key, is the channel, the rule and the
  *	host when the command has $host, "*" when it has not, so that an
  *	agent serves every host its command can (ZMailer's thread-ring).
- *	It returns the argv (conf_rules_argv_free() once deliver_start()
+ *	Under the zmailer scheduler the request has its key already, the
+ *	driver's agent's (zmailer.c), and keeps it: the driver ends that
+ *	agent itself (idlemax, maxta, a reload). It returns the argv (conf_rules_argv_free() once deliver_start()
  *	has copied the request), or NULL with why when no rule with an
  *	external program matches: the recipients are then deferred.
  */
@@ -53,10 +53,8 @@ static void agent_log_cb(void *ctx, int warning, const char *channel,
                text);
 }
 
-void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
+void qm_agent_log_init(struct qmgr *q)
 {
-    conf_rules_free(q->rules);
-    q->rules = rules;
     deliver_cache_agent_log(q->cache, agent_log_cb, q);
 }
 
@@ -93,9 +91,11 @@ char **qm_agent_request(struct qmgr *q, const struct route_result *r,
         (size_t)conf_int(conf, NULL, CONF_agent_output_line_limit);
     req->agent.output_limit =
         (size_t)conf_int(conf, NULL, CONF_agent_output_limit);
+    req->cache = q->cache;
+    if (req->cache_key != NULL) /* ZMailer's driver: its agent's own key */
+        return (char **)req->agent.argv;
     snprintf(key, keylen, "%s/%d/%s", r->transport, m.index,
              m.per_host ? r->nexthop : "*");
-    req->cache = q->cache;
     req->cache_key = key;
     return (char **)req->agent.argv;
 }

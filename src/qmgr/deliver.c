@@ -5,6 +5,8 @@
  *	#include "qmgr/qmgr_impl.h"
  *
  *	void	qm_dispatch(struct qmgr *q)
+ *	void	qm_delivery_start(struct qmgr *q, struct core_entry *e,
+ *			struct zm_agent *agent)
  *	void	qm_delivery_free(struct qm_delivery *d)
  *	void	qm_delivery_moved(struct qm_delivery *d,
  *			const struct deliver_result *res)
@@ -20,7 +22,12 @@
  *	smtp_connection_cache_destinations; a connection so kept serves
  *	the next delivery to its destination, or to any destination of
  *	its transport that has the same server among its addresses (the
- *	reference's endpoint label). qm_delivery_free() forgets a delivery (the caller has
+ *	reference's endpoint label). Under the zmailer scheduler
+ *	(zmailer.c) an entry is a vertex of a thread instead, and
+ *	qm_delivery_start() runs it when the thread's agent is fed it: its
+ *	connection is the agent's (cached under the agent's key, kept for
+ *	its next vertex), and a hop failure ends the thread's run rather
+ *	than feeding core/'s windows (CORE_HOP_NEUTRAL). qm_delivery_free() forgets a delivery (the caller has
  *	cancelled its session, if any).
  *
  *	An entry of the address probes' pseudo-message (verify.c) takes
@@ -61,6 +68,7 @@
 void qm_delivery_free(struct qm_delivery *d)
 {
     qm_finch_forget(d);
+    qm_zmailer_over(d);
     LIST_REMOVE(d, link);
     if (d->m != NULL) {
         d->m->deliveries--;
@@ -122,6 +130,12 @@ static void delivery_entry_done(struct qm_delivery *d, enum core_hop hop,
 {
     struct core_queue *cq = d->queue;
 
+    if (d->zagent != NULL) {
+        /* ZMailer's threads have no feedback: a failed hop ends the
+         * run, a deferral waits for the rule's retry time */
+        qm_zmailer_entry_done(d, hop == CORE_HOP_FAIL, reason);
+        hop = CORE_HOP_NEUTRAL;
+    }
     core_entry_done(d->e, qm_now_ms(), hop, reason);
     qm_cluster_done(d->q, cq);
     qm_dest_release(cq);
@@ -359,7 +373,15 @@ static void delivery_run(struct qm_delivery *d, const struct dns_result *res,
             req.naddrs = 1;
         }
     }
-    if (req.naddrs > 0 && set.cache.idle_ms > 0 && !d->probe) {
+    if (d->zagent != NULL) {
+        /* the agent's one connection (or process: whatever the request's
+         * transport runs is pooled under cache_key), kept for its next
+         * vertex */
+        req.cache = q->cache;
+        req.cache_limits = set.cache;
+        qm_zmailer_cache(d, &req.cache_key, &req.cache_limits.idle_ms);
+        req.cache_store = 1;
+    } else if (req.naddrs > 0 && set.cache.idle_ms > 0 && !d->probe) {
         req.cache = q->cache;
         req.cache_key = r->key.cache;
         req.cache_limits = set.cache;
@@ -425,13 +447,15 @@ static void delivery_dns_done(void *ctx, struct dns_result *res)
 
 static void delivery_resolve(struct qm_delivery *d);
 
-static void delivery_start(struct qmgr *q, struct core_entry *e)
+void qm_delivery_start(struct qmgr *q, struct core_entry *e,
+                       struct zm_agent *agent)
 {
     struct qm_delivery *d = xcalloc(1, sizeof(*d));
     const struct route_result *r;
 
     d->q = q;
     d->e = e;
+    d->zagent = agent;
     d->queue = core_entry_queue(e);
     d->rcpt = core_entry_rcpts(e, &d->nrcpt);
     if (qm_verify_owns(q, core_entry_message(e))) {
@@ -439,6 +463,7 @@ static void delivery_start(struct qmgr *q, struct core_entry *e)
     } else {
         d->m = core_message_ctx(core_entry_message(e));
         d->m->deliveries++;
+        d->zdeferrals = d->m->deferrals;
     }
     d->dest = core_queue_ctx(d->queue);
     d->cache_store = core_queue_cache_store(d->queue);
@@ -485,8 +510,10 @@ void qm_dispatch(struct qmgr *q)
     if (q->closing || q->draining)
         return;
     while ((e = core_select(q->core, qm_now_ms())) != NULL) {
+        if (qm_zmailer_take(q, e))
+            continue; /* a vertex of its thread now (zmailer.c) */
         qm_cluster_started(q, core_entry_queue(e));
-        delivery_start(q, e);
+        qm_delivery_start(q, e, NULL);
     }
     qm_cluster_poke(q);
     next = core_next_timer(q->core);

@@ -8,7 +8,8 @@
  *	void	qmgr_flush(struct qmgr *q, const struct smtp_node *node,
  *			qmgr_flush_fn *done, void *ctx)
  * DESCRIPTION
- *	See qmgr.h.
+ *	See qmgr.h. Under the zmailer scheduler a flush also releases the
+ *	node's queueonly threads (qm_zmailer_flush()).
  */
 
 #include "qmgr/qmgr_impl.h"
@@ -148,8 +149,9 @@ void qmgr_flush(struct qmgr *q, const struct smtp_node *node,
                 core_queue_flush(cq, qm_now_ms());
         }
     }
-    q->submitting++; /* busy until the changes are in */
-    f->pending = 1;  /* this call's own */
+    qm_zmailer_flush(q, node); /* queueonly threads of the node start */
+    q->submitting++;           /* busy until the changes are in */
+    f->pending = 1;            /* this call's own */
     if (spool_list(q->sp, SPOOL_INDEX_DEFERRED, flush_one, &fs, why,
                    sizeof(why)) < 0)
         qm_log(q, QMGR_LOG_WARNING, "flush: cannot read the queue: %s", why);

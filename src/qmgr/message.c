@@ -301,6 +301,8 @@ static void message_finish(struct qm_msg *m)
         message_unreadable(m, now, "expiry cannot read them");
         break;
     case QMGR_RETRY:
+        if (m->zretry > 0)
+            next = m->zretry; /* the zmailer rules' schedule */
         message_requeue(m, &c, now, next);
         break;
     }

@@ -106,6 +106,7 @@ void qm_outcome_record(struct qm_msg *m, const uint64_t *idx, int n,
                                                      : 0;
         if (r->status == DELIVER_DEFER && r->text)
             snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->text);
+        m->deferrals += r->status == DELIVER_DEFER;
     }
     ch.nresults = (uint32_t)n;
     ch.results = out;

@@ -210,6 +210,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
     q->core = core_create(&cb, q);
     q->inbox = qmgr_inbox_create(base);
     q->cache = deliver_cache_create(base, &cp);
+    qm_agent_log_init(q);
     q->feed_ev = event_new(base, -1, 0, feed_cb, q);
     q->timer_ev = evtimer_new(base, timer_cb, q);
     q->scan_ev = event_new(base, -1, EV_PERSIST, scan_cb, q);
@@ -341,6 +342,7 @@ void qmgr_free(struct qmgr *q)
     /* Writes committed since qmgr_stop() reported here: let them land. */
     qmgr_inbox_free(q->inbox);
     q->inbox = NULL;
+    qm_zmailer_free(q); /* before core/: its vertices are entries */
     if (q->core) {
         struct core_transport *t = NULL;
 

@@ -12,6 +12,7 @@
  *			const struct route_table *routes,
  *			struct dns_resolver *dns, qmgr_log_fn *log, void *ctx)
  *	void	qmgr_wake(struct qmgr *q)
+ *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
  *	void	qmgr_reload(struct qmgr *q, const struct conf *conf,
  *			const struct route_table *routes)
  *	void	qmgr_submit(struct qmgr *q, struct spool_msg *m,
@@ -113,6 +114,14 @@
  *	at once; each delivery reads its transport's settings when it
  *	starts. A transport's job scheduler changes only at a restart
  *	(logged).
+ *
+ *	qmgr_rules_set() gives the queue manager the scheduler rules
+ *	(scheduler_rules, conf_rules_load()) of the zmailer delivery
+ *	scheduler and of the agent transport type (its programs), or
+ *	NULL; they are its own from then on, the ones before
+ *	are freed, and threads that exist run out under the rules they
+ *	were made with (zmailer.c). Call it after qmgr_create() and after
+ *	each qmgr_reload().
  *
  *	qmgr_submit() stores a new message m (taken over) in the spool's
  *	next group commit, and calls done(ctx, status, id, why) on the loop
@@ -276,6 +285,7 @@ struct qmgr *qmgr_create(struct event_base *base, const struct conf *conf,
                          struct spool *sp, const struct route_table *routes,
                          struct dns_resolver *dns, qmgr_log_fn *log, void *ctx);
 void qmgr_wake(struct qmgr *q);
+void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules);
 void qmgr_reload(struct qmgr *q, const struct conf *conf,
                  const struct route_table *routes);
 void qmgr_submit(struct qmgr *q, struct spool_msg *m, const char *origin,
@@ -312,9 +322,6 @@ struct qmgr_tls *qmgr_tls_load(const struct conf *conf,
                                size_t whylen);
 void qmgr_tls_free(struct qmgr_tls *t);
 void qmgr_tls_set(struct qmgr *q, struct qmgr_tls *t);
-
-/* scheduler_rules, for the agent transport type (agent.c). */
-void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules);
 
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;

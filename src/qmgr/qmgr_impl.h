@@ -27,6 +27,7 @@
  *	verify_cache.c	address verification: the answers kept
  *	cluster.c	a cluster on Redis: leases as queue caps, shared destdb
  *	agent.c		the agent transport type: its program from the rules
+ *	zmailer.c	ZMailer's threads and agents driving the deliveries
  *
  *	Only qmgr/ includes this header; everyone else sees qmgr.h.
  */
@@ -62,6 +63,8 @@ struct qm_msg {
     struct qm_batch **batches; /* recipients in memory, by index */
     int nbatches, batch_cap;
     char last_reason[512];
+    long deferrals; /* recipient deferrals recorded while in memory */
+    int64_t zretry; /* zmailer: the rules' next attempt (us), or 0 */
     struct qm_msg *hnext;
     TAILQ_ENTRY(qm_msg) link;
     TAILQ_HEAD(qm_route_jobs, qm_route_job) route_jobs; /* waiting (router.c) */
@@ -104,6 +107,8 @@ struct qm_delivery {
     struct sts_policy sts;     /* its copy, when sts_mode is not none */
     struct qm_tlsa_host *tlsa; /* hosts with TLSA records (tlsrpt.c) */
     size_t ntlsa;
+    struct zm_agent *zagent; /* zmailer: the agent it is fed to */
+    long zdeferrals;         /* zmailer: m->deferrals when fed */
     LIST_ENTRY(qm_delivery) link;
 };
 
@@ -119,7 +124,6 @@ struct qmgr {
     struct qmgr_inbox *inbox;
     struct deliver_cache *cache;
     struct qmgr_tls *tls;     /* NULL: no TLS on delivery */
-    struct conf_rules *rules; /* scheduler_rules, or NULL (agent.c) */
     struct sts *sts;          /* MTA-STS, or NULL: off */
     char sts_last_why[256];   /* the last policy failure logged */
     struct qm_tlsrpt *tlsrpt; /* TLS reporting, or NULL: off */
@@ -158,6 +162,9 @@ struct qmgr {
     struct cluster *cluster;  /* cluster_redis_url's, or NULL */
     int cluster_caps;         /* applying the cluster's caps: no poke */
     int cluster_applying;     /* another member's suspension: no echo */
+    struct conf_rules
+        *rules; /* scheduler_rules, or NULL (agent.c, zmailer.c) */
+    struct qm_zmailer *zmailer; /* made at its first vertex */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -269,6 +276,23 @@ void qm_dest_sweep(struct qmgr *q);
 
 /* deliver.c */
 void qm_dispatch(struct qmgr *q);
+struct zm_agent;
+void qm_delivery_start(struct qmgr *q, struct core_entry *e,
+                       struct zm_agent *agent);
+
+/* zmailer.c */
+struct qm_zmailer;
+int qm_zmailer_take(struct qmgr *q, struct core_entry *e);
+void qm_zmailer_cache(const struct qm_delivery *d, const char **key,
+                      int *idle_ms);
+void qm_zmailer_entry_done(struct qm_delivery *d, int hop_failed,
+                           const char *reason);
+void qm_zmailer_over(struct qm_delivery *d);
+void qm_zmailer_flush(struct qmgr *q, const struct smtp_node *node);
+void qm_zmailer_reload(struct qmgr *q);
+void qm_zmailer_status(const struct qmgr *q, const char *transport,
+                       struct core_zsummary *s);
+void qm_zmailer_free(struct qmgr *q);
 
 /* nexthop.c */
 void qm_addr_list(const struct dns_result *res, struct util_buf *b);
@@ -330,6 +354,7 @@ void qm_tlsrpt_policy_failure(struct qm_delivery *d, enum tlsrpt_result result,
 void qm_tlsrpt_delivery_free(struct qm_delivery *d);
 
 /* An external agent's delivery (agent.c). */
+void qm_agent_log_init(struct qmgr *q);
 char **qm_agent_request(struct qmgr *q, const struct route_result *r,
                         struct deliver_request *req, char *key, size_t keylen,
                         char *why, size_t whylen);

@@ -18,7 +18,9 @@
  *	its limit, deliveries in flight, entries waiting, the feedback's
  *	state (success and failure accumulators, failed pseudo-cohorts),
  *	and whether it is dead, suspended by the operator (sluice suspend)
- *	or paused by a rate delay, why, and for how many seconds more; and the head of each transport's job list (the
+ *	or paused by a rate delay, why, and for how many seconds more;
+ *	under the zmailer scheduler, its threads, thread-rings, agents
+ *	(running and idle) and vertices (qm_zmailer_status()); and the head of each transport's job list (the
  *	first STATUS_JOBS jobs) with their entries and delivery slots.
  *
  *	Destinations come busiest first (entries waiting and in flight),
@@ -32,7 +34,9 @@
  *	"waiting"}, "transports": [{"name",
  *	"scheduler", "busy", "limit", "jobs", "destination_count",
  *	"recipient_pool", "recipient_pool_free", "suspended",
- *	"suspend_reason", "resume_in_s", "destinations": [{"name",
+ *	"suspend_reason", "resume_in_s", "zmailer": {"threads", "rings",
+ *	"agents", "running", "idle", "vertices"} (null under another
+ *	scheduler), "destinations": [{"name",
  *	"window", "limit", "busy", "todo", "success", "failure",
  *	"failed_cohorts", "dead", "suspended", "rate_delayed", "reason",
  *	"retry_in_s"}],
@@ -162,6 +166,35 @@ static void job_out(const struct qmgr *q, struct util_buf *b,
                     j->preempting ? ", preempting" : "");
 }
 
+/* Under the zmailer scheduler: its threads, rings and agents. */
+static void zmailer_out(const struct qmgr *q, const char *transport,
+                        struct util_buf *b, int json)
+{
+    struct core_zsummary z;
+
+    if (strcmp(conf_str(q->conf, transport, CONF_default_delivery_scheduler),
+               "zmailer") != 0) {
+        if (json)
+            util_buf_puts(b, ", \"zmailer\": null");
+        return;
+    }
+    qm_zmailer_status(q, transport, &z);
+    if (json) {
+        util_buf_printf(b,
+                        ", \"zmailer\": {\"threads\": %zu, \"rings\": %zu, "
+                        "\"agents\": %d, \"running\": %d, \"idle\": %d, "
+                        "\"vertices\": %zu}",
+                        z.threads, z.rings, z.agents, z.running, z.idle,
+                        z.vertices);
+        return;
+    }
+    util_buf_printf(b,
+                    "  zmailer: %zu threads in %zu rings, %d agents (%d "
+                    "running, %d idle), %zu vertices\n",
+                    z.threads, z.rings, z.agents, z.running, z.idle,
+                    z.vertices);
+}
+
 static void transport_out(struct qmgr *q, const struct core_transport *t,
                           struct util_buf *b, int json, long max_dest,
                           core_time_t now)
@@ -197,6 +230,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
         util_buf_puts(b, ", \"resume_in_s\": ");
         json_seconds(b, ts.suspended ? seconds_until(ts.suspended_until, now)
                                      : -1);
+        zmailer_out(q, ts.name, b, 1);
         util_buf_puts(b, ", \"destinations\": [");
         for (size_t i = 0; i < shown; i++) {
             util_buf_puts(b, i ? ", " : "");
@@ -231,6 +265,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
             util_buf_printf(b, "  suspended: %s\n",
                             ts.suspend_reason ? ts.suspend_reason : "");
     }
+    zmailer_out(q, ts.name, b, 0);
     if (n > 0)
         util_buf_printf(b, "  %-40s %9s %5s %6s\n", "destination", "window",
                         "busy", "todo");

@@ -41,15 +41,15 @@ printf 'mdir/*  idlemax=2s\n\tcommand="%s %s/mail"\n' "$maildir" "$tmp" \
     >"$tmp/rules"
 
 # Under the zmailer scheduler an agent transport is accepted (decision 116's
-# check), with its warning.
+# check), and run by its threads (below).
 printf '%s\n' "scheduler_rules = $tmp/rules" "mdir_delivery_scheduler = zmailer" \
     >>"$tmp/c.conf"
 sed -i "/rules.bad/d" "$tmp/c.conf"
 "$build/sluice" -c "$tmp/c.conf" config >/dev/null 2>"$tmp/c.err"
 expect "sluice config takes an agent transport under zmailer" 0 $?
-grep -q -F 'transport mdir: delivery_scheduler = zmailer: its rules are checked, but threads and thread-rings are not used yet' \
-    "$tmp/c.err" && ok "... and says what it does not do yet" ||
-    not_ok "... and says what it does not do yet"
+grep -q -F 'delivery_scheduler = zmailer' "$tmp/c.err" &&
+    not_ok "... with no warning about its scheduler" ||
+    ok "... with no warning about its scheduler"
 grep -q -F 'transport mdir: type agent: sluiced runs as mail_owner sluice, which cannot change users: its agents run as sluice, not as agent_user nobody' \
     "$tmp/c.err" && ok "a mail_owner that is not root: a warning" ||
     not_ok "a mail_owner that is not root: a warning"
@@ -107,6 +107,41 @@ wait_for 3 sh -c "! test -e /proc/$pid" &&
     ok "and is reaped (no zombie)" || not_ok "and is reaped (no zombie)"
 grep -q "agent pid $pid killed by signal 15" "$tmp/d/log" &&
     ok "its end is logged" || not_ok "its end is logged"
+
+kill "$sluiced_pid"
+wait "$sluiced_pid"
+
+# Under zmailer: the thread (mdir, a.test) is fed its vertices down one
+# agent, which its ring's idle pool keeps between them.
+mkdir -m 777 "$tmp/mail/z"
+printf 'mdir/*  idlemax=30s\n\tcommand="%s %s/mail/z"\n' "$maildir" "$tmp" \
+    >"$tmp/rules.z"
+if sluiced_start "$tmp/z" "transports = smtp:smtp, mdir:agent
+mdir_delivery_scheduler = zmailer
+scheduler_rules = $tmp/rules.z"; then
+    for i in 1 2 3; do
+        printf 'Subject: z%s\n\nbody\n' $i |
+            "$build/sluice" -c "$tmp/z/sluice.conf" sendmail -f s@sluice.test "z$i@a.test"
+    done
+    zsent() { [ "$(grep -c 'status=sent' "$tmp/z/log")" -ge 3 ]; }
+    wait_for 5 zsent && ok "zmailer: three messages through the agent" ||
+        { not_ok "zmailer: three messages through the agent"; tail -5 "$tmp/z/log" | sed 's/^/#   /'; }
+    expect "zmailer: one copy each" 3 "$(ls "$tmp/mail/z/new" | wc -l)"
+    expect "zmailer: one agent started" 1 \
+        "$(grep -c 'mdir\[[0-9]*\]: agent started: pid' "$tmp/z/log")"
+    "$build/sluice" -c "$tmp/z/sluice.conf" status | grep -q 'in 1 rings, 1 agents (0 running, 1 idle)' &&
+        ok "zmailer: sluice status shows the idle agent of the ring" ||
+        { not_ok "zmailer: sluice status shows the idle agent of the ring"; "$build/sluice" -c "$tmp/z/sluice.conf" status | grep zmailer | sed 's/^/#   /'; }
+    zpid=$(sed -n 's/.*agent started: pid \([0-9]*\):.*/\1/p' "$tmp/z/log" | head -1)
+    kill "$sluiced_pid"
+    wait "$sluiced_pid"
+    wait_for 3 sh -c "! test -e /proc/$zpid" &&
+        ok "zmailer: the agent ends with sluiced" ||
+        not_ok "zmailer: the agent ends with sluiced"
+else
+    not_ok "sluiced starts an agent transport under zmailer"
+    sed 's/^/#   /' "$tmp/z/log"
+fi
 
 # The same program once per message, as pipe(8) runs it.
 printf 'Subject: x\n\nbody\n' | "$maildir" -f s@x.test "$tmp/m2" p@x.test q@x.test

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -597,6 +598,109 @@ static void test_nothing_lost_property(void **state)
     core_zsched_free(z);
 }
 
+/* What sluice status shows of a channel, and whose thread an agent runs
+ * (the daemon names its agent's host in the log from it). */
+static void test_summary_and_agent_thread(void **state)
+{
+    struct core_zsched *z = zs(0);
+    struct core_zstart_result r;
+    struct core_zsummary s;
+    const char *channel, *host;
+    core_time_t idlemax;
+    uint64_t v;
+
+    (void)state;
+    add(z, &host_rule, "smtp", "a", 1, 0, 0, &r);
+    add(z, &host_rule, "smtp", "a", 2, 0, 0, &r);
+    add(z, &host_rule, "smtp", "b", 3, 5 * SEC, 0, &r);
+    add(z, &smtp_rule, "lmtp", "c", 4, 0, 0, &r);
+    core_zsched_summary(z, "smtp", &s);
+    assert_int_equal(s.rings, 2); /* $host: a ring per host */
+    assert_int_equal(s.threads, 2);
+    assert_int_equal(s.vertices, 3);
+    assert_int_equal(s.agents, 1);
+    assert_int_equal(s.running, 1);
+    assert_int_equal(s.idle, 0);
+    assert_int_equal(core_zsched_agent_thread(z, 1, &channel, &host, &idlemax),
+                     1);
+    assert_string_equal(channel, "smtp");
+    assert_string_equal(host, "a");
+    assert_int_equal(idlemax, 60 * SEC);
+    /* agent 1 runs a dry: idle, running no thread */
+    while (core_zsched_next_vertex(z, 1, 0, &v))
+        core_zsched_vertex_done(z, 1, v, -1);
+    assert_int_equal(core_zsched_agent_thread(z, 1, &channel, &host, &idlemax),
+                     0);
+    assert_string_equal(host, "");
+    assert_int_equal(core_zsched_agent_thread(z, 99, &channel, &host, &idlemax),
+                     0);
+    core_zsched_summary(z, "smtp", &s);
+    assert_int_equal(s.threads, 1);
+    assert_int_equal(s.vertices, 1);
+    assert_int_equal(s.idle, 1);
+    assert_int_equal(s.running, 0);
+    core_zsched_summary(z, "lmtp", &s);
+    assert_int_equal(s.rings, 1);
+    assert_int_equal(s.vertices, 1);
+    core_zsched_summary(z, "none", &s);
+    assert_int_equal(s.rings + s.threads + s.vertices, 0);
+    core_zsched_free(z);
+}
+
+/* A reload's maxta: lowered, no new agent starts while as many run;
+ * raised, the waiting thread starts at its next agenda. */
+static void test_maxta_set(void **state)
+{
+    struct core_zsched *z = zs(1);
+    struct core_zstart_result r, started[2];
+
+    (void)state;
+    add(z, &smtp_rule, "smtp", "a", 1, 0, 0, &r);
+    assert_int_equal(r.how, CORE_ZSTART_NEW);
+    add(z, &smtp_rule, "smtp", "b", 2, 0, 0, &r);
+    assert_int_equal(r.how, CORE_ZSTART_LIMIT);
+    core_zsched_maxta_set(z, 2);
+    assert_int_equal(core_zsched_agenda(z, 29 * SEC, started, 2), 0);
+    assert_int_equal(core_zsched_next_timer(z), 30 * SEC);
+    assert_int_equal(core_zsched_agenda(z, 30 * SEC, started, 2), 1);
+    assert_int_equal(started[0].how, CORE_ZSTART_NEW);
+    core_zsched_maxta_set(z, 1);
+    add(z, &smtp_rule, "smtp", "c", 3, 30 * SEC, 30 * SEC, &r);
+    assert_int_equal(r.how, CORE_ZSTART_LIMIT);
+    core_zsched_free(z);
+}
+
+/* The wake-up heap and the tables behind the same functions: many
+ * threads, due at many times, come out of the agenda in time order,
+ * each taking the ring's one agent in turn. */
+static void test_agenda_in_time_order(void **state)
+{
+    struct core_zsched *z = zs(0);
+    struct core_zstart_result r, started[1];
+    char host[16];
+    uint64_t v;
+
+    (void)state;
+    for (int i = 0; i < 500; i++) {
+        snprintf(host, sizeof(host), "h%d", i);
+        /* wake-ups 1..500 s, scattered */
+        add(z, &smtp_rule, "smtp", host, (uint64_t)i + 1,
+            (core_time_t)(((i * 7919) % 500) + 1) * SEC, 0, &r);
+        assert_int_equal(r.how, CORE_ZSTART_NOT_DUE);
+    }
+    for (core_time_t t = 1; t <= 500; t++) {
+        assert_int_equal(core_zsched_next_timer(z), t * SEC);
+        assert_int_equal(core_zsched_agenda(z, t * SEC, started, 1), 1);
+        assert_int_equal(
+            core_zsched_next_vertex(z, started[0].agent, t * SEC, &v), 1);
+        assert_int_equal(((v - 1) * 7919) % 500 + 1, t);
+        core_zsched_vertex_done(z, started[0].agent, v, -1);
+        assert_int_equal(
+            core_zsched_next_vertex(z, started[0].agent, t * SEC, &v), 0);
+    }
+    core_zsched_free(z);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -617,6 +721,9 @@ int main(void)
         cmocka_unit_test(test_queueonly_released_by_etrn),
         cmocka_unit_test(test_agent_gone),
         cmocka_unit_test(test_nothing_lost_property),
+        cmocka_unit_test(test_summary_and_agent_thread),
+        cmocka_unit_test(test_maxta_set),
+        cmocka_unit_test(test_agenda_in_time_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
