@@ -75,8 +75,8 @@ struct deliver_waiter {
 
 struct deliver_conn {
     struct bufferevent *bev;
-    char peer[400];    /* "host[addr]", for reasons */
-    char relay[512];   /* "host[addr]:port", for relay= */
+    char peer[400];     /* "host[addr]", for reasons */
+    char relay[512];    /* "host[addr]:port", for relay= */
     char endpoint[160]; /* "addr:port", its second key's */
     unsigned features;
     uint64_t size_limit;
