@@ -92,7 +92,7 @@ void cluster_go_alone(struct cluster *c, const char *why)
         return;
     c->state = CL_ALONE;
     c->alone_members = c->members;
-    c->grace_end = util_clock_mono_ms() + c->lease_ms;
+    cluster_alone_begin(c);
     cluster_log(c, 1,
                 "cluster %s: Redis at %s unavailable (%s): deciding alone "
                 "with 1/%d of each destination's limit",
@@ -325,12 +325,14 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
         return -1;
     c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    c->alone_ms = cfg->alone_ms >= 0 ? cfg->alone_ms : 60000;
     tick_arm(c);
     tag = tag_of(cfg);
     if (strcmp(cfg->url, c->url_text) == 0 && strcmp(tag, c->tag) == 0) {
         free(tag);
         return 0;
     }
+    c->ok_sent_at = 0; /* unknown there: 1 per destination until joined */
     cluster_go_alone(c, "the configuration names another cluster");
     if (c->ac != NULL) {
         redisAsyncContext *ac = c->ac;
@@ -371,6 +373,7 @@ struct cluster *cluster_create(struct event_base *base,
     c->tag = tag_of(cfg);
     c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    c->alone_ms = cfg->alone_ms >= 0 ? cfg->alone_ms : 60000;
     c->cb = *cb;
     c->members = 1;
     c->leases = cluster_leases_create();
@@ -404,6 +407,8 @@ void cluster_free(struct cluster *c)
     event_free(c->retry_ev);
     event_free(c->tick_ev);
     event_free(c->wait_ev);
+    if (c->deadline_ev != NULL)
+        event_free(c->deadline_ev);
     cluster_leases_free(c->leases);
     cluster_shared_clear(&c->susp);
     cluster_shared_clear(&c->dead);
@@ -436,22 +441,16 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
     cluster_leases_demand(c->leases, name, limit, want, busy);
 }
 
-/*
- * For a lease time after it goes alone, a queue keeps no more than the
- * leases it held: the others' leases, and their deliveries, are still
- * good for that long.
- */
+/* Alone, a queue's cap is bounded in time (alone.c, decision 120). */
 int cluster_cap(const struct cluster *c, const char *name, int limit)
 {
     int cap = cluster_leases_cap(c->leases, name, limit, c->state != CL_ALONE,
                                  c->members);
-    int held;
 
-    if (c->state == CL_ALONE && cap > 0 &&
-        c->grace_end > util_clock_mono_ms() &&
-        (held = cluster_leases_cap(c->leases, name, limit, 1, 1)) < cap)
-        cap = held;
-    return cap;
+    if (c->state != CL_ALONE || cap <= 0)
+        return cap;
+    return cluster_alone_cap(&c->alone, util_clock_mono_ms(), cap,
+                             cluster_leases_cap(c->leases, name, limit, 1, 1));
 }
 
 void cluster_rate(struct cluster *c, const char *name, int kind, int count,

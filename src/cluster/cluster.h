@@ -12,6 +12,8 @@
  *	int	cluster_share(int limit, int members)
  *	int	cluster_conns(int busy, int idle, int pending)
  *	int	cluster_idle_keep(int cap, int busy, int idle, int pending)
+ *	int	cluster_alone_cap(const struct cluster_alone *a,
+ *			int64_t now, int share, int held)
  *
  *	struct cluster_leases *cluster_leases_create(void)
  *	void	cluster_leases_free(struct cluster_leases *t)
@@ -96,6 +98,11 @@
  *	cluster_share() is a member's share of a limit when it decides
  *	alone: limit divided by the live members it last knew, rounded
  *	down, at least 1 (0: no limit).
+ *
+ *	cluster_alone_cap() is a queue's cap while the member is cut off
+ *	from Redis (alone.c, decision 120): 1 before it ever had a reply,
+ *	no more than the leases it held until a->grace_end, its share until
+ *	a->deadline (cluster_alone_time after its last sync), 1 after.
  *
  *	cluster_conns() is how many connections a queue's leases must
  *	cover: its deliveries in flight (busy), each with a connection or
@@ -185,6 +192,16 @@ int cluster_url_parse(const char *text, struct cluster_url *u, char *why,
                       size_t whylen);
 int cluster_share(int limit, int members);
 int cluster_conns(int busy, int idle, int pending);
+
+/* A member cut off from Redis (decision 120): monotonic ms. */
+struct cluster_alone {
+    int known;         /* it had a reply from this cluster */
+    int64_t grace_end; /* until then: no more than the leases held */
+    int64_t deadline;  /* from then on: 1 per destination */
+};
+
+int cluster_alone_cap(const struct cluster_alone *a, int64_t now, int share,
+                      int held);
 int cluster_idle_keep(int cap, int busy, int idle, int pending);
 
 struct cluster_leases;
@@ -287,6 +304,7 @@ struct cluster_config {
     const char *member; /* this daemon: host name and process id */
     int64_t lease_ms;   /* cluster_lease_time */
     int64_t timeout_ms; /* cluster_redis_timeout */
+    int64_t alone_ms;   /* cluster_alone_time */
 };
 
 struct cluster_callbacks {

@@ -27,9 +27,13 @@ struct cluster {
     redisAsyncContext *ac;
     enum cluster_state state;
     int ever_joined, members;
-    int alone_members;     /* members known when it went alone */
-    int64_t probation_end; /* after a rejoin: wants capped by the share */
-    int64_t grace_end;     /* after going alone: caps by the leases held */
+    int alone_members;          /* members known when it went alone */
+    int64_t probation_end;      /* after a rejoin: wants capped by the share */
+    int64_t alone_ms;           /* cluster_alone_time (decision 120) */
+    int64_t sent_at;            /* the sync in flight left (monotonic ms) */
+    int64_t ok_sent_at;         /* the last sync Redis answered left */
+    struct cluster_alone alone; /* the caps while alone (alone.c) */
+    struct event *deadline_ev;  /* alone: the share's end */
     struct cluster_leases *leases;
     struct cluster_lease_req *reqs; /* of the sync in flight */
     size_t nreqs;
@@ -53,6 +57,7 @@ void cluster_drop(struct cluster *c);
 void cluster_sync_send(struct cluster *c);
 void cluster_rate_wait(struct cluster *c, int64_t ms);
 void cluster_susp_unsent(struct cluster *c);
+void cluster_alone_begin(struct cluster *c);
 
 extern const char cluster_sync_script[];
 

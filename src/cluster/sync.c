@@ -74,11 +74,12 @@ static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 4 + 4 * c->nreqs);
+    arg_fmt(a, "%zu", 5 + 4 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
     arg_fmt(a, "%ssuspend", c->tag);
     arg_fmt(a, "%sdead", c->tag);
+    arg_fmt(a, "%sseen", c->tag);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
@@ -89,6 +90,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
     arg_fmt(a, "%lld", (long long)c->lease_ms);
     arg_fmt(a, "%d", c->pull);
     arg_fmt(a, "%zu", c->nreqs);
+    arg_fmt(a, "%lld", (long long)c->alone_ms);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%d", c->reqs[i].limit);
         arg_fmt(a, "%d", c->reqs[i].want);
@@ -263,6 +265,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
         redisAsyncDisconnect(ac);
         return;
     }
+    c->ok_sent_at = c->sent_at;
     cluster_shared_sent(&c->susp); /* Redis has them */
     cluster_shared_sent(&c->dead);
     cluster_go_joined(c);
@@ -283,6 +286,7 @@ void cluster_sync_send(struct cluster *c)
     c->nreqs = cluster_leases_round(c->leases, &c->reqs);
     sync_args(c, &a);
     c->seq = ++c->next_seq;
+    c->sent_at = util_clock_mono_ms();
     if (redisAsyncCommandArgv(c->ac, on_reply, (void *)(uintptr_t)c->seq,
                               a.argc, a.argv, a.len) != REDIS_OK)
         c->seq = 0;

@@ -318,6 +318,7 @@ static struct cluster_config cluster_cfg(struct qmgr *q, const char *member)
         .member = member,
         .lease_ms = conf_time_ms(q->conf, NULL, CONF_cluster_lease_time),
         .timeout_ms = conf_time_ms(q->conf, NULL, CONF_cluster_redis_timeout),
+        .alone_ms = conf_time_ms(q->conf, NULL, CONF_cluster_alone_time),
     };
 }
 

@@ -156,6 +156,7 @@ static const struct {
     {"destdb_record_lifetime", 300000, 's'},
     {"cluster_lease_time", 3000, 's'},
     {"cluster_redis_timeout", 500, 's'},
+    {"cluster_alone_time", 60000, 's'},
     {"default_transport_rate_delay", 0, 's'},
     {"default_recipient_refill_delay", 5000, 's'},
     {"transport_retry_time", 60000, 's'},
@@ -397,9 +398,10 @@ static void test_table_has_every_parameter(void **state)
      * (1 string, 1 boolean, 4 integers, 5 times); a cluster on Redis: 3
      * strings and 2 times (decision 100); the cluster's destination rate,
      * 1 string (decision 102); its connection rate, 1 string (decision
-     * 112); ZMailer's scheduler rules file, 1 string (decision 114).
+     * 112); ZMailer's scheduler rules file, 1 string (decision 114);
+     * cluster_alone_time, 1 time (decision 120).
      */
-    assert_int_equal(conf_param_count, 175);
+    assert_int_equal(conf_param_count, 176);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);
