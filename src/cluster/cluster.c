@@ -332,7 +332,8 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
         free(tag);
         return 0;
     }
-    c->ok_sent_at = 0; /* unknown there: 1 per destination until joined */
+    c->ok_sent_at = 0;   /* unknown there: 1 per destination until joined */
+    c->recent_seen = -1; /* its records: from the first sync on */
     cluster_go_alone(c, "the configuration names another cluster");
     if (c->ac != NULL) {
         redisAsyncContext *ac = c->ac;
@@ -376,6 +377,7 @@ struct cluster *cluster_create(struct event_base *base,
     c->alone_ms = cfg->alone_ms >= 0 ? cfg->alone_ms : 60000;
     c->cb = *cb;
     c->members = 1;
+    c->recent_seen = -1;
     c->leases = cluster_leases_create();
     c->sync_ev = evtimer_new(base, sync_cb, c);
     c->timeout_ev = evtimer_new(base, timeout_cb, c);
@@ -511,13 +513,13 @@ int cluster_members(const struct cluster *c)
     return c->members;
 }
 
-void cluster_fact_publish(struct cluster *c, const char *host,
+void cluster_fact_publish(struct cluster *c, const char *host, int kind,
                           int64_t retry_wall)
 {
     struct cluster_fact_out *f;
 
     for (size_t i = 0; i < c->nfacts; i++)
-        if (strcmp(c->facts[i].host, host) == 0) {
+        if (c->facts[i].kind == kind && strcmp(c->facts[i].host, host) == 0) {
             c->facts[i].retry_wall = retry_wall;
             return;
         }
@@ -527,6 +529,7 @@ void cluster_fact_publish(struct cluster *c, const char *host,
     }
     f = &c->facts[c->nfacts++];
     snprintf(f->host, sizeof(f->host), "%s", host);
+    f->kind = kind;
     f->retry_wall = retry_wall;
     cluster_poke(c);
 }

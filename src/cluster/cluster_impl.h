@@ -12,8 +12,14 @@
 
 enum cluster_state { CL_JOINING, CL_JOINED, CL_ALONE };
 
+/* A host fact to publish: a failure or recovery (CLUSTER_FACT_RETRY,
+ * retry_wall 0: recovered), a connection closed (CLUSTER_FACT_CLOSE,
+ * when, wall-clock ms): decision 121. */
+enum { CLUSTER_FACT_RETRY = 'F', CLUSTER_FACT_CLOSE = 'C' };
+
 struct cluster_fact_out {
     char host[128];
+    int kind;
     int64_t retry_wall;
 };
 
@@ -41,6 +47,7 @@ struct cluster {
     int dirty, pull;
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
+    long long recent_seen; /* the last connection record applied */
     struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
     struct event *wait_ev;      /* a rate fits one more start */
     struct core_destdb *destdb; /* cluster_destdb()'s, while it lives */
@@ -61,11 +68,14 @@ void cluster_alone_begin(struct cluster *c);
 
 extern const char cluster_sync_script[];
 
-/* A host fact to publish: retry_wall 0 withdraws it. */
-void cluster_fact_publish(struct cluster *c, const char *host,
+/* A host fact to publish: retry_wall 0 withdraws a failure. */
+void cluster_fact_publish(struct cluster *c, const char *host, int kind,
                           int64_t retry_wall);
 /* Another member's fact, into the wrapped destdb. */
 void cluster_destdb_apply(struct core_destdb *db, const char *host,
                           int64_t retry_wall);
+/* Another member's connection to host closed at when (wall-clock ms). */
+void cluster_destdb_closed(struct core_destdb *db, const char *host,
+                           int64_t when_wall);
 
 #endif

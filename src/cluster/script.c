@@ -13,8 +13,9 @@
  *	hash (destination to its end, wall-clock ms, 0: until resumed),
  *	KEYS[4] the dead destinations' hash ("TRANSPORT:QUEUE" to "REVIVAL
  *	REASON", wall-clock ms), KEYS[5] the members' hash of the live
- *	count each was last told (its share's divisor), then for each
- *	queue its
+ *	count each was last told (its share's divisor), KEYS[6] the
+ *	connection records' capped list and KEYS[7] their sequence number,
+ *	then for each queue its
  *	lease sorted set ("MEMBER:SLOT" scored by expiry), its want hash
  *	(member to "WANT EXPIRY"), its message rate's and its connection
  *	rate's theoretical arrival times (GCRA). ARGV: member, lease time
@@ -25,7 +26,16 @@
  *	and HOST RETRY per fact, then the suspension count and DEST UNTIL
  *	per suspension (UNTIL -1: resumed), then the dead count and DEST
  *	REVIVAL REASON per dead destination (REVIVAL -1: revived; a later
- *	revival replaces an earlier one).
+ *	revival replaces an earlier one), then the close count and HOST
+ *	WHEN per connection closed, then the sequence number of the last
+ *	connection record the member applied (-1: none yet).
+ *
+ *	Connection records (decision 121): each failure published and each
+ *	close goes on a list, newest first, "SEQ MEMBER KIND HOST WHEN"
+ *	(KIND F: failed, WHEN its retry time; C: closed, WHEN its time),
+ *	kept to 256 entries; each sync returns the other members' records
+ *	newer than the member's, so a failure reaches every member at its
+ *	next sync, not at its next pull.
  *
  *	Time is Redis's own (TIME), so members' clocks need not agree for
  *	leases. Per queue: expired leases and wants go; this member's
@@ -51,7 +61,10 @@
  *	It returns { live members, { leases held per queue }, { HOST,
  *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
  *	or -1, { DEST, UNTIL, ... } or 0, { target per queue },
- *	{ connections per queue }, { DEST, "REVIVAL REASON", ... } or 0 }
+ *	{ connections per queue }, { DEST, "REVIVAL REASON", ... } or 0,
+ *	{ SEQ, BEHIND, KIND, HOST, WHEN, ... } }, BEHIND 1 when records
+ *	newer than the member's were lost to the cap (or the count started
+ *	again): it pulls the hosts then
  *	(the hosts, the suspensions and the dead destinations only when
  *	pulled). A queue's target may be below the leases it holds (BUSY
  *	kept them): it runs no more than the target and closes the idle
@@ -98,12 +111,12 @@ const char cluster_sync_script[] =
     "  return n\n"
     "end\n"
     "for q = 1, nq do\n"
-    "  local L, W = KEYS[4 * q + 2], KEYS[4 * q + 3]\n"
+    "  local L, W = KEYS[4 * q + 4], KEYS[4 * q + 5]\n"
     "  local limit, want = tonumber(ARGV[a]), tonumber(ARGV[a + 1])\n"
     "  local busy = tonumber(ARGV[a + 2])\n"
-    "  tokens[q] = gcra(KEYS[4 * q + 4], tonumber(ARGV[a + 3]),\n"
+    "  tokens[q] = gcra(KEYS[4 * q + 6], tonumber(ARGV[a + 3]),\n"
     "    tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))\n"
-    "  ctokens[q] = gcra(KEYS[4 * q + 5], tonumber(ARGV[a + 6]),\n"
+    "  ctokens[q] = gcra(KEYS[4 * q + 7], tonumber(ARGV[a + 6]),\n"
     "    tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))\n"
     "  a = a + 9\n"
     "  grants[q], targets[q] = 0, 0\n"
@@ -176,6 +189,13 @@ const char cluster_sync_script[] =
     "  grants[q], targets[q] = count, target\n"
     "  end\n"
     "end\n"
+    "local records = 0\n"
+    "local function record(kind, host, wall)\n"
+    "  local s = redis.call('INCR', KEYS[7])\n"
+    "  redis.call('LPUSH', KEYS[6], s .. ' ' .. member .. ' ' .. kind .. "
+    "' ' .. host .. ' ' .. wall)\n"
+    "  records = records + 1\n"
+    "end\n"
     "local nf = tonumber(ARGV[a])\n"
     "a = a + 1\n"
     "for f = 1, nf do\n"
@@ -183,6 +203,7 @@ const char cluster_sync_script[] =
     "  a = a + 2\n"
     "  if retry == 0 then redis.call('HDEL', KEYS[2], host)\n"
     "  else\n"
+    "    record('F', host, retry)\n"
     "    local old = tonumber(redis.call('HGET', KEYS[2], host) or '0')\n"
     "    if retry > old then redis.call('HSET', KEYS[2], host, retry) end\n"
     "  end\n"
@@ -209,6 +230,35 @@ const char cluster_sync_script[] =
     "  end\n"
     "end\n"
     "if nd > 0 then redis.call('PEXPIRE', KEYS[4], 86400000) end\n"
+    "local nc = tonumber(ARGV[a])\n"
+    "a = a + 1\n"
+    "for i = 1, nc do\n"
+    "  record('C', ARGV[a], tonumber(ARGV[a + 1]))\n"
+    "  a = a + 2\n"
+    "end\n"
+    "if records > 0 then\n"
+    "  redis.call('LTRIM', KEYS[6], 0, 255)\n"
+    "  redis.call('PEXPIRE', KEYS[6], 86400000)\n"
+    "  redis.call('PEXPIRE', KEYS[7], 86400000)\n"
+    "end\n"
+    "local seen = tonumber(ARGV[a])\n"
+    "local cur = tonumber(redis.call('GET', KEYS[7]) or '0')\n"
+    "local recent, oldest = {cur, 0}, cur + 1\n"
+    "if seen > cur then recent[2] = 1\n"
+    "elseif seen >= 0 and seen < cur then\n"
+    "  for _, e in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do\n"
+    "    local s, who, kind, host, wall =\n"
+    "      string.match(e, '^(%d+) (%S+) ([FC]) (%S+) (%d+)$')\n"
+    "    if not s or tonumber(s) <= seen then break end\n"
+    "    oldest = tonumber(s)\n"
+    "    if who ~= member then\n"
+    "      recent[#recent + 1] = kind\n"
+    "      recent[#recent + 1] = host\n"
+    "      recent[#recent + 1] = wall\n"
+    "    end\n"
+    "  end\n"
+    "  if oldest > seen + 1 then recent[2] = 1 end\n"
+    "end\n"
     "local facts, susp, dead = {}, 0, 0\n"
     "if pull == '1' then\n"
     "  local kv = redis.call('HGETALL', KEYS[2])\n"
@@ -237,4 +287,4 @@ const char cluster_sync_script[] =
     "  end\n"
     "end\n"
     "return { live, grants, facts, tokens, minwait, susp, targets, "
-    "ctokens, dead }\n";
+    "ctokens, dead, recent }\n";
