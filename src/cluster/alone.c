@@ -10,6 +10,11 @@
  *	#include "cluster/cluster_impl.h"
  *
  *	void	cluster_alone_begin(struct cluster *c)
+ *
+ *	#include "cluster/cluster.h"
+ *
+ *	int	cluster_idle_cap(const struct cluster *c, const char *name,
+ *			int limit)
  * DESCRIPTION
  *	A member that loses Redis cannot tell "Redis is down for all" from
  *	"only I am cut off", and the others cannot tell it from a member
@@ -35,7 +40,10 @@
  *
  *	from a->deadline on, 1: the others take the whole limit again, so
  *	that a member killed does not keep its share from them; 1 and not
- *	0, so that no mail waits for Redis.
+ *	0, so that no mail waits for Redis. An idle connection delivers no
+ *	mail, so then none stays: cluster_idle_cap() is the cap the idle
+ *	connections of a queue are trimmed to (cluster_idle_keep()), 0
+ *	then (and before the first reply), the queue's cap otherwise.
  *
  *	cluster_alone_begin() sets these times as the member goes alone,
  *	and arms a timer that applies the caps again at the deadline, not
@@ -65,11 +73,30 @@ int cluster_alone_cap(const struct cluster_alone *a, int64_t now, int share,
     return cap;
 }
 
+int cluster_idle_cap(const struct cluster *c, const char *name, int limit)
+{
+    int cap = cluster_cap(c, name, limit);
+
+    if (c->state == CL_ALONE && cap > 0 &&
+        (!c->alone.known || util_clock_mono_ms() >= c->alone.deadline))
+        return 0;
+    return cap;
+}
+
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct cluster *c = arg;
+    int64_t left = c->alone.deadline - util_clock_mono_ms();
+    struct timeval tv = {0, 1000};
+
     (void)fd;
     (void)what;
-    cluster_caps(arg);
+    if (left > 0) { /* libevent's clock ran ahead of ours: not yet */
+        tv.tv_usec = (suseconds_t)(left < 1000 ? left * 1000 : 999000);
+        evtimer_add(c->deadline_ev, &tv);
+        return;
+    }
+    cluster_caps(c);
 }
 
 void cluster_alone_begin(struct cluster *c)

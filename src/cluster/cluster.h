@@ -64,6 +64,8 @@
  *			int limit, int want, int busy)
  *	int	cluster_cap(const struct cluster *c, const char *name,
  *			int limit)
+ *	int	cluster_idle_cap(const struct cluster *c, const char *name,
+ *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
  *	void	cluster_rate(struct cluster *c, const char *name, int kind,
@@ -155,7 +157,9 @@
  *	or prefix: it leaves for that cluster); cluster_poke() asks for a sync soon (demand changed); at
  *	each sync the demand callback names every queue's demand with
  *	cluster_demand(), and after each reply or change of state the caps
- *	callback reads cluster_cap() for each queue. cluster_rate(),
+ *	callback reads cluster_cap() for each queue, and trims its idle
+ *	connections to cluster_idle_cap() (the same but alone past the
+ *	share's end: 0, decision 120). cluster_rate(),
  *	cluster_tokens() and cluster_spend() are the lease table's for a
  *	queue's rate; alone, the member grants its tokens itself from its
  *	share of the rate. cluster_suspend() publishes a suspension made
@@ -326,6 +330,7 @@ void cluster_poke(struct cluster *c);
 void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);
 int cluster_cap(const struct cluster *c, const char *name, int limit);
+int cluster_idle_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
 void cluster_dead(struct cluster *c, const char *name, int64_t until,

@@ -49,14 +49,18 @@
  *	grants up to its WANT starts by GCRA (rate.c's arithmetic, on the
  *	stored arrival time), one key per queue and kind.
  *
- *	A member whose heartbeat ended less than cluster_alone_time ago
- *	is missing, not gone (decision 120): it still counts among the
+ *	A member whose heartbeat ended less than cluster_alone_time ago,
+ *	or ends within a third of the lease time (its renewal, due every
+ *	third, is late), is missing, not gone (decision 120): it still
+ *	counts among the
  *	live members, its leases stay past their expiry, and every limit
  *	holds its share for it (the limit divided by the count it was last
  *	told, at least 1, or the leases it kept when more): the others'
  *	fair parts divide what is left (the pool), and the set takes no
  *	slot that would leave less than that share free. Once its
- *	heartbeat is older, it and its leases go.
+ *	heartbeat is older by a third of the lease time more (the member
+ *	itself keeps no more than 1 from cluster_alone_time on, and has
+ *	that long to close its idle connections), it and its leases go.
  *
  *	It returns { live members, { leases held per queue }, { HOST,
  *	RETRY, ... }, { starts per queue }, ms until a rate fits one more
@@ -78,18 +82,20 @@ const char cluster_sync_script[] =
     "local member, ttl = ARGV[1], tonumber(ARGV[2])\n"
     "local pull, nq = ARGV[3], tonumber(ARGV[4])\n"
     "local alone = tonumber(ARGV[5])\n"
+    "local gone = alone + math.floor(ttl / 3)\n"
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf',\n"
-    "    now - alone)) do redis.call('HDEL', KEYS[5], m) end\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - alone)\n"
+    "    now - gone)) do redis.call('HDEL', KEYS[5], m) end\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - gone)\n"
     "redis.call('ZADD', KEYS[1], now + ttl, member)\n"
     "redis.call('PEXPIRE', KEYS[1], ttl * 2 + alone)\n"
     "local live = redis.call('ZCARD', KEYS[1])\n"
     "redis.call('HSET', KEYS[5], member, live)\n"
     "redis.call('PEXPIRE', KEYS[5], ttl * 2 + alone)\n"
     "local missing, anymissing = {}, false\n"
-    "for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do\n"
+    "for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf',\n"
+    "    now + math.floor(ttl / 3))) do\n"
     "  missing[m] = tonumber(redis.call('HGET', KEYS[5], m) or live)\n"
     "  anymissing = true\n"
     "end\n"

@@ -29,7 +29,8 @@
  *	run, min(limit, in flight + waiting), nothing more while it is
  *	dead, and those in flight); the caps come back.
  *	The leases cover the connections the agent's cache keeps idle for
- *	the queue as well (decision 111): they count in its demand
+ *	the queue as well (decision 111), and under Finch its idle workers
+ *	(qm_finch_idle(), decision 122): they count in its demand
  *	(cluster_conns()), and when its cap is below what it uses the idle
  *	connections above the cap close (cluster_idle_keep()); an idle
  *	queue with idle connections is kept (qm_cluster_keeps()), so that
@@ -122,7 +123,8 @@ static int queue_idle(struct qmgr *q, struct core_queue *cq, int starting,
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
     const struct qm_delivery *d;
-    int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache);
+    int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache) +
+               qm_finch_idle(q, cq); /* Finch's workers (decision 122) */
 
     *pending = *live = starting;
     if (idle == 0) {
@@ -197,8 +199,14 @@ static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap,
     const struct qm_dest *dest = core_queue_ctx(cq);
     int pending, live, idle = queue_idle(q, cq, starting, &pending, &live);
     int keep = cluster_idle_keep(cap, live, idle, pending);
-    if (keep < idle)
-        deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
+    int workers = qm_finch_idle(q, cq);
+
+    if (keep >= idle)
+        return;
+    /* Finch's idle workers first: under Finch the cache holds none */
+    qm_finch_trim(q, cq, keep > workers ? workers : keep);
+    keep -= keep > workers ? workers : keep;
+    deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
 }
 
 /* The leases' cap, and no more starts than each rate's tokens allow (a
@@ -211,7 +219,8 @@ static void cap_one(struct qmgr *q, struct core_queue *cq, int starting)
 
     queue_name(cq, name, sizeof(name));
     cap = cluster_cap(q->cluster, name, queue_limit(q, cq));
-    trim_idle(q, cq, cap, starting);
+    trim_idle(q, cq, cluster_idle_cap(q->cluster, name, queue_limit(q, cq)),
+              starting);
     for (int k = 0; k < CLUSTER_RATES; k++) {
         tokens = cluster_tokens(q->cluster, name, k);
         if (tokens < 0 && queue_rate(q, cq, k, &r))
@@ -512,7 +521,8 @@ int qm_cluster_keeps(struct qmgr *q, struct core_queue *cq)
     const struct qm_dest *dest = core_queue_ctx(cq);
 
     return q->cluster != NULL && queue_limit(q, cq) > 0 &&
-           deliver_cache_idle(q->cache, dest->route.key.cache) > 0;
+           (deliver_cache_idle(q->cache, dest->route.key.cache) > 0 ||
+            qm_finch_idle(q, cq) > 0);
 }
 
 void qm_cluster_poke(struct qmgr *q)

@@ -153,9 +153,9 @@ struct qmgr {
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
     struct qm_verify *verify; /* address verification (verify.c) */
-    struct cluster *cluster; /* cluster_redis_url's, or NULL */
-    int cluster_caps;        /* applying the cluster's caps: no poke */
-    int cluster_applying;    /* another member's suspension: no echo */
+    struct cluster *cluster;  /* cluster_redis_url's, or NULL */
+    int cluster_caps;         /* applying the cluster's caps: no poke */
+    int cluster_applying;     /* another member's suspension: no echo */
 };
 
 /* How an outcome came about, for the success notices (RFC 3461). */
@@ -176,10 +176,8 @@ void qm_log_as(struct qmgr *q, const char *service, int level, const char *fmt,
 
 /* deliver.c */
 void qm_delivery_done(void *ctx, struct deliver_result *res);
-void qm_delivery_moved(struct qm_delivery *d,
-                       const struct deliver_result *res);
-void qm_delivery_defer(struct qm_delivery *d, const char *dsn,
-                       const char *why);
+void qm_delivery_moved(struct qm_delivery *d, const struct deliver_result *res);
+void qm_delivery_defer(struct qm_delivery *d, const char *dsn, const char *why);
 
 /* cluster.c */
 void qm_cluster_open(struct qmgr *q);
@@ -205,6 +203,8 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res);
 void qm_finch_forget(struct qm_delivery *d);
 void qm_finch_gc(struct qmgr *q);
 void qm_finch_free(struct qmgr *q);
+int qm_finch_idle(struct qmgr *q, struct core_queue *cq);
+void qm_finch_trim(struct qmgr *q, struct core_queue *cq, int keep);
 
 /* router.c */
 struct qm_route_job;

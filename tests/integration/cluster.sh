@@ -86,7 +86,7 @@ dq.test deadq:[127.0.0.1]:$dq_port
 rate.test rated:[127.0.0.1]:$rate_port
 conn.test conned:[127.0.0.1]:$conn_port
 susp.test relay:[127.0.0.1]:$susp_port
-part.test relay:[127.0.0.1]:$part_port
+part.test frelay:[127.0.0.1]:$part_port
 hostile.test relay:[127.0.0.1]:$susp_port
 EOF
 conf="cluster_redis_url = unix://$sock
@@ -100,7 +100,12 @@ maximal_backoff_time = 60s
 relay_destination_concurrency_limit = 4
 relay_initial_destination_concurrency = 4
 smtp_delivery_scheduler = finch
-transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp, deadq:smtp
+transports = smtp:smtp, relay:smtp, rated:smtp, conned:smtp, deadq:smtp, frelay:smtp
+frelay_delivery_scheduler = finch
+frelay_destination_concurrency_limit = 4
+frelay_initial_destination_concurrency = 4
+frelay_idle_connection_max_age = 10s
+frelay_connection_backlog_threshold = 1
 deadq_initial_destination_concurrency = 1
 rated_destination_rate = 4/1s
 conned_destination_connection_rate = 3/1s"
@@ -311,8 +316,11 @@ wait_for 5 by_cluster b resume && ok "c's resume reaches b" ||
 wait_for 10 delivered susp 1 && ok "b delivers susp.test once resumed" ||
     not_ok "b delivers susp.test once resumed"
 
-# 3d. A partition: c alone is cut off from Redis (its proxy stopped)
-# mid-run, while a and b still reach it. c goes on with its share (1 of
+# 3d. A partition, under Finch: c alone is cut off from Redis (its proxy
+# stopped) mid-run, while a and b still reach it. Finch's idle workers
+# (kept 10 s) count against the leases as the connections they are
+# (decision 122): without that, a daemon whose jobs ended kept its idle
+# workers open while the others took the leases. c goes on with its share (1 of
 # 4, three members); a and b keep holding that share for c, which they
 # see missing, not gone, for cluster_alone_time (decision 120): the
 # receiver never sees more than 4 (without that, a and b took all 4
@@ -320,11 +328,10 @@ wait_for 10 delivered susp 1 && ok "b delivers susp.test once resumed" ||
 logged() { grep -cF "$2" "$tmp/$1/log"; }
 alone() { [ "$(logged "$1" "cluster t$$: Redis at unix://")" -ge "$2" ]; }
 rejoined() { [ "$(logged "$1" "cluster t$$: rejoined")" -ge "$2" ]; }
-submit a part.test 1 16 &
+submit a part.test 1 20 &
 _a=$!
-submit b part.test 17 32 &
+submit b part.test 21 40 &
 _b=$!
-submit c part.test 33 38
 wait "$_a"
 wait "$_b"
 wait_for 10 delivered part 4
@@ -334,16 +341,17 @@ if wait_for 3 alone c 1; then
 else
     not_ok "c, cut off from Redis, decides alone"
 fi
-wait_for 15 delivered part 38 || not_ok "38 messages to part.test arrive"
+# c's mail comes after the cut: it waits out c's grace (its leases are
+# good in Redis), then goes at c's share while a and b deliver theirs
+submit c part.test 41 45
+wait_for 15 delivered part 45 || not_ok "45 messages to part.test arrive"
 kill -CONT "$proxy_pid"
 max=$(max_open part)
 [ "$max" -le 4 ] && ok "part.test, c cut off: at most 4 at once ($max)" ||
     not_ok "part.test, c cut off: at most 4 at once ($max)"
-expect "a and b stay joined" "0 0" \
-    "$(logged a "cluster t$$: Redis at") $(logged b "cluster t$$: Redis at")"
 wait_for 5 rejoined c 1 && ok "c rejoins when its path heals" ||
     not_ok "c rejoins when its path heals"
-once part.test 38
+once part.test 45
 
 # 4. SIGKILL c mid-run.
 each kill.test 20
