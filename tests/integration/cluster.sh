@@ -11,8 +11,12 @@
 #   1. one daemon alone reaches the limit (4 at once);
 #   2. the three together never exceed it, every message once, over
 #      cached connections;
+#   2a. the same limit against Postfix's smtpd answering 421 above 4
+#      connections from one client (skipped without Postfix): 12
+#      messages from the three, none refused;
 #   3. a host one daemon found dead (a 421 greeting, under Finch) is not
-#      tried by another before its retry time;
+#      tried by another before its retry time, nor before its own next
+#      pull: its first sync brings the connection records (decision 121);
 #   4. SIGKILL one daemon mid-run: its leases expire, the other two hold
 #      the whole limit; restarted, it delivers what it had: nothing lost;
 #   5. stop Redis mid-run, start it again: every message delivered exactly
@@ -32,8 +36,11 @@
 #      each daemon at once; the connections opened follow the GCRA (a
 #      burst of 3, then one each 333 ms), the messages share them;
 #   3c. sluice suspend on one daemon holds the destination on another,
-#      sluice resume on a third frees it there.
-# Output is TAP; bounded waits; about 25 s. CLUSTER_KEEP=DIR keeps a copy
+#      sluice resume on a third frees it there;
+#   3d. one daemon cut off from Redis (a proxy in its path, stopped)
+#      while the others reach it, under Finch: the receiver still sees at
+#      most 4, idle workers included (decisions 120, 122).
+# Output is TAP; bounded waits; about 30 s. CLUSTER_KEEP=DIR keeps a copy
 # of the scratch directory (logs, counts) in DIR.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -44,6 +51,13 @@ need redis-tools command -v redis-cli
 need python3 test -x /usr/bin/python3
 
 . tests/integration/lib/daemon_lib.sh
+PATH=$PATH:/usr/sbin:/sbin
+have_postfix=
+if command -v postfix >/dev/null && id postfix >/dev/null 2>&1 &&
+    [ "$(id -u)" = 0 ]; then
+    . tests/integration/lib/postfix_lib.sh
+    have_postfix=1
+fi
 
 sock=$tmp/redis.sock
 start_redis() {
@@ -67,6 +81,7 @@ rate_port=$(free_port)
 conn_port=$(free_port)
 susp_port=$(free_port)
 part_port=$(free_port)
+pf_port=$(free_port)
 dead_port=$(free_port)
 dq_port=$(free_port)
 start_count_sink lim \
@@ -75,6 +90,25 @@ start_count_sink lim \
 start_count_sink dead "$dead_port" \
     --greeting "421 4.3.2 service not available" ||
     { not_ok "count_sink.py --greeting starts"; tap_done; }
+
+# 2a's receiver: Postfix smtpd as the seed's 421 limiter
+# (limiter_421.sh, TESTING-PEERS.md), 4 connections from one client at
+# most (every daemon connects from 127.0.0.1), 1 s per recipient, mail
+# discarded.
+pf=$tmp/postfix
+if [ -n "$have_postfix" ]; then
+    chmod 711 "$tmp"
+    postfix_start "$pf" "127.0.0.1:$pf_port inet n - n - 10 smtpd" <<EOF ||
+myhostname = limiter.sluice-test.test
+mynetworks = 127.0.0.0/8
+smtpd_client_connection_count_limit = 4
+smtpd_client_event_limit_exceptions =
+smtpd_client_restrictions = sleep 1
+default_transport = discard
+local_transport = discard
+EOF
+        have_postfix=
+fi
 
 cat >"$tmp/transport" <<EOF
 lim.test relay:[127.0.0.1]:$lim_port
@@ -86,6 +120,7 @@ dq.test deadq:[127.0.0.1]:$dq_port
 rate.test rated:[127.0.0.1]:$rate_port
 conn.test conned:[127.0.0.1]:$conn_port
 susp.test relay:[127.0.0.1]:$susp_port
+pf.test relay:[127.0.0.1]:$pf_port
 part.test frelay:[127.0.0.1]:$part_port
 hostile.test relay:[127.0.0.1]:$susp_port
 EOF
@@ -211,6 +246,17 @@ conns=$(counter lim connections "$all_port")
 [ "$conns" -lt 30 ] && ok "all.test: connections reused ($conns for 45)" ||
     not_ok "all.test: connections reused ($conns for 45)"
 
+# 2a. The same limit against Postfix's smtpd, which answers 421 above 4
+# connections from one client: 12 messages, 4 from each daemon at once,
+# 1 s each at the receiver, go in the background while parts 3 to 3c
+# run, and none is refused.
+if [ -n "$have_postfix" ] && wait_for 10 listening "$pf_port"; then
+    each pf.test 4 &
+    pf_bg=$!
+else
+    pf_bg=
+fi
+
 # 3. A host a found dead is not tried by b before its retry time.
 submit a dead.test 1 1
 dead_known() { rc HGETALL "sluice:{t$$}:hosts" | grep -qF "127.0.0.1:$dead_port"; }
@@ -315,6 +361,19 @@ wait_for 5 by_cluster b resume && ok "c's resume reaches b" ||
     not_ok "c's resume reaches b"
 wait_for 10 delivered susp 1 && ok "b delivers susp.test once resumed" ||
     not_ok "b delivers susp.test once resumed"
+
+# 2a, its results: every message sent, none deferred, no 421 logged by
+# Postfix.
+pf_count() { cat "$tmp"/[abc]/log | grep -F "@pf.test>" | grep -cF "$1"; }
+if [ -n "$pf_bg" ]; then
+    wait "$pf_bg"
+    pf_sent() { [ "$(pf_count status=sent)" -ge 12 ]; }
+    wait_for 15 pf_sent
+    expect "pf.test via Postfix's 421 limiter: 12 sent, none deferred, no 421" \
+        "12 0 0" "$(pf_count status=sent) $(pf_count status=deferred) $(grep -c 'too many connections\|Connection concurrency limit exceeded' "$pf/maillog")"
+else
+    ok "pf.test via Postfix's 421 limiter # SKIP no Postfix (or not root)"
+fi
 
 # 3d. A partition, under Finch: c alone is cut off from Redis (its proxy
 # stopped) mid-run, while a and b still reach it. Finch's idle workers
