@@ -334,6 +334,7 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
     }
     c->ok_sent_at = 0;   /* unknown there: 1 per destination until joined */
     c->recent_seen = -1; /* its records: from the first sync on */
+    c->alone.known = 0;  /* already alone: go_alone() keeps the rest */
     cluster_go_alone(c, "the configuration names another cluster");
     if (c->ac != NULL) {
         redisAsyncContext *ac = c->ac;
