@@ -94,7 +94,7 @@ void cluster_go_alone(struct cluster *c, const char *why)
         return;
     c->state = CL_ALONE;
     c->alone_members = c->members;
-    c->grace_end = util_clock_mono_ms() + c->lease_ms;
+    cluster_alone_begin(c);
     cluster_log(c, 1,
                 "cluster %s: Redis at %s unavailable (%s): deciding alone "
                 "with 1/%d of each destination's limit",
@@ -310,12 +310,16 @@ int cluster_reconfigure(struct cluster *c, const struct cluster_config *cfg)
     }
     c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    c->alone_ms = cfg->alone_ms >= 0 ? cfg->alone_ms : 60000;
     tick_arm(c);
     tag = tag_of(cfg);
     if (strcmp(cfg->url, c->url_text) == 0 && strcmp(tag, c->tag) == 0) {
         free(tag);
         return 0;
     }
+    c->ok_sent_at = 0;   /* unknown there: 1 per destination until joined */
+    c->recent_seen = -1; /* its records: from the first sync on */
+    c->alone.known = 0;  /* already alone: go_alone() keeps the rest */
     cluster_go_alone(c, "the configuration names another cluster");
     conn_close(c);
     free(c->url_text);
@@ -353,8 +357,10 @@ struct cluster *cluster_create(struct event_base *base,
     c->tag = tag_of(cfg);
     c->lease_ms = cfg->lease_ms > 0 ? cfg->lease_ms : 3000;
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 500;
+    c->alone_ms = cfg->alone_ms >= 0 ? cfg->alone_ms : 60000;
     c->cb = *cb;
     c->members = 1;
+    c->recent_seen = -1;
     c->leases = cluster_leases_create();
     c->sync_ev = evtimer_new(base, sync_cb, c);
     c->timeout_ev = evtimer_new(base, timeout_cb, c);
@@ -383,6 +389,8 @@ void cluster_free(struct cluster *c)
     event_free(c->retry_ev);
     event_free(c->tick_ev);
     event_free(c->wait_ev);
+    if (c->deadline_ev != NULL)
+        event_free(c->deadline_ev);
     cluster_leases_free(c->leases);
     cluster_shared_clear(&c->susp);
     cluster_shared_clear(&c->dead);
@@ -416,22 +424,16 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
     cluster_leases_demand(c->leases, name, limit, want, busy);
 }
 
-/*
- * For a lease time after it goes alone, a queue keeps no more than the
- * leases it held: the others' leases, and their deliveries, are still
- * good for that long.
- */
+/* Alone, a queue's cap is bounded in time (alone.c, decision 120). */
 int cluster_cap(const struct cluster *c, const char *name, int limit)
 {
     int cap = cluster_leases_cap(c->leases, name, limit, c->state != CL_ALONE,
                                  c->members);
-    int held;
 
-    if (c->state == CL_ALONE && cap > 0 &&
-        c->grace_end > util_clock_mono_ms() &&
-        (held = cluster_leases_cap(c->leases, name, limit, 1, 1)) < cap)
-        cap = held;
-    return cap;
+    if (c->state != CL_ALONE || cap <= 0)
+        return cap;
+    return cluster_alone_cap(&c->alone, util_clock_mono_ms(), cap,
+                             cluster_leases_cap(c->leases, name, limit, 1, 1));
 }
 
 void cluster_rate(struct cluster *c, const char *name, int kind, int count,
@@ -538,13 +540,13 @@ int cluster_members(const struct cluster *c)
     return c->members;
 }
 
-void cluster_fact_publish(struct cluster *c, const char *host,
+void cluster_fact_publish(struct cluster *c, const char *host, int kind,
                           int64_t retry_wall)
 {
     struct cluster_fact_out *f;
 
     for (size_t i = 0; i < c->nfacts; i++)
-        if (strcmp(c->facts[i].host, host) == 0) {
+        if (c->facts[i].kind == kind && strcmp(c->facts[i].host, host) == 0) {
             c->facts[i].retry_wall = retry_wall;
             return;
         }
@@ -554,6 +556,7 @@ void cluster_fact_publish(struct cluster *c, const char *host,
     }
     f = &c->facts[c->nfacts++];
     snprintf(f->host, sizeof(f->host), "%s", host);
+    f->kind = kind;
     f->retry_wall = retry_wall;
     cluster_poke(c);
 }

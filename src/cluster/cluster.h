@@ -15,6 +15,8 @@
  *	int	cluster_share(int limit, int members)
  *	int	cluster_conns(int busy, int idle, int pending)
  *	int	cluster_idle_keep(int cap, int busy, int idle, int pending)
+ *	int	cluster_alone_cap(const struct cluster_alone *a,
+ *			int64_t now, int share, int held)
  *
  *	struct cluster_leases *cluster_leases_create(void)
  *	void	cluster_leases_free(struct cluster_leases *t)
@@ -65,6 +67,8 @@
  *			int limit, int want, int busy)
  *	int	cluster_cap(const struct cluster *c, const char *name,
  *			int limit)
+ *	int	cluster_idle_cap(const struct cluster *c, const char *name,
+ *			int limit)
  *	int	cluster_joined(const struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
  *	void	cluster_rate(struct cluster *c, const char *name, int kind,
@@ -104,6 +108,11 @@
  *	cluster_share() is a member's share of a limit when it decides
  *	alone: limit divided by the live members it last knew, rounded
  *	down, at least 1 (0: no limit).
+ *
+ *	cluster_alone_cap() is a queue's cap while the member is cut off
+ *	from Redis (alone.c, decision 120): 1 before it ever had a reply,
+ *	no more than the leases it held until a->grace_end, its share until
+ *	a->deadline (cluster_alone_time after its last sync), 1 after.
  *
  *	cluster_conns() is how many connections a queue's leases must
  *	cover: its deliveries in flight (busy), each with a connection or
@@ -156,7 +165,9 @@
  *	or prefix: it leaves for that cluster); cluster_poke() asks for a sync soon (demand changed); at
  *	each sync the demand callback names every queue's demand with
  *	cluster_demand(), and after each reply or change of state the caps
- *	callback reads cluster_cap() for each queue. cluster_rate(),
+ *	callback reads cluster_cap() for each queue, and trims its idle
+ *	connections to cluster_idle_cap() (the same but alone past the
+ *	share's end: 0, decision 120). cluster_rate(),
  *	cluster_tokens() and cluster_spend() are the lease table's for a
  *	queue's rate; alone, the member grants its tokens itself from its
  *	share of the rate. cluster_suspend() publishes a suspension made
@@ -201,6 +212,16 @@ int cluster_tls_check(const struct cluster_config *cfg, char *why,
                       size_t whylen);
 int cluster_share(int limit, int members);
 int cluster_conns(int busy, int idle, int pending);
+
+/* A member cut off from Redis (decision 120): monotonic ms. */
+struct cluster_alone {
+    int known;         /* it had a reply from this cluster */
+    int64_t grace_end; /* until then: no more than the leases held */
+    int64_t deadline;  /* from then on: 1 per destination */
+};
+
+int cluster_alone_cap(const struct cluster_alone *a, int64_t now, int share,
+                      int held);
 int cluster_idle_keep(int cap, int busy, int idle, int pending);
 
 struct cluster_leases;
@@ -307,6 +328,7 @@ struct cluster_config {
      * _key_file, _servername; NULL or empty: none */
     const char *tls_ca_file, *tls_cert_file, *tls_key_file;
     const char *tls_servername;
+    int64_t alone_ms;   /* cluster_alone_time */
 };
 
 struct cluster_callbacks {
@@ -328,6 +350,7 @@ void cluster_poke(struct cluster *c);
 void cluster_demand(struct cluster *c, const char *name, int limit, int want,
                     int busy);
 int cluster_cap(const struct cluster *c, const char *name, int limit);
+int cluster_idle_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
 typedef void cluster_held_fn(void *arg, int held);

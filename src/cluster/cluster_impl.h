@@ -14,8 +14,14 @@ struct tls_context;
 
 enum cluster_state { CL_JOINING, CL_JOINED, CL_ALONE };
 
+/* A host fact to publish: a failure or recovery (CLUSTER_FACT_RETRY,
+ * retry_wall 0: recovered), a connection closed (CLUSTER_FACT_CLOSE,
+ * when, wall-clock ms): decision 121. */
+enum { CLUSTER_FACT_RETRY = 'F', CLUSTER_FACT_CLOSE = 'C' };
+
 struct cluster_fact_out {
     char host[128];
+    int kind;
     int64_t retry_wall;
 };
 
@@ -32,9 +38,13 @@ struct cluster {
     char *servername;          /* cluster_redis_tls_server_name */
     enum cluster_state state;
     int ever_joined, members;
-    int alone_members;     /* members known when it went alone */
-    int64_t probation_end; /* after a rejoin: wants capped by the share */
-    int64_t grace_end;     /* after going alone: caps by the leases held */
+    int alone_members;          /* members known when it went alone */
+    int64_t probation_end;      /* after a rejoin: wants capped by the share */
+    int64_t alone_ms;           /* cluster_alone_time (decision 120) */
+    int64_t sent_at;            /* the sync in flight left (monotonic ms) */
+    int64_t ok_sent_at;         /* the last sync Redis answered left */
+    struct cluster_alone alone; /* the caps while alone (alone.c) */
+    struct event *deadline_ev;  /* alone: the share's end */
     struct cluster_leases *leases;
     struct cluster_lease_req *reqs; /* of the sync in flight */
     size_t nreqs;
@@ -42,6 +52,7 @@ struct cluster {
     int dirty, pull;
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
+    long long recent_seen; /* the last connection record applied */
     struct event *sync_ev, *timeout_ev, *retry_ev, *tick_ev;
     struct event *wait_ev;      /* a rate fits one more start */
     struct core_destdb *destdb; /* cluster_destdb()'s, while it lives */
@@ -75,14 +86,18 @@ void cluster_drop(struct cluster *c);
 void cluster_sync_send(struct cluster *c);
 void cluster_rate_wait(struct cluster *c, int64_t ms);
 void cluster_susp_unsent(struct cluster *c);
+void cluster_alone_begin(struct cluster *c);
 
 extern const char cluster_sync_script[];
 
-/* A host fact to publish: retry_wall 0 withdraws it. */
-void cluster_fact_publish(struct cluster *c, const char *host,
+/* A host fact to publish: retry_wall 0 withdraws a failure. */
+void cluster_fact_publish(struct cluster *c, const char *host, int kind,
                           int64_t retry_wall);
 /* Another member's fact, into the wrapped destdb. */
 void cluster_destdb_apply(struct core_destdb *db, const char *host,
                           int64_t retry_wall);
+/* Another member's connection to host closed at when (wall-clock ms). */
+void cluster_destdb_closed(struct core_destdb *db, const char *host,
+                           int64_t when_wall);
 
 #endif

@@ -15,8 +15,13 @@
  *	members' facts come in at each pull: a later retry time than the
  *	local one is taken (cluster_fact_merge()), so a host one member
  *	found dead is not tried by the others before its retry time.
- *	Connections stay local: each member counts its own; the cluster's
- *	limit on them is the leases'. Freeing the wrapper frees the inner.
+ *	Connections stay local, but their closes go out as connection
+ *	records (decision 121): another member's close of a host makes it
+ *	"closed" here (host_closed()), so that Finch opens new connections
+ *	to the hosts no member used lately first; the cluster's limit on
+ *	connections is the leases'. Failures and closes reach the others
+ *	at their next sync (script.c's capped list), not only at a pull.
+ *	Freeing the wrapper frees the inner.
  */
 
 #include "cluster/cluster_impl.h"
@@ -51,6 +56,15 @@ static void cl_conn_close(struct core_destdb *db, const char *host,
                           uint64_t conn, core_time_t now)
 {
     INNER(db)->ops->conn_close(INNER(db), host, conn, now);
+    cluster_fact_publish(CL(db)->c, host, CLUSTER_FACT_CLOSE,
+                         util_clock_wall_us() / 1000 +
+                             (now - util_clock_mono_ms()));
+}
+
+static void cl_host_closed(struct core_destdb *db, const char *host,
+                           core_time_t when)
+{
+    INNER(db)->ops->host_closed(INNER(db), host, when);
 }
 
 static void cl_host_fail(struct core_destdb *db, const char *host,
@@ -60,7 +74,8 @@ static void cl_host_fail(struct core_destdb *db, const char *host,
         util_clock_wall_us() / 1000 + (retry_at - util_clock_mono_ms());
 
     INNER(db)->ops->host_fail(INNER(db), host, retry_at);
-    cluster_fact_publish(CL(db)->c, host, wall > 0 ? wall : 1);
+    cluster_fact_publish(CL(db)->c, host, CLUSTER_FACT_RETRY,
+                         wall > 0 ? wall : 1);
 }
 
 static void cl_host_ok(struct core_destdb *db, const char *host)
@@ -70,7 +85,7 @@ static void cl_host_ok(struct core_destdb *db, const char *host)
 
     if (INNER(db)->ops->host_get(INNER(db), host, &v, &conn, 1) &&
         v.retry_at >= 0)
-        cluster_fact_publish(CL(db)->c, host, 0);
+        cluster_fact_publish(CL(db)->c, host, CLUSTER_FACT_RETRY, 0);
     INNER(db)->ops->host_ok(INNER(db), host);
 }
 
@@ -105,6 +120,7 @@ static const struct core_destdb_ops cl_ops = {
     .conn_open = cl_conn_open,
     .conn_jobs = cl_conn_jobs,
     .conn_close = cl_conn_close,
+    .host_closed = cl_host_closed,
     .host_fail = cl_host_fail,
     .host_ok = cl_host_ok,
     .host_get = cl_host_get,
@@ -137,4 +153,14 @@ void cluster_destdb_apply(struct core_destdb *db, const char *host,
     if (cluster_fact_merge(v.retry_at, retry_wall, util_clock_mono_ms(),
                            util_clock_wall_us() / 1000, &retry))
         in->ops->host_fail(in, host, retry);
+}
+
+/* On the local clock, never in the future: a close is a past event. */
+void cluster_destdb_closed(struct core_destdb *db, const char *host,
+                           int64_t when_wall)
+{
+    int64_t now = util_clock_mono_ms();
+    int64_t when = now - (util_clock_wall_us() / 1000 - when_wall);
+
+    INNER(db)->ops->host_closed(INNER(db), host, when < now ? when : now);
 }

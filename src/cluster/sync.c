@@ -69,16 +69,34 @@ static void args_free(struct sync_args *a, int from)
     free(a->len);
 }
 
+/* The facts of one kind: their count, then HOST WHEN each. */
+static void facts_args(struct cluster *c, struct sync_args *a, int kind)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < c->nfacts; i++)
+        n += c->facts[i].kind == kind;
+    arg_fmt(a, "%zu", n);
+    for (size_t i = 0; i < c->nfacts; i++)
+        if (c->facts[i].kind == kind) {
+            arg_fmt(a, "%s", c->facts[i].host);
+            arg_fmt(a, "%lld", (long long)c->facts[i].retry_wall);
+        }
+}
+
 /* EVAL script numkeys KEYS... ARGV... (doc/cluster.md). */
 static void sync_args(struct cluster *c, struct sync_args *a)
 {
     arg_add(a, (char *)"EVAL");
     arg_add(a, (char *)cluster_sync_script);
-    arg_fmt(a, "%zu", 4 + 4 * c->nreqs);
+    arg_fmt(a, "%zu", 7 + 4 * c->nreqs);
     arg_fmt(a, "%smembers", c->tag);
     arg_fmt(a, "%shosts", c->tag);
     arg_fmt(a, "%ssuspend", c->tag);
     arg_fmt(a, "%sdead", c->tag);
+    arg_fmt(a, "%sseen", c->tag);
+    arg_fmt(a, "%srecent", c->tag);
+    arg_fmt(a, "%srecentseq", c->tag);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%slease:%s", c->tag, c->reqs[i].name);
         arg_fmt(a, "%swant:%s", c->tag, c->reqs[i].name);
@@ -89,6 +107,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
     arg_fmt(a, "%lld", (long long)c->lease_ms);
     arg_fmt(a, "%d", c->pull);
     arg_fmt(a, "%zu", c->nreqs);
+    arg_fmt(a, "%lld", (long long)c->alone_ms);
     for (size_t i = 0; i < c->nreqs; i++) {
         arg_fmt(a, "%d", c->reqs[i].limit);
         arg_fmt(a, "%d", c->reqs[i].want);
@@ -99,12 +118,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
             arg_fmt(a, "%d", c->reqs[i].rate[k].want);
         }
     }
-    arg_fmt(a, "%zu", c->nfacts);
-    for (size_t i = 0; i < c->nfacts; i++) {
-        arg_fmt(a, "%s", c->facts[i].host);
-        arg_fmt(a, "%lld", (long long)c->facts[i].retry_wall);
-    }
-    c->nfacts = 0;
+    facts_args(c, a, CLUSTER_FACT_RETRY);
     arg_fmt(a, "%zu", c->susp.out.n);
     for (size_t i = 0; i < c->susp.out.n; i++) {
         arg_fmt(a, "%s", c->susp.out.v[i].dest);
@@ -116,6 +130,9 @@ static void sync_args(struct cluster *c, struct sync_args *a)
         arg_fmt(a, "%lld", (long long)c->dead.out.v[i].until);
         arg_fmt(a, "%s", c->dead.out.v[i].why);
     }
+    facts_args(c, a, CLUSTER_FACT_CLOSE);
+    c->nfacts = 0;
+    arg_fmt(a, "%lld", c->recent_seen);
     /* in flight now; back to out if this sync fails */
     cluster_shared_send(&c->susp);
     cluster_shared_send(&c->dead);
@@ -146,6 +163,46 @@ static int reply_facts(struct cluster *c, const redisReply *r)
             return -1;
         if (c->destdb != NULL)
             cluster_destdb_apply(c->destdb, h->str, when);
+    }
+    return 0;
+}
+
+/* The other members' connection records since the last applied
+ * (decision 121): { SEQ, BEHIND, KIND, HOST, WHEN, ... }. BEHIND: some
+ * were lost (the list is capped) or the count started again: the next
+ * sync pulls the whole hosts' hash. */
+static int reply_recent(struct cluster *c, const redisReply *r)
+{
+    long long seq, behind, when;
+    char *end;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        (r->elements - 2) % 3 != 0 || reply_int(r->element[0], &seq) < 0 ||
+        reply_int(r->element[1], &behind) < 0 || seq < 0)
+        return -1;
+    for (size_t i = 2; i < r->elements; i += 3) {
+        const redisReply *k = r->element[i], *h = r->element[i + 1],
+                         *t = r->element[i + 2];
+
+        if (k->type != REDIS_REPLY_STRING || h->type != REDIS_REPLY_STRING ||
+            t->type != REDIS_REPLY_STRING || k->len != 1 ||
+            (k->str[0] != CLUSTER_FACT_RETRY &&
+             k->str[0] != CLUSTER_FACT_CLOSE))
+            return -1;
+        when = strtoll(t->str, &end, 10);
+        if (*end != '\0' || end == t->str || when <= 0)
+            return -1;
+        if (c->destdb == NULL)
+            continue;
+        if (k->str[0] == CLUSTER_FACT_RETRY)
+            cluster_destdb_apply(c->destdb, h->str, when);
+        else
+            cluster_destdb_closed(c->destdb, h->str, when);
+    }
+    c->recent_seen = seq;
+    if (behind) {
+        c->pull = 1;
+        cluster_poke(c);
     }
     return 0;
 }
@@ -213,7 +270,7 @@ static int reply_apply(struct cluster *c, const redisReply *r)
     const redisReply *grants, *tokens, *targets, *ctokens;
     long long v, wait;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 10 ||
         reply_int(r->element[0], &v) < 0 || v < 1 ||
         reply_counts(c, r->element[1]) < 0 ||
         reply_counts(c, r->element[3]) < 0 ||
@@ -223,7 +280,8 @@ static int reply_apply(struct cluster *c, const redisReply *r)
         return -1;
     if (reply_facts(c, r->element[2]) < 0 ||
         reply_shared(c, r->element[5], &c->susp, &c->cb.susp, 0) < 0 ||
-        reply_shared(c, r->element[8], &c->dead, &c->cb.dead, 1) < 0)
+        reply_shared(c, r->element[8], &c->dead, &c->cb.dead, 1) < 0 ||
+        reply_recent(c, r->element[9]) < 0)
         return -1;
     grants = r->element[1];
     tokens = r->element[3];
@@ -260,6 +318,7 @@ static void on_reply(void *arg, const redisReply *reply)
         cluster_drop(c);
         return;
     }
+    c->ok_sent_at = c->sent_at;
     cluster_shared_sent(&c->susp); /* Redis has them */
     cluster_shared_sent(&c->dead);
     cluster_go_joined(c);
@@ -280,6 +339,7 @@ void cluster_sync_send(struct cluster *c)
     c->nreqs = cluster_leases_round(c->leases, &c->reqs);
     sync_args(c, &a);
     c->seq = ++c->next_seq;
+    c->sent_at = util_clock_mono_ms();
     cluster_conn_send(c->conn, a.argc, a.argv, a.len, on_reply, c);
     c->pull = 0;
     args_free(&a, 2);

@@ -455,6 +455,8 @@ double core_feedback_value(const struct core_feedback *fb, int n);
  * conn_open() records a connection just made to host, conn_jobs() the
  * jobs it carries now (queued and in progress; 0: idle),
  * conn_close() its end (the host keeps the time of its last close);
+ * host_closed() a connection to host that another process (a member of
+ * a cluster) closed at when: the host's last close is the later;
  * host_fail() says not to bother connecting to host before retry_at,
  * host_ok() forgets that. host_get() fills v with what is known of host
  * and up to max of its open connections (most recently opened first),
@@ -486,6 +488,8 @@ struct core_destdb_ops {
                       int jobs, core_time_t now);
     void (*conn_close)(struct core_destdb *db, const char *host, uint64_t conn,
                        core_time_t now);
+    void (*host_closed)(struct core_destdb *db, const char *host,
+                        core_time_t when);
     void (*host_fail)(struct core_destdb *db, const char *host,
                       core_time_t retry_at);
     void (*host_ok)(struct core_destdb *db, const char *host);

@@ -156,6 +156,16 @@ static void dd_conn_close(struct core_destdb *db, const char *name,
     h->last_close = now;
 }
 
+/* Another process's close (a cluster's member): the later one counts. */
+static void dd_host_closed(struct core_destdb *db, const char *name,
+                           core_time_t when)
+{
+    struct dd_host *h = dd_host(DD(db), name);
+
+    if (when > h->last_close)
+        h->last_close = when;
+}
+
 static void dd_host_fail(struct core_destdb *db, const char *name,
                          core_time_t retry_at)
 {
@@ -242,6 +252,7 @@ static const struct core_destdb_ops dd_memory_ops = {
     .conn_open = dd_conn_open,
     .conn_jobs = dd_conn_jobs,
     .conn_close = dd_conn_close,
+    .host_closed = dd_host_closed,
     .host_fail = dd_host_fail,
     .host_ok = dd_host_ok,
     .host_get = dd_host_get,

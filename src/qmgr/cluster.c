@@ -31,7 +31,8 @@
  *	run, min(limit, in flight + waiting), nothing more while it is
  *	dead, and those in flight); the caps come back.
  *	The leases cover the connections the agent's cache keeps idle for
- *	the queue as well (decision 111): they count in its demand
+ *	the queue as well (decision 111), and under Finch its idle workers
+ *	(qm_finch_idle(), decision 122): they count in its demand
  *	(cluster_conns()), and when its cap is below what it uses the idle
  *	connections above the cap close (cluster_idle_keep()); an idle
  *	queue with idle connections is kept (qm_cluster_keeps()), so that
@@ -126,7 +127,8 @@ static int queue_idle(struct qmgr *q, struct core_queue *cq, int starting,
 {
     const struct qm_dest *dest = core_queue_ctx(cq);
     const struct qm_delivery *d;
-    int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache);
+    int idle = (int)deliver_cache_idle(q->cache, dest->route.key.cache) +
+               qm_finch_idle(q, cq); /* Finch's workers (decision 122) */
 
     *pending = *live = starting;
     if (idle == 0) {
@@ -201,8 +203,14 @@ static void trim_idle(struct qmgr *q, struct core_queue *cq, int cap,
     const struct qm_dest *dest = core_queue_ctx(cq);
     int pending, live, idle = queue_idle(q, cq, starting, &pending, &live);
     int keep = cluster_idle_keep(cap, live, idle, pending);
-    if (keep < idle)
-        deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
+    int workers = qm_finch_idle(q, cq);
+
+    if (keep >= idle)
+        return;
+    /* Finch's idle workers first: under Finch the cache holds none */
+    qm_finch_trim(q, cq, keep > workers ? workers : keep);
+    keep -= keep > workers ? workers : keep;
+    deliver_cache_trim(q->cache, dest->route.key.cache, (size_t)keep);
 }
 
 /* The leases' cap, and no more starts than each rate's tokens allow (a
@@ -215,7 +223,8 @@ static void cap_one(struct qmgr *q, struct core_queue *cq, int starting)
 
     queue_name(cq, name, sizeof(name));
     cap = cluster_cap(q->cluster, name, queue_limit(q, cq));
-    trim_idle(q, cq, cap, starting);
+    trim_idle(q, cq, cluster_idle_cap(q->cluster, name, queue_limit(q, cq)),
+              starting);
     for (int k = 0; k < CLUSTER_RATES; k++) {
         tokens = cluster_tokens(q->cluster, name, k);
         if (tokens < 0 && queue_rate(q, cq, k, &r))
@@ -339,6 +348,7 @@ static struct cluster_config cluster_cfg(struct qmgr *q, const char *member)
             conf_str(q->conf, NULL, CONF_cluster_redis_tls_key_file),
         .tls_servername =
             conf_str(q->conf, NULL, CONF_cluster_redis_tls_server_name),
+        .alone_ms = conf_time_ms(q->conf, NULL, CONF_cluster_alone_time),
     };
 }
 
@@ -532,7 +542,8 @@ int qm_cluster_keeps(struct qmgr *q, struct core_queue *cq)
     const struct qm_dest *dest = core_queue_ctx(cq);
 
     return q->cluster != NULL && queue_limit(q, cq) > 0 &&
-           deliver_cache_idle(q->cache, dest->route.key.cache) > 0;
+           (deliver_cache_idle(q->cache, dest->route.key.cache) > 0 ||
+            qm_finch_idle(q, cq) > 0);
 }
 
 void qm_cluster_poke(struct qmgr *q)

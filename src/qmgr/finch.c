@@ -13,6 +13,9 @@
  *	void	qm_finch_forget(struct qm_delivery *d)
  *	void	qm_finch_gc(struct qmgr *q)
  *	void	qm_finch_free(struct qmgr *q)
+ *	int	qm_finch_idle(struct qmgr *q, struct core_queue *cq)
+ *	void	qm_finch_trim(struct qmgr *q, struct core_queue *cq,
+ *			int keep)
  * DESCRIPTION
  *	A transport with <transport>_delivery_scheduler = finch hands each
  *	delivery job (an entry core/ selected, its addresses resolved) to
@@ -58,6 +61,12 @@
  *	reporting (qm_delivery_moved()).
  *	qm_finch_gc() runs destdb's garbage collector (every queue run).
  *
+ *	qm_finch_idle() is how many idle workers the destination queue cq
+ *	has: a worker belongs to the queue of the last job it took (the
+ *	cluster leases idle workers as the connections they are, decision
+ *	122); qm_finch_trim() closes cq's idle workers but keep, the one
+ *	idle longest first.
+ *
  *	qm_finch_forget() removes a delivery from the waiting jobs (its
  *	end before its start: the daemon stops); qm_finch_free() closes
  *	every worker and frees destdb.
@@ -79,8 +88,10 @@ struct qm_worker {
     char transport[ROUTE_NAME_MAX + 1];
     char host[80]; /* destdb's name of it: address and port */
     struct deliver_addr addr;
-    char key[40]; /* the agent's cache key: "finch:ID" */
-    int jobs;     /* queued and running */
+    char key[40];                   /* the agent's cache key: "finch:ID" */
+    char queue[ROUTE_NAME_MAX + 1]; /* its last job's queue (core key) */
+    int jobs;                       /* queued and running */
+    core_time_t idle_since;
     core_time_t opened;
     int retired; /* takes no new job */
     struct event *idle_ev;
@@ -171,9 +182,12 @@ static void worker_idle_end(struct qm_worker *w)
 
 static void idle_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct qmgr *q = ((struct qm_worker *)arg)->q;
+
     (void)fd;
     (void)what;
     worker_idle_end(arg);
+    qm_cluster_poke(q); /* its lease goes back (decision 122) */
 }
 
 /* Stop taking jobs; the agent closes the connection after its last. */
@@ -255,6 +269,7 @@ static void worker_submit(struct qm_worker *w, struct qm_delivery *d,
         (int)(s->idle_max_age + 60000); /* the worker closes it before */
     r.cache_limits.reuse_ms = (int)s->active_max_age;
     evtimer_del(w->idle_ev);
+    snprintf(w->queue, sizeof(w->queue), "%s", core_queue_key(d->queue));
     w->jobs++;
     q->destdb->ops->conn_jobs(q->destdb, w->host, w->id, w->jobs, qm_now_ms());
     d->worker = w;
@@ -441,6 +456,7 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res)
             deliver_cache_drop(q->cache, w->key);
             worker_close(w);
         } else {
+            w->idle_since = qm_now_ms();
             tv.tv_sec = s.idle_max_age / 1000;
             tv.tv_usec = (s.idle_max_age % 1000) * 1000;
             evtimer_add(w->idle_ev, &tv);
@@ -488,6 +504,39 @@ void qm_finch_forget(struct qm_delivery *d)
         /* its session was cancelled: the worker has a job less */
         d->worker->jobs--;
         d->worker = NULL;
+    }
+}
+
+/* Is w an idle worker of cq? */
+static int worker_idle_of(const struct qm_worker *w, struct core_queue *cq)
+{
+    return w->jobs == 0 && !w->retired &&
+           strcmp(w->transport,
+                  core_transport_name(core_queue_transport(cq))) == 0 &&
+           strcmp(w->queue, core_queue_key(cq)) == 0;
+}
+
+int qm_finch_idle(struct qmgr *q, struct core_queue *cq)
+{
+    const struct qm_worker *w;
+    int n = 0;
+
+    LIST_FOREACH(w, &q->workers, link)
+        n += worker_idle_of(w, cq);
+    return n;
+}
+
+void qm_finch_trim(struct qmgr *q, struct core_queue *cq, int keep)
+{
+    struct qm_worker *w, *oldest;
+
+    while (qm_finch_idle(q, cq) > keep) {
+        oldest = NULL;
+        LIST_FOREACH(w, &q->workers, link)
+            if (worker_idle_of(w, cq) &&
+                (oldest == NULL || w->idle_since < oldest->idle_since))
+                oldest = w;
+        worker_idle_end(oldest);
     }
 }
 

@@ -162,8 +162,7 @@ struct qmgr {
     struct cluster *cluster;  /* cluster_redis_url's, or NULL */
     int cluster_caps;         /* applying the cluster's caps: no poke */
     int cluster_applying;     /* another member's suspension: no echo */
-    struct conf_rules
-        *rules; /* scheduler_rules, or NULL (agent.c, zmailer.c) */
+    struct conf_rules *rules;   /* scheduler_rules (agent.c, zmailer.c) */
     struct qm_zmailer *zmailer; /* made at its first vertex */
 };
 
@@ -214,6 +213,8 @@ int qm_finch_done(struct qm_delivery *d, const struct deliver_result *res);
 void qm_finch_forget(struct qm_delivery *d);
 void qm_finch_gc(struct qmgr *q);
 void qm_finch_free(struct qmgr *q);
+int qm_finch_idle(struct qmgr *q, struct core_queue *cq);
+void qm_finch_trim(struct qmgr *q, struct core_queue *cq, int keep);
 
 /* router.c */
 struct qm_route_job;

@@ -151,6 +151,28 @@ static void test_share(void **state)
     assert_int_equal(cluster_share(0, 3), 0); /* no limit */
 }
 
+/* Cut off from Redis (decision 120): no more than the leases held while
+ * they are good in Redis, the share while the others hold it, 1 after;
+ * 1 for a member the others never heard of. */
+static void test_alone_cap(void **state)
+{
+    struct cluster_alone a = {.known = 1, .grace_end = 1400, .deadline = 4000};
+
+    (void)state;
+    assert_int_equal(cluster_alone_cap(&a, 1000, 3, 1), 1); /* held */
+    assert_int_equal(cluster_alone_cap(&a, 1000, 3, 5), 3); /* the share */
+    assert_int_equal(cluster_alone_cap(&a, 1399, 3, 0), 0);
+    assert_int_equal(cluster_alone_cap(&a, 1400, 3, 0), 3);
+    assert_int_equal(cluster_alone_cap(&a, 3999, 3, 0), 3);
+    assert_int_equal(cluster_alone_cap(&a, 4000, 3, 0), 1); /* deadline */
+    assert_int_equal(cluster_alone_cap(&a, 9000, 3, 3), 1);
+    assert_int_equal(cluster_alone_cap(&a, 9000, 0, 0), 0); /* no limit */
+    assert_int_equal(cluster_alone_cap(&a, 9000, -1, 0), -1);
+    a.known = 0;
+    assert_int_equal(cluster_alone_cap(&a, 1000, 3, 0), 1);
+    assert_int_equal(cluster_alone_cap(&a, 1000, 10, 10), 1);
+}
+
 #define M CLUSTER_RATE_MSG
 #define C CLUSTER_RATE_CONN
 
@@ -554,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_url_shown),
         cmocka_unit_test(test_url_refused),
         cmocka_unit_test(test_share),
+        cmocka_unit_test(test_alone_cap),
         cmocka_unit_test(test_leases_round),
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_leases_many),

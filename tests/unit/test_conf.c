@@ -158,6 +158,7 @@ static const struct {
     {"destdb_record_lifetime", 300000, 's'},
     {"cluster_lease_time", 3000, 's'},
     {"cluster_redis_timeout", 500, 's'},
+    {"cluster_alone_time", 60000, 's'},
     {"default_transport_rate_delay", 0, 's'},
     {"default_recipient_refill_delay", 5000, 's'},
     {"transport_retry_time", 60000, 's'},
@@ -409,9 +410,10 @@ static void test_table_has_every_parameter(void **state)
      * 1 string (decision 102); its connection rate, 1 string (decision
      * 112); ZMailer's scheduler rules file, 1 string (decision 114);
      * the cluster's TLS to Redis, 4 strings (decision 117); external
-     * agents: 1 string, 2 integers and 2 times (decision 129).
+     * agents: 1 string, 2 integers and 2 times (decision 129);
+     * cluster_alone_time, 1 time (decision 120).
      */
-    assert_int_equal(conf_param_count, 184);
+    assert_int_equal(conf_param_count, 185);
     assert_int_equal(NELEM(int_defaults) + NELEM(time_defaults) +
                          NELEM(string_defaults) + NELEM(others) + 2,
                      conf_param_count);

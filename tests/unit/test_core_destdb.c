@@ -92,6 +92,36 @@ static void test_close_and_retry(void **state)
     db->ops->free(db);
 }
 
+/* A close another member of a cluster reports: the host is "closed" here
+ * too (no longer unused), the later close counting, and collected as a
+ * local close is. */
+static void test_host_closed(void **state)
+{
+    struct core_destdb *db = core_destdb_memory(600 * SEC);
+    struct core_conn_view c[4];
+    struct core_host_view v;
+
+    (void)state;
+    db->ops->host_closed(db, "far:25", 5 * SEC);
+    assert_int_equal(db->ops->host_get(db, "far:25", &v, c, 4), 1);
+    assert_int_equal(v.last_close, 5 * SEC);
+    assert_int_equal(v.nconns, 0);
+    assert_int_equal(v.retry_at, -1);
+    db->ops->host_closed(db, "far:25", 3 * SEC); /* older: ignored */
+    db->ops->host_get(db, "far:25", &v, c, 4);
+    assert_int_equal(v.last_close, 5 * SEC);
+    db->ops->conn_open(db, "far:25", 1, 6 * SEC);
+    db->ops->conn_close(db, "far:25", 1, 7 * SEC);
+    db->ops->host_closed(db, "far:25", 9 * SEC);
+    db->ops->host_get(db, "far:25", &v, c, 4);
+    assert_int_equal(v.last_close, 9 * SEC);
+    db->ops->gc(db, 608 * SEC);
+    assert_int_equal(db->ops->count(db), 1);
+    db->ops->gc(db, 609 * SEC);
+    assert_int_equal(db->ops->count(db), 0);
+    db->ops->free(db);
+}
+
 /*
  * "The destdb has a garbage collector to remove stale retry and
  * closed-connection records": a record goes a lifetime after its last
@@ -143,6 +173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connections),
         cmocka_unit_test(test_close_and_retry),
+        cmocka_unit_test(test_host_closed),
         cmocka_unit_test(test_gc),
     };
 
