@@ -328,7 +328,7 @@ struct cluster_config {
      * _key_file, _servername; NULL or empty: none */
     const char *tls_ca_file, *tls_cert_file, *tls_key_file;
     const char *tls_servername;
-    int64_t alone_ms;   /* cluster_alone_time */
+    int64_t alone_ms; /* cluster_alone_time */
 };
 
 struct cluster_callbacks {

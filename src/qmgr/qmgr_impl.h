@@ -158,10 +158,10 @@ struct qmgr {
     TAILQ_HEAD(, qm_msg) routing; /* messages with routing jobs waiting */
     TAILQ_HEAD(, qm_route_job) route_running; /* lookups under way */
     long route_busy, route_waiting;           /* routing jobs */
-    struct qm_verify *verify; /* address verification (verify.c) */
-    struct cluster *cluster;  /* cluster_redis_url's, or NULL */
-    int cluster_caps;         /* applying the cluster's caps: no poke */
-    int cluster_applying;     /* another member's suspension: no echo */
+    struct qm_verify *verify;   /* address verification (verify.c) */
+    struct cluster *cluster;    /* cluster_redis_url's, or NULL */
+    int cluster_caps;           /* applying the cluster's caps: no poke */
+    int cluster_applying;       /* another member's suspension: no echo */
     struct conf_rules *rules;   /* scheduler_rules (agent.c, zmailer.c) */
     struct qm_zmailer *zmailer; /* made at its first vertex */
 };
