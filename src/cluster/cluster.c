@@ -129,6 +129,8 @@ static void conn_close(struct cluster *c)
 
     c->seq = 0;
     c->conn = NULL;
+    if (c->leave == CLUSTER_LEAVING)
+        c->leave = CLUSTER_LEFT; /* no reply: the others let it expire */
     cluster_susp_unsent(c);
     cluster_conn_free(cn);
 }
@@ -168,6 +170,8 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (c->leave != CLUSTER_STAYING)
+        return;
     cluster_connect(c);
     c->pull = 1;
     cluster_poke(c);
@@ -227,6 +231,8 @@ static void sync_cb(evutil_socket_t fd, short what, void *arg)
         c->dirty = 1; /* after the one in flight */
         return;
     }
+    if (c->leave == CLUSTER_LEFT)
+        return;
     if (c->state == CL_ALONE)
         alone_round(c);
     if (c->conn == NULL)
@@ -246,6 +252,30 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     if (c->state == CL_ALONE)
         cluster_caps(c); /* the grace may have ended */
     sync_cb(-1, 0, c);
+}
+
+/*
+ * A clean stop: one last sync that asks for nothing and takes the member
+ * out (decision 136), after the one in flight, if any.
+ */
+int cluster_leave(struct cluster *c)
+{
+    if (c == NULL)
+        return 0;
+    if (c->leave == CLUSTER_STAYING) {
+        if (c->state != CL_JOINED || c->conn == NULL) {
+            c->leave = CLUSTER_LEFT; /* alone: nothing to give back now */
+            return 0;
+        }
+        c->leave = CLUSTER_LEAVING;
+        evtimer_del(c->tick_ev);
+        evtimer_del(c->wait_ev);
+        if (c->seq != 0)
+            c->dirty = 1;
+        else
+            sync_cb(-1, 0, c);
+    }
+    return c->leave == CLUSTER_LEAVING;
 }
 
 void cluster_poke(struct cluster *c)

@@ -70,6 +70,7 @@
  *	int	cluster_idle_cap(const struct cluster *c, const char *name,
  *			int limit)
  *	int	cluster_joined(const struct cluster *c)
+ *	int	cluster_leave(struct cluster *c)
  *	int	cluster_members(const struct cluster *c)
  *	void	cluster_rate(struct cluster *c, const char *name, int kind,
  *			int count, int64_t period_ms, int want)
@@ -183,7 +184,11 @@
  *	cluster_dead_until() is the revival time of a queue the cluster
  *	holds dead (-1: none), for a queue made after the pull.
  *	cluster_joined() says
- *	whether Redis answers; cluster_members() the live members last
+ *	whether Redis answers; cluster_leave(), at a clean stop, sends one
+ *	last sync that gives back every lease and want and takes this
+ *	member out of the members (decision 136), and returns 1 while its
+ *	reply is awaited (bounded by cluster_redis_timeout), 0 once it is
+ *	in, given up, or not needed (never joined, alone); no sync follows; cluster_members() the live members last
  *	known. cluster_destdb() wraps Finch's destdb: failures and
  *	recoveries of hosts go out, other members' come in.
  */
@@ -352,6 +357,7 @@ void cluster_demand(struct cluster *c, const char *name, int limit, int want,
 int cluster_cap(const struct cluster *c, const char *name, int limit);
 int cluster_idle_cap(const struct cluster *c, const char *name, int limit);
 int cluster_joined(const struct cluster *c);
+int cluster_leave(struct cluster *c);
 void cluster_suspend(struct cluster *c, const char *dest, int64_t until);
 typedef void cluster_held_fn(void *arg, int held);
 int cluster_suspend_held(struct cluster *c, const char *dest,

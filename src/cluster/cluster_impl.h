@@ -14,6 +14,9 @@ struct tls_context;
 
 enum cluster_state { CL_JOINING, CL_JOINED, CL_ALONE };
 
+/* A clean stop (cluster_leave(), decision 136). */
+enum { CLUSTER_STAYING, CLUSTER_LEAVING, CLUSTER_LEFT };
+
 /* A host fact to publish: a failure or recovery (CLUSTER_FACT_RETRY,
  * retry_wall 0: recovered), a connection closed (CLUSTER_FACT_CLOSE,
  * when, wall-clock ms): decision 121. */
@@ -50,6 +53,7 @@ struct cluster {
     size_t nreqs;
     uint64_t seq, next_seq; /* the sync in flight; 0: none */
     int dirty, pull;
+    int leave; /* CLUSTER_STAYING, _LEAVING (its sync in flight), _LEFT */
     struct cluster_fact_out *facts;
     size_t nfacts, capfacts;
     long long recent_seen; /* the last connection record applied */

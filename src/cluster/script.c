@@ -28,7 +28,10 @@
  *	REVIVAL REASON per dead destination (REVIVAL -1: revived; a later
  *	revival replaces an earlier one), then the close count and HOST
  *	WHEN per connection closed, then the sequence number of the last
- *	connection record the member applied (-1: none yet).
+ *	connection record the member applied (-1: none yet), then 1 when
+ *	the member leaves (a clean stop, decision 136: it asks for nothing,
+ *	so its leases and wants go, and it is taken out of the members and
+ *	their counts at the end), else 0.
  *
  *	Connection records (decision 121): each failure published and each
  *	close goes on a list, newest first, "SEQ MEMBER KIND HOST WHEN"
@@ -291,6 +294,10 @@ const char cluster_sync_script[] =
     "    if u <= now then redis.call('HDEL', KEYS[4], kv[i])\n"
     "    else dead[#dead + 1] = kv[i]; dead[#dead + 1] = kv[i + 1] end\n"
     "  end\n"
+    "end\n"
+    "if ARGV[#ARGV] == '1' then\n"
+    "  redis.call('ZREM', KEYS[1], member)\n"
+    "  redis.call('HDEL', KEYS[5], member)\n"
     "end\n"
     "return { live, grants, facts, tokens, minwait, susp, targets, "
     "ctokens, dead, recent }\n";

@@ -133,6 +133,7 @@ static void sync_args(struct cluster *c, struct sync_args *a)
     facts_args(c, a, CLUSTER_FACT_CLOSE);
     c->nfacts = 0;
     arg_fmt(a, "%lld", c->recent_seen);
+    arg_fmt(a, "%d", c->leave == CLUSTER_LEAVING);
     /* in flight now; back to out if this sync fails */
     cluster_shared_send(&c->susp);
     cluster_shared_send(&c->dead);
@@ -310,6 +311,17 @@ static void on_reply(void *arg, const redisReply *reply)
         return; /* given up on: timed out or dropped */
     c->seq = 0;
     evtimer_del(c->timeout_ev);
+    if (c->leave == CLUSTER_LEAVING) {
+        c->leave = CLUSTER_LEFT;
+        cluster_log(c, reply->type == REDIS_REPLY_ERROR,
+                    "cluster %s: %s as %s%s%s", c->name,
+                    reply->type == REDIS_REPLY_ERROR
+                        ? "could not leave"
+                        : "left, leases given back,",
+                    c->member, reply->type == REDIS_REPLY_ERROR ? ": " : "",
+                    reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+        return;
+    }
     if (reply->type == REDIS_REPLY_ERROR || reply_apply(c, reply) < 0) {
         cluster_susp_unsent(c);
         cluster_go_alone(c, reply->type == REDIS_REPLY_ERROR
@@ -333,8 +345,8 @@ void cluster_sync_send(struct cluster *c)
 {
     struct sync_args a = {0};
 
-    if (c->cb.demand)
-        c->cb.demand(c->cb.ctx);
+    if (c->cb.demand && c->leave != CLUSTER_LEAVING)
+        c->cb.demand(c->cb.ctx); /* leaving: no queue asks for anything */
     free(c->reqs);
     c->nreqs = cluster_leases_round(c->leases, &c->reqs);
     sync_args(c, &a);

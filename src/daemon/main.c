@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #define STOP_GRACE_SECONDS 10
+#define STOP_LEAVE_MS      5000 /* past the grace: leaving a cluster */
 
 struct daemon {
     int foreground;
@@ -91,6 +92,7 @@ struct daemon {
     int wake_fd;
     struct event *wake_ev, *stop_check;
     int64_t stop_deadline; /* monotonic ms */
+    int stop_warned;       /* the abandoned deliveries are logged */
 };
 
 static void say(int prio, const char *fmt, ...)
@@ -402,11 +404,17 @@ static void stop_check_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (busy > 0 && util_clock_mono_ms() < d->stop_deadline)
         return;
-    if (busy > 0)
+    if (busy > 0 && !d->stop_warned) {
         say(LOG_WARNING,
             "stop: %ld deliveries or writes still going after %d s; "
             "abandoned, their mail stays queued",
             busy, STOP_GRACE_SECONDS);
+        d->stop_warned = 1;
+    }
+    /* out of the cluster, its leases given back (decision 136) */
+    if (qmgr_leave(d->q) &&
+        util_clock_mono_ms() < d->stop_deadline + STOP_LEAVE_MS)
+        return;
     event_base_loopbreak(d->base);
 }
 

@@ -400,6 +400,11 @@ void qm_cluster_open(struct qmgr *q)
                             q->conf, NULL, CONF_destdb_record_lifetime)));
 }
 
+int qmgr_leave(struct qmgr *q)
+{
+    return cluster_leave(q->cluster);
+}
+
 void qm_cluster_close(struct qmgr *q)
 {
     cluster_free(q->cluster);

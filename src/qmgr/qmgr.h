@@ -36,6 +36,7 @@
  *			struct util_buf *out, char *why, size_t whylen)
  *	void	qmgr_drain(struct qmgr *q)
  *	long	qmgr_busy(const struct qmgr *q)
+ *	int	qmgr_leave(struct qmgr *q)
  *	void	qmgr_stop(struct qmgr *q)
  *	void	qmgr_free(struct qmgr *q)
  *
@@ -176,7 +177,9 @@
  *	more, the ones in flight go on and their results are written.
  *	qmgr_busy() counts what is still going on: deliveries in flight and
  *	spool writes not yet committed. The daemon drains until that is 0
- *	or its time bound has passed, then stops.
+ *	or its time bound has passed, then stops. qmgr_leave(), once the
+ *	drain is over, takes this daemon out of its cluster
+ *	(cluster_leave()): it returns 1 while that is under way.
  *
  *	Stopping, in this order: qmgr_stop() (nothing new starts, agents in
  *	flight are abandoned: their recipients stay as they are on disk and
@@ -311,6 +314,7 @@ int qmgr_resume_ask(struct qmgr *q, const char *destination,
 void qmgr_resume_cancel(struct qmgr_resume_wait *w);
 void qmgr_drain(struct qmgr *q);
 long qmgr_busy(const struct qmgr *q);
+int qmgr_leave(struct qmgr *q);
 void qmgr_stop(struct qmgr *q);
 void qmgr_free(struct qmgr *q);
 

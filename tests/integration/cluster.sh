@@ -39,7 +39,9 @@
 #      sluice resume on a third frees it there;
 #   3d. one daemon cut off from Redis (a proxy in its path, stopped)
 #      while the others reach it, under Finch: the receiver still sees at
-#      most 4, idle workers included (decisions 120, 122).
+#      most 4, idle workers included (decisions 120, 122);
+#   8. a clean stop (SIGTERM) takes a daemon out of the cluster at once:
+#      no longer a member, no lease held (decision 136).
 # Output is TAP; bounded waits; about 30 s. CLUSTER_KEEP=DIR keeps a copy
 # of the scratch directory (logs, counts) in DIR.
 build=${1:-build}
@@ -485,5 +487,24 @@ fi
 submit a all.test 46 46
 wait_for 5 delivered all 46
 expect "a delivers in t$$""b" 1 "$(grep -cF "<all.test.46@t>" "$tmp/lim.ids")"
+# 8. A clean stop takes b out of the cluster at once (decision 136): its
+# last sync gives its leases back and removes it from the members, so c
+# need not hold b's share for cluster_alone_time.
+b_member=$(rc ZRANGE "sluice:{t$$}:members" 0 -1 | grep ":$pid_b\$")
+kill -TERM "$pid_b"
+b_stopped() { ! kill -0 "$pid_b" 2>/dev/null; }
+wait_for 10 b_stopped || not_ok "b stops on SIGTERM"
+if grep -qF "cluster t$$: left, leases given back, as $b_member" "$tmp/b/log" &&
+    [ -n "$b_member" ] &&
+    ! rc ZRANGE "sluice:{t$$}:members" 0 -1 | grep -qxF "$b_member" &&
+    [ -z "$(rc HGET "sluice:{t$$}:seen" "$b_member")" ]; then
+    ok "a clean stop leaves the cluster: b is no member, its count gone"
+else
+    not_ok "a clean stop leaves the cluster: b is no member, its count gone"
+    grep -F "cluster t$$" "$tmp/b/log" | tail -3 | sed 's/^/#   /'
+fi
+b_leases=$(for k in $(rc KEYS "sluice:{t$$}:lease:*"); do rc ZRANGE "$k" 0 -1; done |
+    grep -cF "$b_member:")
+expect "b holds no lease after its stop" 0 "$b_leases"
 [ -n "${CLUSTER_KEEP:-}" ] && cp -r "$tmp" "$CLUSTER_KEEP"
 tap_done
