@@ -17,6 +17,8 @@
  *	void	deliver_cache_agent_log(struct deliver_cache *c,
  *			deliver_agent_log_fn *fn, void *ctx)
  *	size_t	deliver_cache_agents(const struct deliver_cache *c)
+ *	void	deliver_cache_spawner_set(struct deliver_cache *c,
+ *			struct deliver_spawner *sp)
  *
  *	#include "deliver/agent_impl.h"
  *
@@ -39,6 +41,8 @@
  *	where its log lines go, freed with the cache: the idle agents are
  *	to their deliveries what idle connections are to SMTP's.
  *	deliver_cache_agents() counts its agents, busy or idle.
+ *	deliver_cache_spawner_set() gives the pool the spawner that starts
+ *	its agents (decision 134); the pool owns it from then on.
  */
 
 #include "deliver/deliver_impl.h"
@@ -157,6 +161,12 @@ void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
                              void *ctx)
 {
     agent_pool_log_set(deliver_cache_agent_pool(c), fn, ctx);
+}
+
+void deliver_cache_spawner_set(struct deliver_cache *c,
+                               struct deliver_spawner *sp)
+{
+    agent_pool_spawner_set(deliver_cache_agent_pool(c), sp);
 }
 
 size_t deliver_cache_agents(const struct deliver_cache *c)

@@ -5,6 +5,7 @@
  *	#include "qmgr/qmgr_impl.h"
  *
  *	void	qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
+ *	void	qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp)
  *	char	**qm_agent_request(struct qmgr *q,
  *			const struct route_result *r,
  *			struct deliver_request *req, char *key, size_t keylen,
@@ -15,6 +16,10 @@
  *	place of the one it had (freed), at start and at every reload,
  *	and sends the agent pool's log lines to the queue manager's log
  *	under each agent's transport name.
+ *
+ *	qmgr_spawner_set() hands the agent spawner sluiced forked before
+ *	it gave up root (decision 134) to the agents of the queue
+ *	manager's cache, which own it from then on.
  *
  *	qm_agent_request() fills the agent part of a request for a
  *	recipient routed to a transport of the agent type (decision 129):
@@ -58,6 +63,11 @@ void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules)
     conf_rules_free(q->rules);
     q->rules = rules;
     deliver_cache_agent_log(q->cache, agent_log_cb, q);
+}
+
+void qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp)
+{
+    deliver_cache_spawner_set(q->cache, sp);
 }
 
 char **qm_agent_request(struct qmgr *q, const struct route_result *r,

@@ -315,6 +315,8 @@ void qmgr_tls_set(struct qmgr *q, struct qmgr_tls *t);
 
 /* scheduler_rules, for the agent transport type (agent.c). */
 void qmgr_rules_set(struct qmgr *q, struct conf_rules *rules);
+/* The agent spawner forked before the drop of root (decision 134). */
+void qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp);
 
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;
