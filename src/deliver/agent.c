@@ -263,6 +263,7 @@ static void agent_fail(struct agent *a, const char *fmt, ...)
              pid, what);
     agent_pool_log(a->pool, 1, a->channel, "agent pid %ld failed%s: %s", pid,
                    a->job ? " while delivering" : "", what);
+    agent_pool_counted(a->pool, a->channel, 0);
     if (a->job) {
         agent_pool_failed(a->pool, a->key, a->job->req.agent.restart_ms);
         job_finish(a, 0, reason);
@@ -562,12 +563,14 @@ void agent_job_start(struct deliver_session *s)
         if ((a = agent_spawn(p, req, key, why, sizeof(why))) == NULL) {
             agent_pool_log(p, 1, req->agent.channel, "agent not started: %s",
                            why);
+            agent_pool_counted(p, req->agent.channel, 0);
             agent_pool_failed(p, key, req->agent.restart_ms);
             job_refuse(s, why);
             return;
         }
         agent_pool_log(p, 0, req->agent.channel, "agent started: pid %ld: %s",
                        (long)a->pid, req->agent.argv[0]);
+        agent_pool_counted(p, req->agent.channel, 1);
     }
     evtimer_del(a->timer);
     a->job = s;

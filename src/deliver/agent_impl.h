@@ -43,6 +43,10 @@
  *	void	agent_pool_reap(struct agent_pool *p, pid_t pid,
  *			const char *channel, int term)
  *	size_t	agent_pool_count(const struct agent_pool *p)
+ *	void	agent_pool_counted(struct agent_pool *p, const char *channel,
+ *			int started)
+ *	size_t	agent_pool_stats(const struct agent_pool *p,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c)
  *
@@ -172,6 +176,9 @@ void agent_pool_failed(struct agent_pool *p, const char *key, int restart_ms);
 void agent_pool_reap(struct agent_pool *p, pid_t pid, const char *channel,
                      int term);
 size_t agent_pool_count(const struct agent_pool *p);
+void agent_pool_counted(struct agent_pool *p, const char *channel, int started);
+size_t agent_pool_stats(const struct agent_pool *p,
+                        struct deliver_agent_stats *out, size_t max);
 struct event_base *agent_pool_base(const struct agent_pool *p);
 
 struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c);

@@ -19,6 +19,8 @@
  *	size_t	deliver_cache_agents(const struct deliver_cache *c)
  *	void	deliver_cache_spawner_set(struct deliver_cache *c,
  *			struct deliver_spawner *sp)
+ *	size_t	deliver_cache_agent_stats(const struct deliver_cache *c,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	#include "deliver/agent_impl.h"
  *
@@ -167,6 +169,12 @@ void deliver_cache_spawner_set(struct deliver_cache *c,
                                struct deliver_spawner *sp)
 {
     agent_pool_spawner_set(deliver_cache_agent_pool(c), sp);
+}
+
+size_t deliver_cache_agent_stats(const struct deliver_cache *c,
+                                 struct deliver_agent_stats *out, size_t max)
+{
+    return c->agents ? agent_pool_stats(c->agents, out, max) : 0;
 }
 
 size_t deliver_cache_agents(const struct deliver_cache *c)

@@ -38,6 +38,8 @@
  *	void	deliver_spawner_free(struct deliver_spawner *sp)
  *	void	deliver_cache_spawner_set(struct deliver_cache *c,
  *			struct deliver_spawner *sp)
+ *	size_t	deliver_cache_agent_stats(const struct deliver_cache *c,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	struct deliver_passwd *deliver_passwd_load(const char *param,
  *			const char *value, char *why, size_t whylen)
@@ -237,6 +239,12 @@
  *	its first agent, as whatever user the process is.
  *	deliver_spawner_free() ends one that was never handed over: its
  *	agents end and it exits.
+ *
+ *	deliver_cache_agent_stats() fills out with up to max transports'
+ *	agent figures (those that have had an agent or a failed start):
+ *	agents at a job or starting, idle in the pool, started and failed
+ *	(killed for a fault, or could not start) since sluiced started;
+ *	it returns how many it filled.
  *
  *	deliver_request_copy() makes a copy of a request that lives on its
  *	own (strings, recipients, addresses and DANE records copied; the
@@ -550,6 +558,15 @@ void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
 size_t deliver_cache_agents(const struct deliver_cache *c);
 
 struct deliver_spawner;
+
+struct deliver_agent_stats {
+    const char *channel; /* the transport; valid until the pool changes */
+    size_t running, idle;
+    uint64_t started, failed;
+};
+
+size_t deliver_cache_agent_stats(const struct deliver_cache *c,
+                                 struct deliver_agent_stats *out, size_t max);
 struct deliver_spawner *deliver_spawner_start(const char *agent_user,
                                               const char *mail_owner, char *why,
                                               size_t whylen);

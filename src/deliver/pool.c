@@ -22,6 +22,10 @@
  *	void	agent_pool_reap(struct agent_pool *p, pid_t pid,
  *			const char *channel, int term)
  *	size_t	agent_pool_count(const struct agent_pool *p)
+ *	void	agent_pool_counted(struct agent_pool *p, const char *channel,
+ *			int started)
+ *	size_t	agent_pool_stats(const struct agent_pool *p,
+ *			struct deliver_agent_stats *out, size_t max)
  *	struct event_base *agent_pool_base(const struct agent_pool *p)
  *	void	agent_pool_spawner_set(struct agent_pool *p,
  *			struct deliver_spawner *sp)
@@ -66,6 +70,11 @@
  *	each (a second, then SIGKILL) and frees the spawner, which ends
  *	what is left and exits.
  *
+ *	agent_pool_counted() counts an agent started (started 1) or failed
+ *	(0) under its channel; agent_pool_stats() gives each channel's
+ *	counts with its agents at a job or starting and idle, for the
+ *	status and the metrics.
+ *
  *	agent_pool_log() writes a line through the function
  *	agent_pool_log_set() gave, or nowhere.
  */
@@ -101,6 +110,11 @@ struct exiting {
     int killed; /* SIGKILL asked for */
 };
 
+struct counts {
+    char *channel;
+    uint64_t started, failed;
+};
+
 struct agent_pool {
     struct event_base *base;
     deliver_agent_log_fn *log;
@@ -114,6 +128,8 @@ struct agent_pool {
     struct event *reap_ev;
     struct deliver_spawner *spawner; /* NULL until the first agent */
     int64_t orphans_until;           /* a lost spawner's agents: reap them */
+    struct counts *counts;           /* per channel: few, the transports */
+    size_t ncounts;
 };
 
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
@@ -172,6 +188,46 @@ void agent_pool_remove(struct agent_pool *p, struct agent *a)
 size_t agent_pool_count(const struct agent_pool *p)
 {
     return p->count;
+}
+
+void agent_pool_counted(struct agent_pool *p, const char *channel, int started)
+{
+    size_t i;
+
+    for (i = 0; i < p->ncounts; i++)
+        if (strcmp(p->counts[i].channel, channel) == 0)
+            break;
+    if (i == p->ncounts) {
+        p->counts = xrealloc(p->counts, (i + 1) * sizeof(*p->counts));
+        memset(p->counts + i, 0, sizeof(*p->counts));
+        p->counts[p->ncounts++].channel = xstrdup(channel);
+    }
+    if (started)
+        p->counts[i].started++;
+    else
+        p->counts[i].failed++;
+}
+
+size_t agent_pool_stats(const struct agent_pool *p,
+                        struct deliver_agent_stats *out, size_t max)
+{
+    size_t n = p->ncounts < max ? p->ncounts : max;
+    const struct agent *a;
+
+    for (size_t i = 0; i < n; i++) {
+        memset(out + i, 0, sizeof(*out));
+        out[i].channel = p->counts[i].channel;
+        out[i].started = p->counts[i].started;
+        out[i].failed = p->counts[i].failed;
+        TAILQ_FOREACH(a, &p->agents, link)
+            if (strcmp(a->channel, out[i].channel) == 0) {
+                if (a->state == AGENT_IDLE)
+                    out[i].idle++;
+                else
+                    out[i].running++;
+            }
+    }
+    return n;
 }
 
 static int argv_same(char *const *a, char *const *b)
@@ -421,6 +477,9 @@ void agent_pool_free(struct agent_pool *p)
     for (size_t i = 0; i < p->nfailures; i++)
         free(p->failures[i].key);
     free(p->failures);
+    for (size_t i = 0; i < p->ncounts; i++)
+        free(p->counts[i].channel);
+    free(p->counts);
     free(p->exiting);
     event_free(p->reap_ev);
     free(p);

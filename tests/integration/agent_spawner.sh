@@ -9,7 +9,8 @@
 # recipients are deferred, then delivered exactly once. The spawner
 # killed with SIGKILL: logged, its agents die with it and are reaped,
 # agent mail is deferred (never lost) until sluiced restarts, and is then
-# delivered once. A stop leaves no agent and no spawner. Bounded in time,
+# delivered once. A stop leaves no agent and no spawner. sluice status
+# and /metrics count each transport's agents. Bounded in time,
 # stops only the processes it started. Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -80,7 +81,9 @@ printf '%s\n' 'a.test mdir:' 'kill.test probe:' 'hang.test probe:' \
 for h in kill hang good; do echo good >"$tmp/w/mode.$h.test"; done
 chown "$agent" "$tmp"/w/*
 
-params="mail_owner = $owner
+http_port=$(free_port)
+params="http_listen = 127.0.0.1:$http_port
+mail_owner = $owner
 agent_user = $agent
 transports = smtp:smtp, mdir:agent, probe:agent
 scheduler_rules = $tmp/rules
@@ -138,6 +141,26 @@ wait_for 6 sent k1@kill.test && wait_for 6 sent h1@hang.test &&
 grep -q 'to=<k1@kill.test>, .*status=deferred' "$log" &&
     grep -q 'to=<h1@hang.test>, .*status=deferred' "$log" &&
     ok "... after a deferral" || not_ok "... after a deferral"
+
+# The agents' figures: sluice status (text, JSON) and /metrics.
+wait_for 3 sh -c "ps -o pid= --ppid $spawner | wc -l | grep -q -x 4"
+s status >"$tmp/st.txt"
+grep -q -x -F '  agents: 0 running, 1 idle, 1 started, 0 failed' "$tmp/st.txt" &&
+    ok "sluice status: the agents of mdir" ||
+    { not_ok "sluice status: the agents of mdir"; cat "$tmp/st.txt"; }
+s status --json | /usr/bin/python3 -c '
+import json, sys
+t = {x["name"]: x["agents"] for x in json.load(sys.stdin)["transports"]}
+print(t["probe"], t["mdir"])' >"$tmp/st.json"
+expect "sluice status --json: the agents of probe" \
+    "{'running': 0, 'idle': 3, 'started': 5, 'failed': 2} {'running': 0, 'idle': 1, 'started': 1, 'failed': 0}" \
+    "$(cat "$tmp/st.json")"
+/usr/bin/python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$http_port/metrics').read().decode())" |
+    grep -E '^sluice_agents.*transport="probe"' >"$tmp/metrics"
+expect "/metrics: the agents of probe" 'sluice_agents{transport="probe",state="running"} 0
+sluice_agents{transport="probe",state="idle"} 3
+sluice_agents_started_total{transport="probe"} 5
+sluice_agents_failed_total{transport="probe"} 2' "$(cat "$tmp/metrics")"
 
 # The spawner killed: logged, its agents gone and reaped, mail deferred.
 agents=$(ps -o pid= --ppid "$spawner")
