@@ -19,12 +19,17 @@
  *	with its uid, gid and groups, refused with a reason kept in u
  *	(every START then FAILED with it) when it does not exist, has uid
  *	0, or has the uid of mail_owner (the spool's owner: an agent of
- *	that uid could read and change every queued message). It returns
+ *	that uid could read and change every queued message), and when
+ *	the process lacks CAP_KILL (a capability bounding set without
+ *	it: the agents of another uid could be neither signalled nor
+ *	killed with the spawner). It returns
  *	-1 with why only when the lookup itself failed.
  *
  *	spawner_main() never returns. It closes every descriptor but fd
- *	and 0 to 2, ignores SIGINT, SIGHUP and SIGPIPE (a terminal's ^C
- *	reaches sluiced, which stops it), becomes a child subreaper (what
+ *	and 0 to 2, ignores SIGINT, SIGHUP, SIGTERM and SIGPIPE (a
+ *	terminal's ^C, or systemd's SIGTERM to every process of the unit,
+ *	reaches sluiced, which stops it: sluiced's end, not a signal, ends
+ *	the spawner; SIGKILL still does), becomes a child subreaper (what
  *	an agent leaves behind is reaped here), names itself
  *	"sluice-spawner" and loops: a START is checked (spawn_decode(),
  *	exactly three descriptors), the program forked and executed as
@@ -48,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -64,6 +70,17 @@
 
 #define CHILDREN_MAX 4096
 #define END_GRACE_MS 1000
+
+/* Root without CAP_KILL (a narrow bounding set) cannot signal agents
+ * of another uid, nor does their PR_SET_PDEATHSIG reach them. */
+static int can_kill(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+
+    return syscall(SYS_capget, &h, d) != 0 ||
+           (d[0].effective & (1u << CAP_KILL)) != 0;
+}
 
 int spawner_user_find(const char *name, const char *mail_owner,
                       struct spawner_user *u, char *why, size_t whylen)
@@ -95,6 +112,12 @@ int spawner_user_find(const char *name, const char *mail_owner,
                      : "agent_user %s has the uid of mail_owner: an agent "
                        "could read and change the queue",
                  name);
+        return 0;
+    }
+    if (!can_kill()) {
+        snprintf(u->refused, sizeof(u->refused),
+                 "the agent spawner has no CAP_KILL (the capability bounding "
+                 "set must include it): it could not stop agents");
         return 0;
     }
     u->change = 1;
@@ -351,7 +374,7 @@ static int signals_prepare(void)
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGTERM, SIG_DFL);
+    signal(SIGTERM, SIG_IGN);
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);

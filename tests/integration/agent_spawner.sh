@@ -10,7 +10,8 @@
 # killed with SIGKILL: logged, its agents die with it and are reaped,
 # agent mail is deferred (never lost) until sluiced restarts, and is then
 # delivered once. A stop leaves no agent and no spawner. sluice status
-# and /metrics count each transport's agents. Bounded in time,
+# and /metrics count each transport's agents. A spawner without CAP_KILL
+# refuses to start agents. Bounded in time,
 # stops only the processes it started. Output is TAP.
 build=${1:-build}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
@@ -82,6 +83,9 @@ for h in kill hang good; do echo good >"$tmp/w/mode.$h.test"; done
 chown "$agent" "$tmp"/w/*
 
 http_port=$(free_port)
+# With no capability but those the systemd unit leaves it (the spawner
+# signals agents of another uid: CAP_KILL).
+sluiced_wrap="setpriv --bounding-set -all,+net_bind_service,+setuid,+setgid,+chown,+kill --no-new-privs"
 params="http_listen = 127.0.0.1:$http_port
 mail_owner = $owner
 agent_user = $agent
@@ -204,4 +208,15 @@ expect "a stop exits 0" 0 $?
 # shellcheck disable=SC2086
 gone $agents $spawner && ok "no agent and no spawner left after the stop" ||
     not_ok "no agent and no spawner left after the stop"
+
+# Without CAP_KILL the spawner could not stop its agents: it refuses.
+mv "$log" "$tmp/log2"
+sluiced_wrap="setpriv --bounding-set -all,+net_bind_service,+setuid,+setgid,+chown --no-new-privs"
+sluiced_start "$tmp/d" "$params" || { not_ok "sluiced starts"; tap_done; }
+printf 'Subject: c\n\nbody\n' | s sendmail -f s@sluice.test c1@good.test
+wait_for 5 grep -q 'to=<c1@good.test>, .*status=deferred (the agent spawner has no CAP_KILL' "$log" &&
+    ok "without CAP_KILL agent mail is deferred, saying why" ||
+    not_ok "without CAP_KILL agent mail is deferred, saying why"
+kill -TERM "$sluiced_pid"
+wait_for 12 stopped
 tap_done
