@@ -28,7 +28,17 @@ for u in $owner $agent; do
     useradd --system --user-group --no-create-home \
         --shell /usr/sbin/nologin "$u" || { not_ok "useradd $u"; tap_done; }
 done
-trap '_dl_cleanup; userdel "$owner" 2>/dev/null; userdel "$agent" 2>/dev/null' EXIT
+# userdel refuses a user with a process left: a few tries, bounded.
+users_del() {
+    for u in $owner $agent; do
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            userdel "$u" 2>/dev/null && break
+            getent passwd "$u" >/dev/null || break
+            sleep 0.3
+        done
+    done
+}
+trap '_dl_cleanup; users_del' EXIT
 owner_uid=$(id -u "$owner")
 agent_uid=$(id -u "$agent")
 chmod 755 "$tmp"
