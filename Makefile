@@ -231,6 +231,17 @@ build-fuzz/fuzz_deliver_hungry: tests/fuzz/fuzz_deliver_hungry.c \
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
 	    $(FUZZ_HUNGRY)
 
+# The agent spawner's messages (decision 134): deliver/spawn.c and util/.
+FUZZ_SPAWN   := src/deliver/spawn.c $(wildcard src/util/*.c)
+FUZZ_TARGETS += deliver_spawn
+
+build-fuzz/fuzz_deliver_spawn: tests/fuzz/fuzz_deliver_spawn.c \
+	    $(FUZZ_SPAWN) src/deliver/agent_impl.h src/deliver/deliver.h \
+	    src/util/util.h
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(shell pkg-config --cflags openssl) -o $@ $< \
+	    $(FUZZ_SPAWN)
+
 fuzz: $(patsubst %,build-fuzz/fuzz_%,$(FUZZ_TARGETS))
 	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 	cp -r $(patsubst %,tests/fuzz/corpus/%,$(FUZZ_TARGETS)) build-fuzz/corpus/

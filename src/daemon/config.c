@@ -50,6 +50,9 @@
  *	  clause whose command is an external program (decision 129); the
  *	  rules are kept in cf->rules for the queue manager (its agents and
  *	  its zmailer threads, decisions 125 and 129);
+ *	- with a transport of the agent type, in a process that is or was
+ *	  root: agent_user exists, is not root and has not mail_owner's
+ *	  uid (the spawner would refuse every agent, decision 134);
  *	- the SMTP client's TLS: its CA and certificate files and the
  *	  policy table (qmgr_tls_load(), kept in cf->tls);
  *	- with dkim_signing_table set, the DKIM SigningTable, KeyTable and
@@ -69,8 +72,6 @@
  *	  warning: one large message could fill what is left);
  *	- smtp_connection_cache_time_limit longer than
  *	  smtp_connection_reuse_time_limit, per transport;
- *	- a transport of the agent type while mail_owner is not root: the
- *	  agents run as mail_owner, not agent_user (decision 131).
  *	The unknown-parameter warnings come even when a later check fails.
  *	daemon_config_free() frees what a load kept.
  *
@@ -99,10 +100,12 @@
 #include "spool/spool.h"
 #include "util/util.h"
 
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NAME_BYTES 256
 
@@ -384,6 +387,34 @@ static int agent_cover(const struct route_transport *t,
     return -1;
 }
 
+/* The spawner runs agents as agent_user: never root, never the spool's
+ * owner, unless sluiced never was root (decision 134). */
+static int agent_user_check(const struct conf *conf, char *why, size_t whylen)
+{
+    const char *name = conf_str(conf, NULL, CONF_agent_user);
+    const char *owner = conf_str(conf, NULL, CONF_mail_owner);
+    struct passwd *pw;
+    uid_t owner_uid;
+
+    if (geteuid() != 0 && !daemon_privilege_dropped())
+        return 0;
+    owner_uid = (pw = getpwnam(owner)) ? pw->pw_uid : (uid_t)-1;
+    if ((pw = getpwnam(name)) == NULL)
+        snprintf(why, whylen, "agent_user %s: no such user", name);
+    else if (pw->pw_uid == 0)
+        snprintf(why, whylen, "agent_user %s: an agent never runs as root",
+                 name);
+    else if (pw->pw_uid == owner_uid)
+        snprintf(why, whylen,
+                 "agent_user %s has the uid of mail_owner %s (%lu): an agent "
+                 "could read and change the queue; give the agents a user of "
+                 "their own",
+                 name, owner, (unsigned long)owner_uid);
+    else
+        return 0;
+    return -1;
+}
+
 /* Every transport under the zmailer scheduler needs a clause with a
  * command for its channel (decision 116). */
 static int rules_cover(const struct conf *conf,
@@ -394,7 +425,8 @@ static int rules_cover(const struct conf *conf,
     for (int i = 0; i < route_transport_count(routes); i++) {
         const struct route_transport *t = route_transport_at(routes, i);
 
-        if (agent_cover(t, rules, path, why, whylen) < 0)
+        if (agent_cover(t, rules, path, why, whylen) < 0 ||
+            (t->type == ROUTE_AGENT && agent_user_check(conf, why, whylen) < 0))
             return -1;
         if (!zmailer_chosen(conf, t))
             continue;
@@ -593,28 +625,6 @@ static void transport_warn(const struct conf *conf, const char *t,
                         "_connection_reuse_time_limit", b, sizeof(b)));
 }
 
-/* A daemon that gives up root cannot start agents as agent_user
- * (decision 131): they run as mail_owner. */
-static void agent_user_warn(const struct conf *conf,
-                            const struct route_table *routes,
-                            const struct warner *w)
-{
-    const char *owner = conf_str(conf, NULL, CONF_mail_owner);
-
-    if (strcmp(owner, "root") == 0)
-        return;
-    for (int i = 0; i < route_transport_count(routes); i++)
-        if (route_transport_at(routes, i)->type == ROUTE_AGENT) {
-            say(w,
-                "transport %s: type agent: sluiced runs as mail_owner %s, "
-                "which cannot change users: its agents run as %s, not as "
-                "agent_user %s",
-                route_transport_at(routes, i)->name, owner, owner,
-                conf_str(conf, NULL, CONF_agent_user));
-            return;
-        }
-}
-
 static void combos_warn(const struct conf *conf,
                         const struct route_table *routes,
                         const struct warner *w)
@@ -628,7 +638,6 @@ static void combos_warn(const struct conf *conf,
             host);
     times_warn(conf, w);
     sizes_warn(conf, w);
-    agent_user_warn(conf, routes, w);
     for (int i = 0; i < route_transport_count(routes); i++) {
         transport_warn(conf, route_transport_at(routes, i)->name, w);
     }

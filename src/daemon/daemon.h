@@ -41,6 +41,7 @@
  *			conf_warn_fn *warn, void *ctx, char *note,
  *			size_t notelen, char *why, size_t whylen)
  *	void	daemon_privilege_done(void)
+ *	int	daemon_privilege_dropped(void)
  *	void	daemon_notify(const char *state)
  *
  *	void	daemon_log_syslog(void)
@@ -104,7 +105,8 @@
  *	right to bind ports below 1024 until daemon_privilege_done();
  *	a mail_owner that does not exist is an error when the
  *	configuration names it, a warning at the built-in default
- *	(decision 89). daemon_notify() (notify.c) sends systemd a state
+ *	(decision 89); daemon_privilege_dropped() says whether it did.
+ *	daemon_notify() (notify.c) sends systemd a state
  *	("READY=1") on $NOTIFY_SOCKET, if set.
  *
  *	daemon_logv() (log.c) writes one log line tagged as Postfix tags
@@ -162,6 +164,7 @@ int daemon_privilege_drop(const struct conf *conf, conf_warn_fn *warn,
                           void *ctx, char *note, size_t notelen, char *why,
                           size_t whylen);
 void daemon_privilege_done(void);
+int daemon_privilege_dropped(void);
 void daemon_notify(const char *state);
 int daemon_config_load(const char *opt_path, struct daemon_config *cf,
                        conf_warn_fn *warn, void *ctx, char *why, size_t whylen);

@@ -44,6 +44,7 @@
 
 #include "daemon/daemon.h"
 
+#include "deliver/deliver.h"
 #include "dkim/dkim.h"
 #include "dns/dns.h"
 #include "ingress/ingress.h"
@@ -79,6 +80,7 @@ struct daemon {
     struct qmgr_tls *tls;     /* until the queue manager takes it */
     struct conf_rules *rules; /* scheduler_rules, until it takes them */
     struct dkim_keys *dkim;   /* signing keys; NULL: none (ingress/sign.c) */
+    struct deliver_spawner *spawner; /* until the queue manager takes it */
     struct dns_resolver *dns;
     struct event_base *base;
     struct qmgr *q;
@@ -442,6 +444,7 @@ static void restart_only(const struct conf *old, const struct conf *new)
 {
     static const enum conf_param_id strs[] = {CONF_queue_directory,
                                               CONF_mail_owner,
+                                              CONF_agent_user,
                                               CONF_dns_servers,
                                               CONF_smtpd_listen,
                                               CONF_smtpd_submission_listen,
@@ -618,7 +621,9 @@ static int submission_start(struct daemon *d, const struct smtpd_ops *ops,
 /*
  * Started as root: become mail_owner before anything else is read, so
  * that the start reads every file as a reload will (decision 89). The
- * file is read once here for mail_owner and queue_directory alone.
+ * file is read once here for mail_owner, queue_directory and agent_user
+ * alone: the agent spawner is forked first, and stays root (decision
+ * 134).
  */
 static int privilege_drop(struct daemon *d)
 {
@@ -632,8 +637,13 @@ static int privilege_drop(struct daemon *d)
         say(LOG_ERR, "%s", why);
         return -1;
     }
-    rc = daemon_privilege_drop(conf, config_warn, NULL, note, sizeof(note), why,
-                               sizeof(why));
+    d->spawner = deliver_spawner_start(conf_str(conf, NULL, CONF_agent_user),
+                                       conf_str(conf, NULL, CONF_mail_owner),
+                                       why, sizeof(why));
+    rc = d->spawner == NULL
+             ? -1
+             : daemon_privilege_drop(conf, config_warn, NULL, note,
+                                     sizeof(note), why, sizeof(why));
     conf_free(conf);
     if (rc < 0)
         say(LOG_ERR, "%s", why);
@@ -727,6 +737,9 @@ static int start(struct daemon *d)
     d->tls = NULL; /* the queue manager's */
     qmgr_rules_set(d->q, d->rules);
     d->rules = NULL; /* the queue manager's too */
+    if (d->spawner != NULL)
+        qmgr_spawner_set(d->q, d->spawner);
+    d->spawner = NULL; /* the queue manager's */
     lp.size_limit = (uint64_t)conf_int(d->conf, NULL, CONF_message_size_limit);
     lp.log = local_log;
     lp.flush = local_flush_request;
@@ -788,6 +801,7 @@ static void finish(struct daemon *d)
     route_free(d->routes);
     qmgr_tls_free(d->tls);
     conf_rules_free(d->rules);
+    deliver_spawner_free(d->spawner);
     dkim_keys_free(d->dkim);
     if (d->base)
         event_base_free(d->base);

@@ -8,6 +8,7 @@
  *			conf_warn_fn *warn, void *ctx, char *note,
  *			size_t notelen, char *why, size_t whylen)
  *	void	daemon_privilege_done(void)
+ *	int	daemon_privilege_dropped(void)
  * DESCRIPTION
  *	sluiced started as root runs as mail_owner (decision 89): root
  *	only prepares what an unprivileged user cannot, and everything
@@ -36,6 +37,9 @@
  *	daemon_privilege_done() gives up that last capability once every
  *	listener is bound: a reload binds nothing new (the listening
  *	addresses wait for a restart).
+ *
+ *	daemon_privilege_dropped() says whether this process gave up root
+ *	(agent_user's check, decision 134).
  */
 
 #define _XOPEN_SOURCE 700 /* nftw() */
@@ -56,6 +60,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+static int dropped; /* root given up: daemon_privilege_dropped() */
 
 /* The owner nftw() hands the tree to (nftw() takes no context). */
 static uid_t tree_uid;
@@ -144,6 +150,7 @@ static int become(const struct passwd *pw, char *why, size_t whylen)
     if (setuid(0) == 0) /* a kernel that kept root would be a lie */
         util_panic("still root after dropping to uid %lu",
                    (unsigned long)pw->pw_uid);
+    dropped = 1;
     return 0;
 }
 
@@ -200,6 +207,11 @@ int daemon_privilege_drop(const struct conf *conf, conf_warn_fn *warn,
     snprintf(note, notelen, "%s (uid %lu, gid %lu)", pw->pw_name,
              (unsigned long)pw->pw_uid, (unsigned long)pw->pw_gid);
     return 0;
+}
+
+int daemon_privilege_dropped(void)
+{
+    return dropped;
 }
 
 void daemon_privilege_done(void)

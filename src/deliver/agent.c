@@ -16,18 +16,16 @@
  *	per recipient and, at the next #hungry, finishes the session and
  *	puts the agent back in the pool for agent.idle_ms.
  *
- *	Starting (decision 131): fork() and execve() of argv[0] with argv,
- *	never a shell; in the child the signals are reset, standard
- *	input, output and error are pipes to sluiced and every other
- *	descriptor closes at the exec, the working directory is "/", the
- *	process leads its own session (so that its group can be killed
- *	whole), and, when sluiced runs as root, it becomes agent.user
- *	(its uid, gid and that group alone). The environment is fixed:
+ *	Starting (decisions 131 and 134): the pool's spawner (spawner.c),
+ *	a process that stayed root, forks and executes argv[0] with argv,
+ *	never a shell, as agent_user, with the three pipes made here as
+ *	its standard input, output and error; it signals the agent when
+ *	asked and reports its exit. The environment is fixed:
  *	PATH=/usr/local/bin:/usr/bin:/bin, HOME=/, SLUICE_PROTOCOL=hungry
- *	and SLUICE_CHANNEL, nothing inherited. A failed exec or user
- *	change comes back through a close-on-exec pipe, so that the
+ *	and SLUICE_CHANNEL, nothing inherited. A failed exec or a refused
+ *	agent_user comes back as the spawner's answer, so that the
  *	delivery gets the reason at once.
- *
+
  *	The pipes are non-blocking bufferevents on the loop. Standard
  *	output is read in lines (LF), each at most agent.line_limit bytes
  *	and all of a job's at most agent.output_limit; standard error is
@@ -77,82 +75,6 @@
 #define STDERR_SHOWN 200
 #define ENV_MAX      8
 
-/* The user the child becomes, looked up before fork(). */
-struct spawn_user {
-    int change;
-    uid_t uid;
-    gid_t gid;
-};
-
-static int user_find(const char *name, struct spawn_user *u, char *why,
-                     size_t whylen)
-{
-    struct passwd *pw;
-
-    memset(u, 0, sizeof(*u));
-    if (geteuid() != 0)
-        return 0; /* not root: it runs as sluiced does (decision 131) */
-    errno = 0;
-    if ((pw = getpwnam(name && *name ? name : "nobody")) == NULL) {
-        snprintf(why, whylen, "agent_user %s: %s", name,
-                 errno ? strerror(errno) : "no such user");
-        return -1;
-    }
-    if (pw->pw_uid == 0) {
-        snprintf(why, whylen, "agent_user %s: an agent never runs as root",
-                 name);
-        return -1;
-    }
-    u->change = 1;
-    u->uid = pw->pw_uid;
-    u->gid = pw->pw_gid;
-    return 0;
-}
-
-/* Every descriptor from 3 up closes at the exec. */
-static void cloexec_rest(void)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) == 0)
-        return;
-#endif
-    struct rlimit rl;
-    int max = 65536;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)max)
-        max = (int)rl.rlim_cur;
-    for (int fd = 3; fd < max; fd++)
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
-}
-
-/* In the child: only async-signal-safe calls until the exec. */
-static void child_run(char *const *argv, char *const *env, const int fds[3],
-                      int report, const struct spawn_user *u)
-{
-    sigset_t none;
-    int err;
-
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int i = 0; i < 3; i++)
-        if (dup2(fds[i], i) < 0 || fcntl(i, F_SETFD, 0) < 0)
-            goto fail;
-    cloexec_rest();
-    if (setsid() < 0 || chdir("/") < 0)
-        goto fail;
-    if (u->change &&
-        (setgroups(1, &u->gid) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0))
-        goto fail;
-    execve(argv[0], argv, env);
-fail:
-    err = errno;
-    if (write(report, &err, sizeof(err)) < 0)
-        _exit(126);
-    _exit(127);
-}
-
 static int pipe_pair(int fds[2])
 {
     return pipe2(fds, O_CLOEXEC);
@@ -163,22 +85,6 @@ static void close_all(int *fds, size_t n)
     for (size_t i = 0; i < n; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-}
-
-/* The child's errno from before its exec, or 0 when it ran. */
-static int child_wait_exec(int report, pid_t pid)
-{
-    int err = 0;
-    ssize_t n;
-
-    do
-        n = read(report, &err, sizeof(err));
-    while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof(err)) {
-        waitpid(pid, NULL, 0);
-        return err ? err : EIO;
-    }
-    return 0;
 }
 
 static struct bufferevent *pipe_event(struct event_base *base, int fd)
@@ -228,41 +134,33 @@ static struct agent *agent_make(struct agent_pool *p,
     return a;
 }
 
-/* fork() and execve() the request's program; NULL with why. */
+/* The request's program started by the spawner; NULL with why. */
 static struct agent *agent_spawn(struct agent_pool *p,
                                  const struct deliver_request *req,
                                  const char *key, char *why, size_t whylen)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    int rep[2] = {-1, -1};
     char chan[128],
         *env[ENV_MAX] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/",
                          "SLUICE_PROTOCOL=hungry", chan, NULL};
-    struct spawn_user u;
+    struct deliver_spawner *sp;
     pid_t pid;
-    int e;
+    int rc;
 
     snprintf(chan, sizeof(chan), "SLUICE_CHANNEL=%s",
              req->agent.channel ? req->agent.channel : "");
-    if (user_find(req->agent.user, &u, why, whylen) < 0)
+    if ((sp = agent_pool_spawner(p, req->agent.user, why, whylen)) == NULL)
         return NULL;
-    if (pipe_pair(in) < 0 || pipe_pair(out) < 0 || pipe_pair(err) < 0 ||
-        pipe_pair(rep) < 0 || (pid = fork()) < 0) {
+    if (pipe_pair(in) < 0 || pipe_pair(out) < 0 || pipe_pair(err) < 0) {
         snprintf(why, whylen, "cannot start %s: %s", req->agent.argv[0],
                  strerror(errno));
         close_all(in, 2), close_all(out, 2), close_all(err, 2);
-        close_all(rep, 2);
         return NULL;
     }
-    if (pid == 0)
-        child_run(req->agent.argv, env, (int[3]){in[0], out[1], err[1]}, rep[1],
-                  &u);
-    close(in[0]), close(out[1]), close(err[1]), close(rep[1]);
-    e = child_wait_exec(rep[0], pid);
-    close(rep[0]);
-    if (e != 0) {
-        snprintf(why, whylen, "cannot execute %s: %s", req->agent.argv[0],
-                 strerror(e));
+    rc = spawner_spawn(sp, req->agent.argv, env,
+                       (int[3]){in[0], out[1], err[1]}, &pid, why, whylen);
+    close(in[0]), close(out[1]), close(err[1]);
+    if (rc < 0) {
         close(in[1]), close(out[0]), close(err[0]);
         return NULL;
     }
@@ -310,19 +208,16 @@ static void job_finish(struct agent *a, int hop_ok, const char *reason)
 /* How the process ended, if it has: a few ms for one that just did. */
 static void exit_reason(struct agent *a, char *buf, size_t len)
 {
-    int st;
+    int st = a->status;
 
-    for (int i = 0; i < 20; i++) {
-        if (waitpid(a->pid, &st, WNOHANG) == a->pid) {
-            if (WIFSIGNALED(st))
-                snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
-            else
-                snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
-            a->reaped = 1; /* nothing to kill or wait for */
-            return;
-        }
-        usleep(1000);
-    }
+    if (!a->reaped && agent_pool_exit_wait(a->pool, a->pid, 20, &st))
+        a->reaped = 1; /* nothing to kill or wait for */
+    if (!a->reaped)
+        return;
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
 }
 
 static void agent_fail(struct agent *a, const char *fmt, ...)
@@ -368,6 +263,7 @@ static void agent_fail(struct agent *a, const char *fmt, ...)
              pid, what);
     agent_pool_log(a->pool, 1, a->channel, "agent pid %ld failed%s: %s", pid,
                    a->job ? " while delivering" : "", what);
+    agent_pool_counted(a->pool, a->channel, 0);
     if (a->job) {
         agent_pool_failed(a->pool, a->key, a->job->req.agent.restart_ms);
         job_finish(a, 0, reason);
@@ -618,8 +514,7 @@ void agent_end(struct agent *a, int term)
         if (term > 0) {
             int sig = term == 2 ? SIGKILL : SIGTERM;
 
-            kill(-a->pid, sig);
-            kill(a->pid, sig);
+            agent_pool_kill(p, a->pid, sig);
         }
         agent_pool_reap(p, a->pid, a->channel, term == 2 ? -1 : term);
     }
@@ -668,12 +563,14 @@ void agent_job_start(struct deliver_session *s)
         if ((a = agent_spawn(p, req, key, why, sizeof(why))) == NULL) {
             agent_pool_log(p, 1, req->agent.channel, "agent not started: %s",
                            why);
+            agent_pool_counted(p, req->agent.channel, 0);
             agent_pool_failed(p, key, req->agent.restart_ms);
             job_refuse(s, why);
             return;
         }
         agent_pool_log(p, 0, req->agent.channel, "agent started: pid %ld: %s",
                        (long)a->pid, req->agent.argv[0]);
+        agent_pool_counted(p, req->agent.channel, 1);
     }
     evtimer_del(a->timer);
     a->job = s;

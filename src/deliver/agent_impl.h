@@ -43,10 +43,47 @@
  *	void	agent_pool_reap(struct agent_pool *p, pid_t pid,
  *			const char *channel, int term)
  *	size_t	agent_pool_count(const struct agent_pool *p)
+ *	void	agent_pool_counted(struct agent_pool *p, const char *channel,
+ *			int started)
+ *	size_t	agent_pool_stats(const struct agent_pool *p,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c)
  *
  *	void	agent_end(struct agent *a, int term)
+ *	void	agent_pool_spawner_set(struct agent_pool *p,
+ *			struct deliver_spawner *sp)
+ *	struct deliver_spawner *agent_pool_spawner(struct agent_pool *p,
+ *			const char *user, char *why, size_t whylen)
+ *	void	agent_pool_kill(struct agent_pool *p, pid_t pid, int sig)
+ *	int	agent_pool_exit_wait(struct agent_pool *p, pid_t pid,
+ *			int ms, int *status)
+ *
+ *	The spawner's messages (spawn.c), the spawner (spawner.c) and
+ *	sluiced's side of it (spawner_client.c):
+ *
+ *	void	spawn_encode(struct util_buf *b, const struct spawn_msg *m)
+ *	int	spawn_decode(char *buf, size_t n, struct spawn_msg *m,
+ *			char *why, size_t whylen)
+ *	int	spawner_user_find(const char *name, const char *mail_owner,
+ *			struct spawner_user *u, char *why, size_t whylen)
+ *	void	spawner_main(int fd, const struct spawner_user *u)
+ *	void	spawner_attach(struct deliver_spawner *sp,
+ *			struct event_base *base, spawner_exit_fn *exit_fn,
+ *			spawner_lost_fn *lost_fn, void *ctx)
+ *	int	spawner_spawn(struct deliver_spawner *sp, char *const *argv,
+ *			char *const *env, const int fds[3], pid_t *pid,
+ *			char *why, size_t whylen)
+ *	int	spawner_kill(struct deliver_spawner *sp, pid_t pid, int sig)
+ *	int	spawner_wait(struct deliver_spawner *sp, pid_t pid, int ms,
+ *			int *status)
+ *	void	spawner_pump(struct deliver_spawner *sp, int ms)
+ *	int	spawner_lost(const struct deliver_spawner *sp)
+ *	int	spawner_restartable(const struct deliver_spawner *sp)
+ *	struct deliver_spawner *spawner_restart(struct deliver_spawner *sp,
+ *			char *why, size_t whylen)
+ *	pid_t	spawner_pid(const struct deliver_spawner *sp)
+ *	int	spawner_fd(const struct deliver_spawner *sp)
  * DESCRIPTION
  *	Nothing outside deliver/'s agent files (and their unit tests and
  *	fuzz target) includes this header; each file describes its
@@ -106,6 +143,7 @@ struct agent {
     char *channel; /* the transport */
     pid_t pid;
     int reaped; /* its exit collected: nothing to kill */
+    int status; /* when reaped by the spawner: its wait status, or -1 */
     struct bufferevent *in, *out, *err; /* its stdin, stdout, stderr */
     struct event *timer;                /* the job's time limit, or idlemax */
     enum agent_state state;
@@ -139,9 +177,88 @@ void agent_pool_failed(struct agent_pool *p, const char *key, int restart_ms);
 void agent_pool_reap(struct agent_pool *p, pid_t pid, const char *channel,
                      int term);
 size_t agent_pool_count(const struct agent_pool *p);
+void agent_pool_counted(struct agent_pool *p, const char *channel, int started);
+size_t agent_pool_stats(const struct agent_pool *p,
+                        struct deliver_agent_stats *out, size_t max);
 struct event_base *agent_pool_base(const struct agent_pool *p);
 
 struct agent_pool *deliver_cache_agent_pool(struct deliver_cache *c);
+
+void agent_pool_spawner_set(struct agent_pool *p, struct deliver_spawner *sp);
+struct deliver_spawner *agent_pool_spawner(struct agent_pool *p,
+                                           const char *user, char *why,
+                                           size_t whylen);
+void agent_pool_kill(struct agent_pool *p, pid_t pid, int sig);
+int agent_pool_exit_wait(struct agent_pool *p, pid_t pid, int ms, int *status);
+
+/* The spawner's messages (spawn.c; decision 134). */
+#define SPAWN_MSG_MAX  65536
+#define SPAWN_ARGV_MAX 64
+#define SPAWN_ENV_MAX  16
+
+enum spawn_type {
+    SPAWN_START = 1, /* sluiced: argv, env and three descriptors */
+    SPAWN_KILL,      /* sluiced: pid, value the signal */
+    SPAWN_STARTED,   /* spawner: seq, pid */
+    SPAWN_FAILED,    /* spawner: seq, value an errno, text */
+    SPAWN_EXIT,      /* spawner: pid, value its wait status */
+    SPAWN_REFUSED,   /* spawner: seq when known, text */
+};
+
+struct spawn_msg {
+    enum spawn_type type;
+    uint32_t seq;
+    pid_t pid;
+    int value;
+    size_t argc, envc;
+    char *argv[SPAWN_ARGV_MAX + 1]; /* NULL-terminated */
+    char *env[SPAWN_ENV_MAX + 1];   /* NULL-terminated */
+    char *text;                     /* FAILED, REFUSED */
+};
+
+void spawn_encode(struct util_buf *b, const struct spawn_msg *m);
+int spawn_decode(char *buf, size_t n, struct spawn_msg *m, char *why,
+                 size_t whylen);
+
+/* Whom the agents run as (spawner.c). */
+#define SPAWNER_GROUPS_MAX 64
+
+struct spawner_user {
+    int change; /* 0: as the spawner runs */
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[SPAWNER_GROUPS_MAX];
+    int ngroups;
+    char refused[256]; /* not empty: every start fails with it */
+};
+
+int spawner_user_find(const char *name, const char *mail_owner,
+                      struct spawner_user *u, char *why, size_t whylen);
+void spawner_main(int fd, const struct spawner_user *u)
+#if defined(__GNUC__)
+    __attribute__((noreturn))
+#endif
+    ;
+
+/* sluiced's side (spawner_client.c). */
+typedef void spawner_exit_fn(void *ctx, pid_t pid, int status);
+typedef void spawner_lost_fn(void *ctx, pid_t spawner, int status);
+
+void spawner_attach(struct deliver_spawner *sp, struct event_base *base,
+                    spawner_exit_fn *exit_fn, spawner_lost_fn *lost_fn,
+                    void *ctx);
+int spawner_spawn(struct deliver_spawner *sp, char *const *argv,
+                  char *const *env, const int fds[3], pid_t *pid, char *why,
+                  size_t whylen);
+int spawner_kill(struct deliver_spawner *sp, pid_t pid, int sig);
+int spawner_wait(struct deliver_spawner *sp, pid_t pid, int ms, int *status);
+void spawner_pump(struct deliver_spawner *sp, int ms);
+int spawner_lost(const struct deliver_spawner *sp);
+int spawner_restartable(const struct deliver_spawner *sp);
+struct deliver_spawner *spawner_restart(struct deliver_spawner *sp, char *why,
+                                        size_t whylen);
+pid_t spawner_pid(const struct deliver_spawner *sp);
+int spawner_fd(const struct deliver_spawner *sp);
 
 void agent_job_start(struct deliver_session *s);
 void agent_job_cancel(struct deliver_session *s);

@@ -17,6 +17,10 @@
  *	void	deliver_cache_agent_log(struct deliver_cache *c,
  *			deliver_agent_log_fn *fn, void *ctx)
  *	size_t	deliver_cache_agents(const struct deliver_cache *c)
+ *	void	deliver_cache_spawner_set(struct deliver_cache *c,
+ *			struct deliver_spawner *sp)
+ *	size_t	deliver_cache_agent_stats(const struct deliver_cache *c,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	#include "deliver/agent_impl.h"
  *
@@ -39,6 +43,8 @@
  *	where its log lines go, freed with the cache: the idle agents are
  *	to their deliveries what idle connections are to SMTP's.
  *	deliver_cache_agents() counts its agents, busy or idle.
+ *	deliver_cache_spawner_set() gives the pool the spawner that starts
+ *	its agents (decision 134); the pool owns it from then on.
  */
 
 #include "deliver/deliver_impl.h"
@@ -157,6 +163,18 @@ void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
                              void *ctx)
 {
     agent_pool_log_set(deliver_cache_agent_pool(c), fn, ctx);
+}
+
+void deliver_cache_spawner_set(struct deliver_cache *c,
+                               struct deliver_spawner *sp)
+{
+    agent_pool_spawner_set(deliver_cache_agent_pool(c), sp);
+}
+
+size_t deliver_cache_agent_stats(const struct deliver_cache *c,
+                                 struct deliver_agent_stats *out, size_t max)
+{
+    return c->agents ? agent_pool_stats(c->agents, out, max) : 0;
 }
 
 size_t deliver_cache_agents(const struct deliver_cache *c)

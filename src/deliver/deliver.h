@@ -33,6 +33,13 @@
  *	void	deliver_cache_agent_log(struct deliver_cache *c,
  *			deliver_agent_log_fn *fn, void *ctx)
  *	size_t	deliver_cache_agents(const struct deliver_cache *c)
+ *	struct deliver_spawner *deliver_spawner_start(const char *agent_user,
+ *			const char *mail_owner, char *why, size_t whylen)
+ *	void	deliver_spawner_free(struct deliver_spawner *sp)
+ *	void	deliver_cache_spawner_set(struct deliver_cache *c,
+ *			struct deliver_spawner *sp)
+ *	size_t	deliver_cache_agent_stats(const struct deliver_cache *c,
+ *			struct deliver_agent_stats *out, size_t max)
  *
  *	struct deliver_passwd *deliver_passwd_load(const char *param,
  *			const char *value, char *why, size_t whylen)
@@ -204,8 +211,8 @@
  *	the request's agent.argv is a program that speaks the hungry
  *	protocol. The delivery takes an idle agent kept in the cache's
  *	pool under the request's cache_key with the same argv (the most
- *	recently idle first), or starts one (fork and exec, as agent.user
- *	when sluiced runs as root, with a fixed small environment), feeds
+ *	recently idle first), or starts one (through the spawner, as agent_user
+ *	when sluiced is or was root, a fixed small environment), feeds
  *	it the job (queue_id, sender, recipients, the message) and takes
  *	one result per recipient; when the agent says #hungry again it
  *	goes back to the pool, where it ends after agent.idle_ms. relay
@@ -221,6 +228,23 @@
  *	ended, their failures, their standard error, bounded);
  *	deliver_cache_agents() counts the agents running, idle or not.
  *	deliver_cache_free() ends them all.
+ *
+ *	Agents are started, signalled and reaped by the spawner
+ *	(spawner.c, decision 134), a process that sluiced forks while it
+ *	is still root and that stays root: deliver_spawner_start() forks
+ *	it (agent_user is looked up then, refused when it is root or has
+ *	mail_owner's uid; NULL with why when it cannot be forked), and
+ *	deliver_cache_spawner_set() hands it to a cache's agents, which
+ *	own it from then on. A cache that was given none forks its own at
+ *	its first agent, as whatever user the process is.
+ *	deliver_spawner_free() ends one that was never handed over: its
+ *	agents end and it exits.
+ *
+ *	deliver_cache_agent_stats() fills out with up to max transports'
+ *	agent figures (those that have had an agent or a failed start):
+ *	agents at a job or starting, idle in the pool, started and failed
+ *	(killed for a fault, or could not start) since sluiced started;
+ *	it returns how many it filled.
  *
  *	deliver_request_copy() makes a copy of a request that lives on its
  *	own (strings, recipients, addresses and DANE records copied; the
@@ -389,7 +413,7 @@ struct deliver_sasl {
 struct deliver_agent {
     char *const *argv;   /* NULL-terminated: the program, its arguments */
     const char *channel; /* the transport: SLUICE_CHANNEL, relay= */
-    const char *user;    /* agent_user, when sluiced runs as root */
+    const char *user;    /* agent_user, for a spawner the pool forks */
     int idle_ms;         /* idlemax: an idle agent ends after it */
     int time_limit_ms;   /* agent_time_limit: one job, from its start */
     int restart_ms;      /* agent_restart_delay: after a failure */
@@ -532,6 +556,23 @@ void deliver_cache_trim(struct deliver_cache *c, const char *cache_key,
 void deliver_cache_agent_log(struct deliver_cache *c, deliver_agent_log_fn *fn,
                              void *ctx);
 size_t deliver_cache_agents(const struct deliver_cache *c);
+
+struct deliver_spawner;
+
+struct deliver_agent_stats {
+    const char *channel; /* the transport; valid until the pool changes */
+    size_t running, idle;
+    uint64_t started, failed;
+};
+
+size_t deliver_cache_agent_stats(const struct deliver_cache *c,
+                                 struct deliver_agent_stats *out, size_t max);
+struct deliver_spawner *deliver_spawner_start(const char *agent_user,
+                                              const char *mail_owner, char *why,
+                                              size_t whylen);
+void deliver_spawner_free(struct deliver_spawner *sp);
+void deliver_cache_spawner_set(struct deliver_cache *c,
+                               struct deliver_spawner *sp);
 
 struct deliver_log_entry {
     const char *queue_id;

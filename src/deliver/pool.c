@@ -24,7 +24,18 @@
  *	void	agent_pool_reap(struct agent_pool *p, pid_t pid,
  *			const char *channel, int term)
  *	size_t	agent_pool_count(const struct agent_pool *p)
+ *	void	agent_pool_counted(struct agent_pool *p, const char *channel,
+ *			int started)
+ *	size_t	agent_pool_stats(const struct agent_pool *p,
+ *			struct deliver_agent_stats *out, size_t max)
  *	struct event_base *agent_pool_base(const struct agent_pool *p)
+ *	void	agent_pool_spawner_set(struct agent_pool *p,
+ *			struct deliver_spawner *sp)
+ *	struct deliver_spawner *agent_pool_spawner(struct agent_pool *p,
+ *			const char *user, char *why, size_t whylen)
+ *	void	agent_pool_kill(struct agent_pool *p, pid_t pid, int sig)
+ *	int	agent_pool_exit_wait(struct agent_pool *p, pid_t pid,
+ *			int ms, int *status)
  * DESCRIPTION
  *	A pool holds every agent its cache's deliveries started
  *	(agent_pool_add(), agent_pool_remove()), busy or idle; the idle
@@ -43,12 +54,31 @@
  *	agent_pool_wait() says for restart_ms afterwards that no new one
  *	should start for it (decision 132).
  *
+ *	The agents are the spawner's children, not sluiced's (spawner.c,
+ *	decision 134): the pool owns the spawner it was given
+ *	(agent_pool_spawner_set()) or forks its own at the first agent
+ *	(agent_pool_spawner(), as whatever user the process is), signals
+ *	through it (agent_pool_kill()) and hears every exit from it. A
+ *	lost spawner is logged; its agents die with it (the kernel kills
+ *	them) and come to sluiced, a child subreaper, to be reaped on the
+ *	pool's timer for a few seconds. agent_pool_spawner() then forks a
+ *	new one when spawner_restartable() allows, and otherwise says why
+ *	not: agent deliveries are deferred until sluiced restarts.
+ *
  *	agent_pool_reap() takes over a process that has been told to end
  *	(term 1: SIGTERM sent, SIGKILL after five seconds; term 0: it is
- *	ending on its own; -1: SIGKILL sent) and collects its exit with
- *	waitpid(WNOHANG) on a 20 ms timer until it is gone, logging how it
- *	ended, so that no agent is left a zombie. agent_pool_free() ends
- *	every agent and waits for each (a second, then SIGKILL).
+ *	ending on its own; -1: SIGKILL sent) until the spawner reports its
+ *	exit, logging how it ended, so that no agent is left a zombie. An
+ *	exit reported for a running agent marks it reaped, its status kept
+ *	for agent.c's reason; agent_pool_exit_wait() waits up to ms for
+ *	one (1 with status). agent_pool_free() ends every agent, waits for
+ *	each (a second, then SIGKILL) and frees the spawner, which ends
+ *	what is left and exits.
+ *
+ *	agent_pool_counted() counts an agent started (started 1) or failed
+ *	(0) under its channel; agent_pool_stats() gives each channel's
+ *	counts with its agents at a job or starting and idle, for the
+ *	status and the metrics.
  *
  *	agent_pool_log() writes a line through the function
  *	agent_pool_log_set() gave, or nowhere.
@@ -66,7 +96,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define REAP_TICK_MS  20
+#define REAP_TICK_MS  100
+#define ORPHAN_US     (3 * 1000000LL)
 #define TERM_GRACE_US (5 * 1000000LL)
 #define FREE_GRACE_US (1 * 1000000LL)
 #define CHANNEL_MAX   64
@@ -80,7 +111,13 @@ struct exiting {
     pid_t pid;
     char channel[CHANNEL_MAX];
     int64_t since_us;
-    int term; /* SIGTERM sent: SIGKILL after the grace */
+    int term;   /* SIGTERM sent: SIGKILL after the grace */
+    int killed; /* SIGKILL asked for */
+};
+
+struct counts {
+    char *channel;
+    uint64_t started, failed;
 };
 
 struct agent_pool {
@@ -94,6 +131,10 @@ struct agent_pool {
     struct exiting *exiting;
     size_t nexiting;
     struct event *reap_ev;
+    struct deliver_spawner *spawner; /* NULL until the first agent */
+    int64_t orphans_until;           /* a lost spawner's agents: reap them */
+    struct counts *counts;           /* per channel: few, the transports */
+    size_t ncounts;
 };
 
 static void reap_cb(evutil_socket_t fd, short what, void *arg);
@@ -152,6 +193,46 @@ void agent_pool_remove(struct agent_pool *p, struct agent *a)
 size_t agent_pool_count(const struct agent_pool *p)
 {
     return p->count;
+}
+
+void agent_pool_counted(struct agent_pool *p, const char *channel, int started)
+{
+    size_t i;
+
+    for (i = 0; i < p->ncounts; i++)
+        if (strcmp(p->counts[i].channel, channel) == 0)
+            break;
+    if (i == p->ncounts) {
+        p->counts = xrealloc(p->counts, (i + 1) * sizeof(*p->counts));
+        memset(p->counts + i, 0, sizeof(*p->counts));
+        p->counts[p->ncounts++].channel = xstrdup(channel);
+    }
+    if (started)
+        p->counts[i].started++;
+    else
+        p->counts[i].failed++;
+}
+
+size_t agent_pool_stats(const struct agent_pool *p,
+                        struct deliver_agent_stats *out, size_t max)
+{
+    size_t n = p->ncounts < max ? p->ncounts : max;
+    const struct agent *a;
+
+    for (size_t i = 0; i < n; i++) {
+        memset(out + i, 0, sizeof(*out));
+        out[i].channel = p->counts[i].channel;
+        out[i].started = p->counts[i].started;
+        out[i].failed = p->counts[i].failed;
+        TAILQ_FOREACH(a, &p->agents, link)
+            if (strcmp(a->channel, out[i].channel) == 0) {
+                if (a->state == AGENT_IDLE)
+                    out[i].idle++;
+                else
+                    out[i].running++;
+            }
+    }
+    return n;
 }
 
 static int argv_same(char *const *a, char *const *b)
@@ -258,36 +339,118 @@ static void exit_log(struct agent_pool *p, const struct exiting *x, int st)
                        WEXITSTATUS(st));
 }
 
-/* Collect what has ended; SIGKILL what outstayed its grace. */
+/* SIGKILL what outstayed its grace; what a lost spawner left, reaped. */
 static void reap_some(struct agent_pool *p, int64_t grace_us)
 {
     int64_t now = util_clock_mono_us();
-    size_t k = 0;
 
     for (size_t i = 0; i < p->nexiting; i++) {
         struct exiting *x = p->exiting + i;
-        int st = 0;
-        pid_t r = waitpid(x->pid, &st, WNOHANG);
 
-        if (r == x->pid || (r < 0 && errno == ECHILD)) {
-            if (r == x->pid)
-                exit_log(p, x, st);
-            continue;
+        if (!x->killed && now - x->since_us > grace_us) {
+            agent_pool_kill(p, x->pid, SIGKILL);
+            x->killed = 1;
         }
-        if (now - x->since_us > grace_us) {
-            kill(-x->pid, SIGKILL);
-            kill(x->pid, SIGKILL);
-        }
-        p->exiting[k++] = *x;
     }
-    p->nexiting = k;
+    if (p->orphans_until > now)
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+}
+
+/* The spawner reaped pid: a running agent, or one told to end. */
+static void exit_cb(void *ctx, pid_t pid, int status)
+{
+    struct agent_pool *p = ctx;
+    struct agent *a;
+
+    TAILQ_FOREACH(a, &p->agents, link)
+        if (a->pid == pid) {
+            a->reaped = 1;
+            a->status = status;
+            return;
+        }
+    for (size_t i = 0; i < p->nexiting; i++)
+        if (p->exiting[i].pid == pid) {
+            exit_log(p, p->exiting + i, status);
+            p->exiting[i] = p->exiting[--p->nexiting];
+            return;
+        }
+}
+
+static void reap_arm(struct agent_pool *p);
+
+static void lost_cb(void *ctx, pid_t pid, int status)
+{
+    struct agent_pool *p = ctx;
+    char how[64] = "its status unknown";
+
+    if (status != -1 && WIFSIGNALED(status))
+        snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+    else if (status != -1)
+        snprintf(how, sizeof(how), "exited with status %d",
+                 WEXITSTATUS(status));
+    agent_pool_log(p, 1, "agent", "agent spawner pid %ld ended (%s): %s",
+                   (long)pid, how,
+                   spawner_restartable(p->spawner)
+                       ? "its agents are killed; a new spawner starts with "
+                         "the next agent"
+                       : "its agents are killed; agent deliveries are "
+                         "deferred until sluiced restarts");
+    p->nexiting = 0; /* the kernel killed them: orphans now */
+    p->orphans_until = util_clock_mono_us() + ORPHAN_US;
+    reap_arm(p);
+}
+
+void agent_pool_spawner_set(struct agent_pool *p, struct deliver_spawner *sp)
+{
+    if (p->spawner != NULL && p->spawner != sp)
+        deliver_spawner_free(p->spawner);
+    p->spawner = sp;
+    if (sp != NULL)
+        spawner_attach(sp, p->base, exit_cb, lost_cb, p);
+}
+
+struct deliver_spawner *agent_pool_spawner(struct agent_pool *p,
+                                           const char *user, char *why,
+                                           size_t whylen)
+{
+    struct deliver_spawner *sp = p->spawner;
+
+    if (sp != NULL && !spawner_lost(sp))
+        return sp;
+    if (sp != NULL && !spawner_restartable(sp)) {
+        snprintf(why, whylen,
+                 "the agent spawner is gone: agents start again when "
+                 "sluiced restarts");
+        return NULL;
+    }
+    sp = sp ? spawner_restart(sp, why, whylen)
+            : deliver_spawner_start(user, NULL, why, whylen);
+    p->spawner = NULL;
+    if (sp == NULL)
+        return NULL;
+    agent_pool_spawner_set(p, sp);
+    agent_pool_log(p, 0, "agent", "agent spawner started: pid %ld",
+                   (long)spawner_pid(sp));
+    return sp;
+}
+
+void agent_pool_kill(struct agent_pool *p, pid_t pid, int sig)
+{
+    if (p->spawner != NULL)
+        (void)spawner_kill(p->spawner, pid, sig);
+}
+
+int agent_pool_exit_wait(struct agent_pool *p, pid_t pid, int ms, int *status)
+{
+    return p->spawner != NULL && spawner_wait(p->spawner, pid, ms, status);
 }
 
 static void reap_arm(struct agent_pool *p)
 {
     struct timeval tv = {0, REAP_TICK_MS * 1000};
 
-    if (p->nexiting > 0)
+    if (p->nexiting > 0 || p->orphans_until > util_clock_mono_us())
         evtimer_add(p->reap_ev, &tv);
 }
 
@@ -326,19 +489,18 @@ void agent_pool_free(struct agent_pool *p)
     while ((a = TAILQ_FIRST(&p->agents)) != NULL)
         agent_end(a, 1);
     /* a second for the SIGTERM, then SIGKILL, and a wait for each */
-    while (p->nexiting > 0 && util_clock_mono_us() - start < FREE_GRACE_US) {
-        reap_some(p, TERM_GRACE_US);
-        if (p->nexiting > 0)
-            usleep(REAP_TICK_MS * 1000);
-    }
-    for (size_t i = 0; i < p->nexiting; i++) {
-        kill(-p->exiting[i].pid, SIGKILL);
-        kill(p->exiting[i].pid, SIGKILL);
-        waitpid(p->exiting[i].pid, NULL, 0);
-    }
+    while (p->nexiting > 0 && p->spawner != NULL && !spawner_lost(p->spawner) &&
+           util_clock_mono_us() - start < FREE_GRACE_US)
+        spawner_pump(p->spawner, REAP_TICK_MS);
+    for (size_t i = 0; i < p->nexiting; i++)
+        agent_pool_kill(p, p->exiting[i].pid, SIGKILL);
+    deliver_spawner_free(p->spawner); /* it waits for what is left */
     for (size_t i = 0; i < p->nfailures; i++)
         free(p->failures[i].key);
     free(p->failures);
+    for (size_t i = 0; i < p->ncounts; i++)
+        free(p->counts[i].channel);
+    free(p->counts);
     free(p->exiting);
     event_free(p->reap_ev);
     free(p);

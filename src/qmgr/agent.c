@@ -5,6 +5,9 @@
  *	#include "qmgr/qmgr_impl.h"
  *
  *	void	qm_agent_log_init(struct qmgr *q)
+ *	void	qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp)
+ *	void	qm_agent_status(struct qmgr *q, const char *transport,
+ *			struct util_buf *b, int json)
  *	char	**qm_agent_request(struct qmgr *q,
  *			const struct route_result *r,
  *			struct deliver_request *req, char *key, size_t keylen,
@@ -13,6 +16,17 @@
  *	qm_agent_log_init() sends the agent pool's log lines to the queue
  *	manager's log under each agent's transport name. The rules file
  *	(scheduler_rules) is q->rules, set by qmgr_rules_set() (zmailer.c).
+ *
+ *	qmgr_spawner_set() hands the agent spawner sluiced forked before
+ *	it gave up root (decision 134) to the agents of the queue
+ *	manager's cache, which own it from then on.
+ *
+ *	qm_agent_status() appends a transport's agent figures to the
+ *	status (status.c): in JSON ", \"agents\": {\"running\", \"idle\",
+ *	\"started\", \"failed\"}" (null for a transport that never had an
+ *	agent), as text a line "  agents: R running, I idle, S started, F
+ *	failed" (none for such a transport). Running is at a job or
+ *	starting, idle in the pool; started and failed count since start.
  *
  *	qm_agent_request() fills the agent part of a request for a
  *	recipient routed to a transport of the agent type (decision 129):
@@ -37,6 +51,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int ms_int(int64_t ms)
 {
@@ -56,6 +71,37 @@ static void agent_log_cb(void *ctx, int warning, const char *channel,
 void qm_agent_log_init(struct qmgr *q)
 {
     deliver_cache_agent_log(q->cache, agent_log_cb, q);
+}
+
+void qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp)
+{
+    deliver_cache_spawner_set(q->cache, sp);
+}
+
+#define STATUS_CHANNELS 64
+
+void qm_agent_status(struct qmgr *q, const char *transport, struct util_buf *b,
+                     int json)
+{
+    struct deliver_agent_stats st[STATUS_CHANNELS];
+    size_t n =
+        q->cache ? deliver_cache_agent_stats(q->cache, st, STATUS_CHANNELS) : 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(st[i].channel, transport) != 0)
+            continue;
+        util_buf_printf(b,
+                        json ? ", \"agents\": {\"running\": %zu, \"idle\": "
+                               "%zu, \"started\": %llu, \"failed\": %llu}"
+                             : "  agents: %zu running, %zu idle, %llu "
+                               "started, %llu failed\n",
+                        st[i].running, st[i].idle,
+                        (unsigned long long)st[i].started,
+                        (unsigned long long)st[i].failed);
+        return;
+    }
+    if (json)
+        util_buf_puts(b, ", \"agents\": null");
 }
 
 char **qm_agent_request(struct qmgr *q, const struct route_result *r,

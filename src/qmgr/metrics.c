@@ -44,6 +44,11 @@
  *		deliveries in flight plus idle cached connections
  *	sluice_connections_idle				gauge
  *	sluice_connections_opened_total			counter
+ *	sluice_agents{transport,state}			gauge
+ *		external agents: running (at a job or starting), idle
+ *	sluice_agents_started_total{transport}		counter
+ *	sluice_agents_failed_total{transport}		counter
+ *		killed for a fault, or could not start
  *
  *	Reading it walks the destination queues of each transport and
  *	asks the spool for two index sizes: its cost is that of the
@@ -173,6 +178,40 @@ static void per_transport_gauges(struct qmgr *q, struct util_buf *b)
     }
 }
 
+#define AGENT_CHANNELS 64
+
+/* The external agents, per transport (decision 134's issue). */
+static void agent_metrics(struct qmgr *q, struct util_buf *b)
+{
+    struct deliver_agent_stats st[AGENT_CHANNELS];
+    size_t n =
+        q->cache ? deliver_cache_agent_stats(q->cache, st, AGENT_CHANNELS) : 0;
+
+    head(b, "sluice_agents", "gauge",
+         "External agents: running (at a job or starting) and idle.");
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            util_buf_puts(b, "sluice_agents{transport=\"");
+            label(b, st[i].channel);
+            util_buf_printf(b, "\",state=\"%s\"} %zu\n", k ? "idle" : "running",
+                            k ? st[i].idle : st[i].running);
+        }
+    head(b, "sluice_agents_started_total", "counter",
+         "External agents started.");
+    for (size_t i = 0; i < n; i++) {
+        util_buf_puts(b, "sluice_agents_started_total{transport=\"");
+        label(b, st[i].channel);
+        util_buf_printf(b, "\"} %llu\n", (unsigned long long)st[i].started);
+    }
+    head(b, "sluice_agents_failed_total", "counter",
+         "External agents killed for a fault, or that could not start.");
+    for (size_t i = 0; i < n; i++) {
+        util_buf_puts(b, "sluice_agents_failed_total{transport=\"");
+        label(b, st[i].channel);
+        util_buf_printf(b, "\"} %llu\n", (unsigned long long)st[i].failed);
+    }
+}
+
 void qmgr_metrics(struct qmgr *q, struct util_buf *b)
 {
     static const char *const status[] = {"delivered", "deferred", "bounced"};
@@ -262,4 +301,5 @@ void qmgr_metrics(struct qmgr *q, struct util_buf *b)
          "Delivery connections established.");
     util_buf_printf(b, "sluice_connections_opened_total %llu\n",
                     (unsigned long long)deliver_cache_opened(q->cache));
+    agent_metrics(q, b);
 }

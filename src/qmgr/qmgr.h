@@ -327,6 +327,9 @@ struct qmgr_tls *qmgr_tls_load(const struct conf *conf,
 void qmgr_tls_free(struct qmgr_tls *t);
 void qmgr_tls_set(struct qmgr *q, struct qmgr_tls *t);
 
+/* The agent spawner forked before the drop of root (decision 134). */
+void qmgr_spawner_set(struct qmgr *q, struct deliver_spawner *sp);
+
 struct qmgr_deliver_settings {
     struct deliver_timeouts timeouts;
     int address_limit; /* smtp_mx_address_limit, 0 = no limit */

@@ -356,6 +356,8 @@ void qm_tlsrpt_delivery_free(struct qm_delivery *d);
 
 /* An external agent's delivery (agent.c). */
 void qm_agent_log_init(struct qmgr *q);
+void qm_agent_status(struct qmgr *q, const char *transport, struct util_buf *b,
+                     int json);
 char **qm_agent_request(struct qmgr *q, const struct route_result *r,
                         struct deliver_request *req, char *key, size_t keylen,
                         char *why, size_t whylen);

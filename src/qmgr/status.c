@@ -13,8 +13,8 @@
  *	against router_worker_limit and waiting (text: only when there
  *	are some); per transport, deliveries in flight
  *	against the process limit, the job selection policy, the jobs and
- *	the recipient pool, and a suspension with its reason and how long
- *	it still lasts; per destination queue, the concurrency window and
+ *	the recipient pool, a suspension with its reason and how long
+ *	it still lasts, and its external agents (agent.c); per destination queue, the concurrency window and
  *	its limit, deliveries in flight, entries waiting, the feedback's
  *	state (success and failure accumulators, failed pseudo-cohorts),
  *	and whether it is dead, suspended by the operator (sluice suspend)
@@ -36,7 +36,8 @@
  *	"recipient_pool", "recipient_pool_free", "suspended",
  *	"suspend_reason", "resume_in_s", "zmailer": {"threads", "rings",
  *	"agents", "running", "idle", "vertices"} (null under another
- *	scheduler), "destinations": [{"name",
+ *	scheduler), "agents": {"running", "idle", "started", "failed"}
+ *	(qm_agent_status()), "destinations": [{"name",
  *	"window", "limit", "busy", "todo", "success", "failure",
  *	"failed_cohorts", "dead", "suspended", "rate_delayed", "reason",
  *	"retry_in_s"}],
@@ -231,6 +232,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
         json_seconds(b, ts.suspended ? seconds_until(ts.suspended_until, now)
                                      : -1);
         zmailer_out(q, ts.name, b, 1);
+        qm_agent_status(q, ts.name, b, 1);
         util_buf_puts(b, ", \"destinations\": [");
         for (size_t i = 0; i < shown; i++) {
             util_buf_puts(b, i ? ", " : "");
@@ -266,6 +268,7 @@ static void transport_out(struct qmgr *q, const struct core_transport *t,
                             ts.suspend_reason ? ts.suspend_reason : "");
     }
     zmailer_out(q, ts.name, b, 0);
+    qm_agent_status(q, ts.name, b, 0);
     if (n > 0)
         util_buf_printf(b, "  %-40s %9s %5s %6s\n", "destination", "window",
                         "busy", "todo");

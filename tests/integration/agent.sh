@@ -50,9 +50,18 @@ expect "sluice config takes an agent transport under zmailer" 0 $?
 grep -q -F 'delivery_scheduler = zmailer' "$tmp/c.err" &&
     not_ok "... with no warning about its scheduler" ||
     ok "... with no warning about its scheduler"
-grep -q -F 'transport mdir: type agent: sluiced runs as mail_owner sluice, which cannot change users: its agents run as sluice, not as agent_user nobody' \
-    "$tmp/c.err" && ok "a mail_owner that is not root: a warning" ||
-    not_ok "a mail_owner that is not root: a warning"
+# agent_user is never root nor mail_owner's uid (decision 134).
+for bad in "daemon daemon" "root daemon"; do
+    set -- $bad
+    printf 'agent_user = %s\nmail_owner = %s\n' "$1" "$2" >"$tmp/c2.conf"
+    cat "$tmp/c.conf" "$tmp/c2.conf" >"$tmp/c3.conf"
+    "$build/sluice" -c "$tmp/c3.conf" config >"$tmp/c.out" 2>&1
+    expect "sluice config refuses agent_user $1 with mail_owner $2" 1 $?
+    [ "$1" = daemon ] && { grep -q -F 'agent_user daemon has the uid of mail_owner daemon (1): an agent could read and change the queue' \
+        "$tmp/c.out" && ok "... saying why" || not_ok "... saying why"; }
+done
+grep -q -F 'agent_user root: an agent never runs as root' "$tmp/c.out" &&
+    ok "... saying why" || not_ok "... saying why"
 if sluiced_start "$tmp/d" "transports = smtp:smtp, mdir:agent
 scheduler_rules = $tmp/rules"; then
     ok "sluiced starts with an agent transport"

@@ -8,7 +8,8 @@
 # the others are deferred, never marked delivered; after the backoff a
 # new agent (the test's file flag switched to good) delivers them: every
 # recipient is delivered exactly once (the daemon's log and the agent's
-# own record agree), and no agent is left running or a zombie. The
+# own record agree), and no agent is left running or a zombie (the
+# agents are the spawner's children, decision 134). The
 # agents' environment is the fixed small set. One agent per host ($host
 # in the command), so the cases run side by side. Bounded in time, stops
 # only the processes it started. Output is TAP.
@@ -160,8 +161,13 @@ grep -q 'to=<r1@kill.test>, relay=mdir, .*status=sent' "$tmp/d/log" &&
 expect "the agent's environment is the fixed set" \
     "HOME PATH SLUICE_CHANNEL SLUICE_PROTOCOL" "$(cat "$tmp/w/env.kill.test")"
 sleep 0.2
-zombies=$(ps -o stat= --ppid "$sluiced_pid" | grep -c Z)
-expect "no zombie among sluiced's children" 0 "$zombies"
+# The agents are the spawner's children, the spawner sluiced's only one
+# (decision 134).
+spawner=$(ps -o pid= --ppid "$sluiced_pid" | tr -d ' ')
+expect "sluiced's one child is the agent spawner" sluice-spawner \
+    "$(cat "/proc/$spawner/comm" 2>/dev/null)"
+zombies=$(ps -o stat= --ppid "$spawner" | grep -c Z)
+expect "no zombie among the spawner's children" 0 "$zombies"
 expect "no agent left from the failed ones" 6 \
-    "$(ps -o pid= --ppid "$sluiced_pid" | wc -l)"
+    "$(ps -o pid= --ppid "$spawner" | wc -l)"
 tap_done
