@@ -23,59 +23,10 @@ chmod 711 "$tmp"
 mkdir -m 777 "$tmp/w"
 cases="kill hang garbage exit flood big"
 
-# The agent: the hungry protocol, misbehaving from its second recipient
-# on as w/mode.HOST says; "good" behaves.
-cat >"$tmp/agent.py" <<'_AGENT'
-#!/usr/bin/python3
-import os, sys, time
-w, host = sys.argv[1], sys.argv[2]
-env = open("/proc/self/environ", "rb").read().split(b"\0")
-with open(os.path.join(w, "env." + host), "w") as f:
-    f.write(" ".join(sorted(e.split(b"=")[0].decode() for e in env if e)))
-out, inp = sys.stdout, sys.stdin.buffer
-
-
-def say(text):
-    out.write(text + "\n")
-    out.flush()
-
-
-def misbehave(mode):
-    out.flush()
-    if mode == "kill":
-        with open(os.path.join(w, "busy." + host), "w") as f:
-            f.write(str(os.getpid()))
-    elif mode == "garbage":
-        sys.stderr.write("garbage coming\n")
-        sys.stderr.flush()
-        say("this is not the protocol")
-    elif mode == "exit":
-        sys.exit(3)
-    elif mode == "flood":
-        out.write("x" * 100000)
-        out.flush()
-    time.sleep(30)
-
-
-say("#hungry")
-while True:
-    line = inp.readline()
-    if not line:
-        sys.exit(0)
-    words = line.split()
-    inp.read(int(words[2]))
-    mode = open(os.path.join(w, "mode." + host)).read().strip()
-    for k, r in enumerate(words[4:], 1):
-        if k == 2 and mode not in ("good", "big"):
-            misbehave(mode)
-        with open(os.path.join(w, "delivered"), "a") as f:
-            f.write("%s %s\n" % (host, r.decode()))
-        text = "y" * 480 if mode == "big" else "done"
-        out.write("%d ok 2.0.0 %s\n" % (k, text))
-    say("#hungry")
-_AGENT
-chmod 755 "$tmp/agent.py"
-printf 'mdir/*  command="%s %s/w $host"\n' "$tmp/agent.py" "$tmp" >"$tmp/rules"
+# The agent (lib/test_agent.py) misbehaves from its second recipient on
+# as w/mode.HOST says; "good" behaves.
+agent=$(pwd)/tests/integration/lib/test_agent.py
+printf 'mdir/*  command="%s %s/w $host"\n' "$agent" "$tmp" >"$tmp/rules"
 : >"$tmp/transport"
 for c in $cases; do
     echo "$c" >"$tmp/w/mode.$c.test"

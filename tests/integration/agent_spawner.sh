@@ -46,46 +46,13 @@ mkdir -m 700 "$tmp/mail" "$tmp/w"
 chown "$agent" "$tmp/mail" "$tmp/w"
 q=$tmp/d/q
 
-# The probe: who it is, whether it can read the spool, the hungry
-# protocol; w/mode.HOST "hang" makes it stop at its job (its pid in
-# w/busy.HOST), "good" delivers.
-cat >"$tmp/agent.py" <<'_AGENT'
-#!/usr/bin/python3
-import os, sys, time
-w, q, host = sys.argv[1], sys.argv[2], sys.argv[3]
-seen = []
-for path in (q + "/db", q + "/db/data.mdb"):
-    try:
-        open(path, "rb").close() if path.endswith("mdb") else os.listdir(path)
-        seen.append("read")
-    except OSError as e:
-        seen.append("refused")
-with open(os.path.join(w, "probe." + host), "w") as f:
-    f.write("%d %s\n" % (os.getuid(), " ".join(seen)))
-out, inp = sys.stdout, sys.stdin.buffer
-out.write("#hungry\n")
-out.flush()
-while True:
-    line = inp.readline()
-    if not line:
-        sys.exit(0)
-    words = line.split()
-    inp.read(int(words[2]))
-    if open(os.path.join(w, "mode." + host)).read().strip() == "hang":
-        with open(os.path.join(w, "busy." + host), "w") as f:
-            f.write(str(os.getpid()))
-        time.sleep(30)
-    for k, r in enumerate(words[4:], 1):
-        with open(os.path.join(w, "delivered"), "a") as f:
-            f.write("%s %s\n" % (host, r.decode()))
-        out.write("%d ok 2.0.0 done\n" % k)
-    out.write("#hungry\n")
-    out.flush()
-_AGENT
-chmod 755 "$tmp/agent.py"
+# The probe (lib/test_agent.py): who it is, whether it can read the
+# spool, the hungry protocol; w/mode.HOST "hang" makes it stop at its job
+# (its pid in w/busy.HOST), "good" delivers.
+probe=$(pwd)/tests/integration/lib/test_agent.py
 {
     printf 'mdir/*  command="%s %s/mail"\n' "$(pwd)/examples/agents/maildir" "$tmp"
-    printf 'probe/*  command="%s %s/w %s $host"\n' "$tmp/agent.py" "$tmp" "$q"
+    printf 'probe/*  command="%s %s/w $host %s"\n' "$probe" "$tmp" "$q"
 } >"$tmp/rules"
 printf '%s\n' 'a.test mdir:' 'kill.test probe:' 'hang.test probe:' \
     'good.test probe:' >"$tmp/transport"

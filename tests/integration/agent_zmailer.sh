@@ -22,45 +22,11 @@ need python3 test -x /usr/bin/python3
 chmod 711 "$tmp"
 mkdir -m 777 "$tmp/w"
 
-# The hungry protocol, misbehaving at the second recipient as
+# The agent (lib/test_agent.py) misbehaves at the second recipient as
 # w/mode.HOST says; "good" behaves.
-cat >"$tmp/agent.py" <<'_AGENT'
-#!/usr/bin/python3
-import os, sys, time
-w, host = sys.argv[1], sys.argv[2]
-out, inp = sys.stdout, sys.stdin.buffer
-
-
-def say(text):
-    out.write(text + "\n")
-    out.flush()
-
-
-say("#hungry")
-while True:
-    line = inp.readline()
-    if not line:
-        sys.exit(0)
-    words = line.split()
-    inp.read(int(words[2]))
-    mode = open(os.path.join(w, "mode." + host)).read().strip()
-    for k, r in enumerate(words[4:], 1):
-        if k == 2 and mode == "kill":
-            out.flush()
-            with open(os.path.join(w, "busy." + host), "w") as f:
-                f.write(str(os.getpid()))
-            time.sleep(30)
-        if k == 2 and mode == "garbage":
-            say("this is not the protocol")
-            time.sleep(30)
-        with open(os.path.join(w, "delivered"), "a") as f:
-            f.write("%s %s\n" % (host, r.decode()))
-        out.write("%d ok 2.0.0 done\n" % k)
-    say("#hungry")
-_AGENT
-chmod 755 "$tmp/agent.py"
+agent=$(pwd)/tests/integration/lib/test_agent.py
 printf 'mdir/*  interval=1s idlemax=30s\n\tcommand="%s %s/w $host"\n' \
-    "$tmp/agent.py" "$tmp" >"$tmp/rules"
+    "$agent" "$tmp" >"$tmp/rules"
 : >"$tmp/transport"
 for c in kill garbage good; do
     echo "$c" >"$tmp/w/mode.$c.test"
